@@ -1,0 +1,3 @@
+from hivelore.cli import main
+
+main()

@@ -1,0 +1,453 @@
+"""The typer application: every command except the fast ones is defined here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from hivelore import __version__
+from hivelore.cli import fast
+from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
+from hivelore.memory import Memory, parse_address
+from hivelore.service import Hivelore, ImportRecord
+
+app = typer.Typer(
+    name="hivelore",
+    help="Memory for AI coding agents: lessons as plain Markdown files, indexed in SQLite.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+index_app = typer.Typer(help="The SQLite index (derived from the files; safe to rebuild).", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+out = Console(highlight=False, soft_wrap=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ScopesOption = Annotated[
+    list[str] | None, typer.Option("--scope", help="Only this scope (repeatable); default: the folder's chain.")
+]
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _service() -> Hivelore:
+    return Hivelore.open()
+
+
+def _show(memory: Memory) -> None:
+    out.print(f"[bold]{escape(memory.address)}[/bold]  [dim]{memory.kind}, {memory.state}[/dim]")
+    out.print(escape(memory.value))
+    details = [f"seen {memory.seen_count}×", f"updated {memory.updated}"]
+    if memory.tags:
+        details.append("tags " + ", ".join(memory.tags))
+    if memory.expires_at:
+        details.append(f"expires {memory.expires_at}")
+    if memory.archived_at:
+        details.append(f"archived {memory.archived_at}")
+    out.print(f"[dim]{escape(' · '.join(details))}[/dim]")
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False) -> None:
+    if version:
+        print(f"hivelore {__version__}")
+        raise typer.Exit()
+
+
+@app.command()
+def write(
+    address: Annotated[str, typer.Argument(help="SCOPE::KEY, e.g. repo::acme/checkout::tests-need-local-postgres")],
+    value: Annotated[str, typer.Argument(help="What was learned; '-' reads it from stdin.")],
+    tags: Annotated[str, typer.Option(help="Comma-separated tags.")] = "",
+    kind: Annotated[str | None, typer.Option(help="lesson, fact, decision or note (default lesson).")] = None,
+    ttl_days: Annotated[float | None, typer.Option(help="Hide it after this many days.")] = None,
+    staged: Annotated[bool, typer.Option("--staged", help="Stage it instead of committing it.")] = False,
+    tier: Annotated[str | None, typer.Option(help="home or project (default: project tier if it exists).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a memory (a re-write of the same key updates it and bumps seen_count)."""
+    with reported_errors():
+        scope, key = parse_address(address)
+        text = sys.stdin.read() if value == "-" else value
+        service = _service()
+        result = service.write(
+            str(scope),
+            key,
+            text,
+            tags=[t for t in tags.split(",") if t.strip()],
+            kind=kind,
+            ttl_days=ttl_days,
+            state="staged" if staged else "committed",
+            tier=tier,
+        )
+    if as_json:
+        print_json(
+            {**result.memory.to_dict(), "path": str(result.path), "tier": result.tier, "created": result.created}
+        )
+        return
+    verb = "wrote" if result.created else f"updated (seen {result.memory.seen_count}×)"
+    revived = " — it was archived or expired and is visible again" if result.revived else ""
+    out.print(f"{verb} {escape(result.memory.address)} → {escape(str(result.path))}{revived}")
+
+
+@app.command()
+def read(
+    address: Annotated[str, typer.Argument(help="SCOPE::KEY, or a bare KEY resolved along the folder's chain.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Print one memory in full."""
+    with reported_errors():
+        service = _service()
+        if "::" in address:
+            scope, key = parse_address(address)
+            memory = service.read(str(scope), key)
+        else:
+            memory = service.resolve(address)
+        print_warnings(service)
+    if as_json:
+        print_json(memory.to_dict())
+    else:
+        _show(memory)
+
+
+@app.command(name="list")
+def list_(
+    scopes: ScopesOption = None,
+    everywhere: Annotated[bool, typer.Option("--all", help="Every scope in the vault, not just this chain.")] = False,
+    include_hidden: Annotated[bool, typer.Option("--include-hidden", help="Also archived and expired.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List memories grouped by scope, narrowest first."""
+    with reported_errors():
+        service = _service()
+        chosen = list(service.scope_counts()) if everywhere else scopes
+        grouped = service.list(chosen, include_hidden=include_hidden) if chosen or not everywhere else {}
+        print_warnings(service)
+    if as_json:
+        print_json({scope: [m.to_dict() for m in memories] for scope, memories in grouped.items()})
+        return
+    if not grouped:
+        out.print(f"no memories in {escape(' → '.join(scopes or service.scopes))}")
+    for scope, memories in grouped.items():
+        out.print(f"[bold]{escape(scope)}[/bold] ({len(memories)})")
+        for m in memories:
+            hidden = " [dim](archived)[/dim]" if m.archived_at else " [dim](expired)[/dim]" if m.is_expired() else ""
+            out.print(f"  {escape(m.key)}{hidden}: {escape(' '.join(m.value.split())[:100])}")
+
+
+@app.command()
+def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
+    """Per key, the copy that wins (narrowest scope) and the copies it shadows."""
+    with reported_errors():
+        service = _service()
+        entries = service.tree(scopes)
+        print_warnings(service)
+    if as_json:
+        print_json(
+            {
+                "scopes": scopes or service.scopes,
+                "keys": [
+                    {"key": e.key, "winner": e.winner.to_dict(), "shadowed": [m.to_dict() for m in e.shadowed]}
+                    for e in entries
+                ],
+            }
+        )
+        return
+    out.print(" → ".join(escape(s) for s in (scopes or service.scopes)))
+    for entry in entries:
+        out.print(f"{escape(entry.key)}")
+        out.print(f"  [green]✓ {escape(str(entry.winner.scope))}[/green]: {escape(entry.winner.value[:80])}")
+        for shadow in entry.shadowed:
+            out.print(f"  [dim]  shadowed: {escape(str(shadow.scope))}: {escape(shadow.value[:80])}[/dim]")
+
+
+def _address(address: str) -> tuple[str, str]:
+    scope, key = parse_address(address)
+    return str(scope), key
+
+
+@app.command()
+def forget(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+    """Delete a memory's file."""
+    with reported_errors():
+        path = _service().forget(*_address(address))
+    if as_json:
+        print_json({"forgotten": address, "path": str(path)})
+    else:
+        out.print(f"forgot {escape(address)} (deleted {escape(str(path))})")
+
+
+@app.command()
+def archive(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+    """Hide a memory from reads; the file stays until purged."""
+    with reported_errors():
+        memory = _service().archive(*_address(address))
+    if as_json:
+        print_json(memory.to_dict())
+    else:
+        out.print(f"archived {escape(memory.address)}")
+
+
+@app.command()
+def restore(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+    """Make an archived or expired memory visible again."""
+    with reported_errors():
+        memory = _service().restore(*_address(address))
+    if as_json:
+        print_json(memory.to_dict())
+    else:
+        out.print(f"restored {escape(memory.address)}")
+
+
+@app.command()
+def purge(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete the files of archived and expired memories in this folder's chain."""
+    with reported_errors():
+        gone = _service().purge(dry_run=dry_run)
+    if as_json:
+        print_json({"dry_run": dry_run, "purged": [m.address for m in gone]})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    out.print(f"{verb} {len(gone)} archived or expired memories")
+    for memory in gone:
+        out.print(f"  {escape(memory.address)}")
+
+
+def _jsonl_records(path: Path) -> list[ImportRecord]:
+    records = []
+    handle = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            source = f"{path}:{number}"
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{source} is not valid JSON ({exc}); nothing was imported.") from exc
+            if not isinstance(data, dict) or not all(isinstance(data.get(f), str) for f in ("scope", "key", "value")):
+                raise ValueError(f"{source} needs string fields scope, key and value; nothing was imported.")
+            records.append(
+                ImportRecord(
+                    source=source,
+                    scope=data["scope"],
+                    key=data["key"],
+                    value=data["value"],
+                    tags=tuple(data.get("tags") or ()),
+                    kind=data.get("kind") or "lesson",
+                    state=data.get("state") or "committed",
+                    ttl_days=data.get("ttl_days"),
+                    created=data.get("created"),
+                    updated=data.get("updated"),
+                    seen_count=data.get("seen_count"),
+                    expires_at=data.get("expires_at"),
+                    archived_at=data.get("archived_at"),
+                    provenance=data.get("provenance") or {},
+                )
+            )
+    return records
+
+
+def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
+    from hivelore.lorekit import LoreKitSkip, read_lorekit
+
+    records, skipped = [], []
+    for item in read_lorekit(root.expanduser()):
+        if isinstance(item, LoreKitSkip):
+            skipped.append(f"{item.source}: {item.reason}")
+            continue
+        records.append(
+            ImportRecord(
+                source=str(item.source),
+                scope=item.scope,
+                key=item.key,
+                value=item.value,
+                tags=tuple(item.tags),
+                kind=item.kind,
+                state=item.state,
+                created=item.created,
+                updated=item.updated,
+                seen_count=item.seen_count,
+                expires_at=item.expires_at,
+                archived_at=item.archived_at,
+                provenance=item.provenance,
+            )
+        )
+    return records, skipped
+
+
+@app.command(name="import")
+def import_(
+    file: Annotated[Path | None, typer.Argument(help="A JSONL file (one memory per line), or '-' for stdin.")] = None,
+    from_lorekit: Annotated[Path | None, typer.Option(help="Import a LoreKit store, e.g. ~/.lorekit.")] = None,
+    skip_invalid: Annotated[bool, typer.Option(help="Import the valid records and list the rejected.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only; write nothing.")] = False,
+    tier: Annotated[str | None, typer.Option(help="home or project.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import memories; every record passes the same checks as a write. One bad record: nothing written."""
+    with reported_errors():
+        if (file is None) == (from_lorekit is None):
+            fail("give either a JSONL file or --from-lorekit DIR.", EXIT_BAD_INPUT)
+        unreadable: list[str] = []
+        if from_lorekit is not None:
+            records, unreadable = _lorekit_records(from_lorekit)
+        else:
+            records = _jsonl_records(file)  # type: ignore[arg-type]
+        service = _service()
+        report = service.import_records(records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier)
+        report.rejected[:0] = unreadable
+    if as_json:
+        print_json(
+            {"dry_run": dry_run, "written": report.written, "unchanged": report.unchanged, "rejected": report.rejected}
+        )
+    else:
+        verb = "would write" if dry_run else "wrote"
+        out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
+        for reason in report.rejected:
+            print(f"  rejected {reason}", file=sys.stderr)
+    if report.rejected and not skip_invalid and not dry_run:
+        fail(
+            "nothing was imported because of the rejected records above: fix them or pass --skip-invalid.",
+            EXIT_BAD_INPUT,
+        )
+
+
+@app.command()
+def export(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    include_hidden: Annotated[bool, typer.Option("--include-hidden", help="Also archived and expired.")] = False,
+) -> None:
+    """Print every memory as JSONL (the format `import` reads)."""
+    with reported_errors():
+        service = _service()
+        lines = [json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in service.export(include_hidden)]
+        print_warnings(service)
+        if output is None:
+            sys.stdout.writelines(lines)
+        else:
+            tmp = output.with_name(f".{output.name}.tmp")
+            tmp.write_text("".join(lines), encoding="utf-8")
+            tmp.replace(output)
+            out.print(f"exported {len(lines)} memories to {escape(str(output))}")
+
+
+@app.command()
+def scopes(as_json: JsonFlag = False) -> None:
+    """This folder's scope chain, and every scope that holds memories."""
+    with reported_errors():
+        service = _service()
+        counts = service.scope_counts()
+    if as_json:
+        print_json({"chain": service.scopes, "scopes": counts})
+        return
+    out.print("chain: " + " → ".join(escape(s) for s in service.scopes))
+    for scope, count in counts.items():
+        out.print(f"  {escape(scope)}: {count}")
+
+
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False)
+def search(ctx: typer.Context) -> None:
+    """Search memories of this folder's scope chain, best first (see `hivelore search --help`)."""
+    raise typer.Exit(fast.search(ctx.args))
+
+
+@app.command(context_settings=_PASS_THROUGH, add_help_option=False)
+def context(ctx: typer.Context) -> None:
+    """The block an agent gets at session start: budgeted, with what was left out."""
+    raise typer.Exit(fast.context(ctx.args))
+
+
+@index_app.command("status")
+def index_status(as_json: JsonFlag = False) -> None:
+    """Health of the index: rows, integrity, skipped files."""
+    with reported_errors():
+        status = _service().index_status()
+    if as_json:
+        print_json(status)
+        return
+    for name, value in status.items():
+        if name == "skipped_files":
+            out.print(f"skipped_files: {len(value)}")  # type: ignore[arg-type]
+            for line in value:  # type: ignore[union-attr]
+                out.print(f"  {escape(line)}")
+        else:
+            out.print(f"{name}: {escape(str(value))}")
+
+
+@index_app.command("rebuild")
+def index_rebuild(as_json: JsonFlag = False) -> None:
+    """Re-read every memory file into a fresh index."""
+    with reported_errors():
+        stats = _service().rebuild_index()
+    if as_json:
+        print_json(
+            {
+                "files": stats.files,
+                "indexed": stats.indexed,
+                "seconds": round(stats.seconds, 3),
+                "skipped": [f"{s.path}: {s.reason}" for s in stats.skipped],
+            }
+        )
+        return
+    out.print(f"indexed {stats.indexed:,} of {stats.files:,} files in {stats.seconds:.2f} s")
+    for skip in stats.skipped:
+        print(f"hivelore: warning: {skip.reason}", file=sys.stderr)
+
+
+@index_app.command("path")
+def index_path() -> None:
+    """Print where the index lives."""
+    with reported_errors():
+        print(_service().index_path)
+
+
+@app.command()
+def doctor(as_json: JsonFlag = False) -> None:
+    """The resolved mode and what decided it, the store paths, and the index's health."""
+    with reported_errors():
+        service = _service()
+        git = service.chain.git
+        report = {
+            "version": __version__,
+            "mode": service.settings.mode,
+            "mode_decided_by": service.settings.mode_source,
+            "home": str(service.settings.home),
+            "home_decided_by": "HIVELORE_HOME" if "HIVELORE_HOME" in os.environ else "default (~/.hivelore)",
+            "project_tier": str(service.project.root) if service.project else None,
+            "config_files": [str(p) for p in service.settings.config_files],
+            "chain": service.scopes,
+            "git": {"root": str(git.root), "origin": git.remote_url, "branch": git.branch, "commit": git.commit}
+            if git
+            else None,
+            "index": service.index_status(),
+        }
+    if as_json:
+        print_json(report)
+        return
+    for name, value in report.items():
+        if isinstance(value, dict):
+            out.print(f"[bold]{name}[/bold]")
+            for sub, subvalue in value.items():
+                out.print(f"  {sub}: {escape(str(subvalue))}")
+        else:
+            out.print(f"[bold]{name}[/bold]: {escape(str(value))}")
+
+
+@app.command()
+def mcp() -> None:
+    """Run the MCP server on stdio."""
+    from hivelore.mcp_server import serve
+
+    serve()

@@ -1,0 +1,49 @@
+"""What every command shares: turning errors into one line and an exit code, JSON, warnings.
+
+Stdlib only: the fast commands (`search`, `context`) must not pay for typer or rich.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+
+from hivelore.guard import GuardError
+from hivelore.service import Hivelore, NotFound
+from hivelore.vault import DriftError
+
+EXIT_NOT_FOUND = 1
+EXIT_BAD_INPUT = 2
+EXIT_CONFLICT = 3
+
+
+def fail(message: str, code: int) -> None:
+    print(f"hivelore: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+@contextlib.contextmanager
+def reported_errors() -> Iterator[None]:
+    """Turn the service's errors into one line on stderr and a non-zero exit."""
+    try:
+        yield
+    except NotFound as exc:
+        fail(str(exc), EXIT_NOT_FOUND)
+    except DriftError as exc:
+        fail(str(exc), EXIT_CONFLICT)
+    except (GuardError, ValueError) as exc:
+        fail(str(exc), EXIT_BAD_INPUT)
+    except FileNotFoundError as exc:
+        fail(f"cannot open {exc.filename}: {exc.strerror}." if exc.filename else str(exc), EXIT_BAD_INPUT)
+
+
+def print_json(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def print_warnings(service: Hivelore) -> None:
+    for warning in service.warnings:
+        print(f"hivelore: warning: {warning}", file=sys.stderr)

@@ -1,0 +1,467 @@
+"""The SQLite index: derived from the vault files, rebuildable, never the truth.
+
+One row per memory file (with the parsed memory as JSON, so reads never parse YAML), an FTS5
+table over key, value and tags for BM25, the folder stamps that let reads notice hand edits
+without walking the vault, and the files that were skipped because they could not be read.
+
+Freshness without walking the vault: a read refreshes only the folders of the scopes it reads
+(re-scanned when the folder's mtime changed, or always when it is small), and re-checks the
+stat of every memory it is about to return.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hivelore.frontmatter import FrontmatterError
+from hivelore.memory import Memory, epoch_from_iso
+from hivelore.scope import Scope
+from hivelore.vault import Stamp, Vault
+
+SCHEMA_VERSION = "1"
+# Folders with at most this many memories are re-scanned on every read: an in-place edit (which
+# leaves the folder's mtime alone) is then noticed even before it is returned.
+SMALL_FOLDER = 256
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    root TEXT NOT NULL,
+    folder TEXT NOT NULL,
+    relpath TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated_ts REAL NOT NULL,
+    seen_count INTEGER NOT NULL,
+    expires_ts REAL,
+    archived INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    sha1 TEXT NOT NULL,
+    UNIQUE (root, relpath)
+);
+CREATE INDEX IF NOT EXISTS memories_address ON memories (scope, key);
+CREATE INDEX IF NOT EXISTS memories_folder ON memories (root, folder);
+CREATE INDEX IF NOT EXISTS memories_recent ON memories (scope, updated_ts);
+CREATE INDEX IF NOT EXISTS memories_seen ON memories (scope, seen_count);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    key, value, tags, tokenize = "unicode61 remove_diacritics 2"
+);
+CREATE TABLE IF NOT EXISTS folders (
+    root TEXT NOT NULL, folder TEXT NOT NULL, mtime_ns INTEGER NOT NULL, PRIMARY KEY (root, folder)
+);
+CREATE TABLE IF NOT EXISTS skipped (
+    root TEXT NOT NULL, relpath TEXT NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
+    PRIMARY KEY (root, relpath)
+);
+"""
+
+
+class IndexUnavailable(RuntimeError):
+    """The index file is missing, corrupt or from another version."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A memory as the index knows it, and where its file is."""
+
+    memory: Memory
+    root: str
+    relpath: str
+    mtime_ns: int
+    size: int
+    sha1: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root, self.relpath)
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class RebuildStats:
+    files: int
+    indexed: int
+    skipped: list[Skip]
+    seconds: float
+
+
+_COLUMNS = "root, relpath, mtime_ns, size, sha1, doc"
+
+
+def _row(record: sqlite3.Row | tuple) -> Row:
+    root, relpath, mtime_ns, size, sha1, doc = record[:6]
+    return Row(Memory.from_dict(json.loads(doc)), root, relpath, mtime_ns, size, sha1)
+
+
+class Index:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self.warnings: list[str] = []
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool) -> Index:
+        """Open the index; create it only when asked (a missing index on a full vault is a fallback case)."""
+        if not create and not path.exists():
+            raise IndexUnavailable(f"the index {path} does not exist")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            version = cls._version(conn)
+            if version is None:
+                conn.executescript(_SCHEMA)
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif version != SCHEMA_VERSION:
+                conn.close()
+                raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
+            conn.execute("SELECT count(*) FROM memories_fts WHERE rowid = 0").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
+        return cls(conn, path)
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection) -> str | None:
+        has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
+        return row[0] if row else None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one (rebuild wraps thousands)."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- writing rows -------------------------------------------------------------------------
+
+    def upsert(self, vault: Vault, path: Path, memory: Memory, stamp: Stamp) -> None:
+        relpath = str(path.relative_to(vault.root))
+        root = str(vault.root)
+        with self.transaction():
+            self._delete_rows(root, relpath)
+            self.conn.execute("DELETE FROM skipped WHERE root = ? AND relpath = ?", (root, relpath))
+            cur = self.conn.execute(
+                "INSERT INTO memories (root, folder, relpath, scope, key, kind, state, updated_ts, seen_count,"
+                " expires_ts, archived, doc, mtime_ns, size, sha1)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    root,
+                    os.path.dirname(relpath),
+                    relpath,
+                    str(memory.scope),
+                    memory.key,
+                    memory.kind,
+                    memory.state,
+                    epoch_from_iso(memory.updated),
+                    memory.seen_count,
+                    epoch_from_iso(memory.expires_at) if memory.expires_at else None,
+                    1 if memory.archived_at else 0,
+                    json.dumps(memory.to_dict(), ensure_ascii=False),
+                    stamp.mtime_ns,
+                    stamp.size,
+                    stamp.sha1,
+                ),
+            )
+            self.conn.execute(
+                "INSERT INTO memories_fts (rowid, key, value, tags) VALUES (?, ?, ?, ?)",
+                (cur.lastrowid, memory.key.replace("-", " ").replace("_", " "), memory.value, " ".join(memory.tags)),
+            )
+
+    def _delete_rows(self, root: str, relpath: str) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM memories WHERE root=? AND relpath=?", (root, relpath))]
+        for row_id in ids:
+            self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row_id,))
+        self.conn.execute("DELETE FROM memories WHERE root=? AND relpath=?", (root, relpath))
+
+    def remove(self, vault: Vault, path: Path) -> None:
+        with self.transaction():
+            self._delete_rows(str(vault.root), str(path.relative_to(vault.root)))
+
+    def _skip(self, vault: Vault, path: Path, mtime_ns: int, reason: str) -> None:
+        relpath = str(path.relative_to(vault.root))
+        with self.transaction():
+            self._delete_rows(str(vault.root), relpath)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?, ?)", (str(vault.root), relpath, mtime_ns, reason)
+            )
+
+    def reload(self, vault: Vault, path: Path) -> Memory | None:
+        """Re-read one file into the index; None (and a recorded skip) if it cannot be read."""
+        try:
+            memory, stamp = vault.load(path)
+        except FileNotFoundError:
+            self.remove(vault, path)
+            return None
+        except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+            reason = f"skipped {path}: {exc}"
+            mtime = path.stat().st_mtime_ns if path.exists() else 0
+            self._skip(vault, path, mtime, reason)
+            self.warnings.append(reason)
+            return None
+        self.upsert(vault, path, memory, stamp)
+        return memory
+
+    # -- freshness ----------------------------------------------------------------------------
+
+    def refresh(self, vaults: Sequence[Vault], scopes: Iterable[Scope]) -> None:
+        """Bring the rows of these scopes' folders up to date with the files."""
+        for scope in scopes:
+            for vault in vaults:
+                self._refresh_folder(vault, scope)
+        self._warn_skipped(vaults, scopes)
+
+    def _refresh_folder(self, vault: Vault, scope: Scope) -> None:
+        root, folder = str(vault.root), str(scope.folder)
+        try:
+            mtime_ns = os.stat(vault.folder(scope)).st_mtime_ns
+        except OSError:
+            mtime_ns = 0
+        known = self.conn.execute("SELECT mtime_ns FROM folders WHERE root=? AND folder=?", (root, folder)).fetchone()
+        rows = {
+            relpath: (m, s)
+            for relpath, m, s in self.conn.execute(
+                "SELECT relpath, mtime_ns, size FROM memories WHERE root=? AND folder=?", (root, folder)
+            )
+        }
+        if known and known[0] == mtime_ns and len(rows) > SMALL_FOLDER:
+            return
+        skipped = dict(
+            self.conn.execute(
+                "SELECT relpath, mtime_ns FROM skipped WHERE root=? AND relpath LIKE ?", (root, folder + "/%")
+            )
+        )
+        on_disk = set()
+        for entry in vault.folder_files(scope):
+            relpath = os.path.join(folder, entry.name)
+            on_disk.add(relpath)
+            st = entry.stat()
+            if rows.get(relpath) == (st.st_mtime_ns, st.st_size) or skipped.get(relpath) == st.st_mtime_ns:
+                continue
+            self.reload(vault, Path(entry.path))
+        for relpath in set(rows) - on_disk:
+            self.remove(vault, vault.root / relpath)
+        for relpath in set(skipped) - on_disk:
+            if os.path.dirname(relpath) == folder:
+                self.conn.execute("DELETE FROM skipped WHERE root=? AND relpath=?", (root, relpath))
+        self.conn.execute("INSERT OR REPLACE INTO folders VALUES (?, ?, ?)", (root, folder, mtime_ns))
+
+    def _warn_skipped(self, vaults: Sequence[Vault], scopes: Iterable[Scope]) -> None:
+        for vault in vaults:
+            for scope in scopes:
+                for (reason,) in self.conn.execute(
+                    "SELECT reason FROM skipped WHERE root=? AND relpath LIKE ?",
+                    (str(vault.root), str(scope.folder) + "/%"),
+                ):
+                    if reason not in self.warnings:
+                        self.warnings.append(reason)
+
+    def verified(self, vaults: Sequence[Vault], rows: Iterable[Row]) -> list[Row]:
+        """Re-check each row's file before it is shown: edited files are re-read, deleted ones dropped."""
+        by_root = {str(v.root): v for v in vaults}
+        fresh: list[Row] = []
+        for row in rows:
+            try:
+                st = os.stat(row.path)
+            except FileNotFoundError:
+                self.remove(by_root[row.root], row.path)
+                continue
+            if (st.st_mtime_ns, st.st_size) == (row.mtime_ns, row.size):
+                fresh.append(row)
+                continue
+            memory = self.reload(by_root[row.root], row.path)
+            if memory is not None:
+                fresh.append(self.row_at(row.root, row.relpath) or row)
+        return fresh
+
+    def row_at(self, root: str, relpath: str) -> Row | None:
+        found = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE root=? AND relpath=?", (root, relpath)
+        ).fetchone()
+        return _row(found) if found else None
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def _where(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], visible: bool, alias: str = "m"
+    ) -> tuple[str, dict[str, object]]:
+        """A WHERE clause over table alias `alias`, with its named parameters (prefixed by alias)."""
+        params: dict[str, object] = {"now": time.time()}
+        params.update({f"{alias}r{i}": str(v.root) for i, v in enumerate(vaults)})
+        params.update({f"{alias}s{i}": s for i, s in enumerate(scopes)})
+        roots = ", ".join(f":{alias}r{i}" for i in range(len(vaults)))
+        names = ", ".join(f":{alias}s{i}" for i in range(len(scopes)))
+        where = f"{alias}.root IN ({roots}) AND {alias}.scope IN ({names})"
+        if visible:
+            where += f" AND {alias}.archived = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > :now)"
+        return where, params
+
+    def by_address(self, vaults: Sequence[Vault], scope: str, key: str) -> list[Row]:
+        where, params = self._where(vaults, [scope], visible=False)
+        params["key"] = key
+        return [
+            _row(r)
+            for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
+        ]
+
+    def by_key(self, vaults: Sequence[Vault], scopes: Sequence[str], key: str) -> list[Row]:
+        where, params = self._where(vaults, scopes, visible=False)
+        params["key"] = key
+        return [
+            _row(r)
+            for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
+        ]
+
+    def match(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
+    ) -> list[tuple[Row, float]]:
+        """Visible rows matching an FTS5 query, best BM25 first, with their relevance (> 0)."""
+        where, params = self._where(vaults, scopes, visible=True)
+        params.update({"q": fts_query, "limit": limit})
+        sql = (
+            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))},"
+            " bm25(memories_fts, 3.0, 1.0, 2.0) AS rank"
+            f" FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+            f" WHERE memories_fts MATCH :q AND {where} ORDER BY rank LIMIT :limit"
+        )
+        return [(_row(r), -float(r[6])) for r in self.conn.execute(sql, params)]
+
+    def candidates(self, vaults: Sequence[Vault], scopes: Sequence[str], per_scope: int) -> list[Row]:
+        """For query-less recall: per scope, the most recent and the most seen visible rows."""
+        found: dict[tuple[str, str], Row] = {}
+        for scope in scopes:
+            where, params = self._where(vaults, [scope], visible=True)
+            params["n"] = per_scope
+            for order in ("m.updated_ts DESC", "m.seen_count DESC"):
+                sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {order} LIMIT :n"
+                for record in self.conn.execute(sql, params):
+                    row = _row(record)
+                    found[(row.root, row.relpath)] = row
+        return list(found.values())
+
+    def rows(self, vaults: Sequence[Vault], scopes: Sequence[str], visible: bool = True) -> list[Row]:
+        where, params = self._where(vaults, scopes, visible)
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.scope, m.key"
+        return [_row(r) for r in self.conn.execute(sql, params)]
+
+    def counts(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
+        """Visible memories per scope."""
+        where, params = self._where(vaults, scopes, visible=True)
+        sql = f"SELECT m.scope, count(*) FROM memories m WHERE {where} GROUP BY m.scope"
+        return dict(self.conn.execute(sql, params).fetchall())
+
+    def shadowed(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
+        """Per scope, visible memories whose key also lives, visible, in a narrower scope of `scopes`."""
+        result: dict[str, int] = {}
+        for i, scope in enumerate(scopes[1:], start=1):
+            where, params = self._where(vaults, [scope], visible=True)
+            inner_where, inner = self._where(vaults, list(scopes[:i]), visible=True, alias="n")
+            sql = (
+                f"SELECT count(*) FROM memories m WHERE {where} AND EXISTS"
+                f" (SELECT 1 FROM memories n WHERE {inner_where} AND n.key = m.key)"
+            )
+            count = self.conn.execute(sql, params | inner).fetchone()[0]
+            if count:
+                result[scope] = count
+        return result
+
+    def all_scopes(self, vaults: Sequence[Vault]) -> dict[str, int]:
+        roots = [str(v.root) for v in vaults]
+        marks = ", ".join("?" for _ in roots)
+        sql = (
+            f"SELECT scope, count(*) FROM memories WHERE root IN ({marks}) AND archived = 0"
+            " AND (expires_ts IS NULL OR expires_ts > ?) GROUP BY scope ORDER BY scope"
+        )
+        return dict(self.conn.execute(sql, [*roots, time.time()]).fetchall())
+
+    def all_rows(self, vaults: Sequence[Vault]) -> list[Row]:
+        roots = [str(v.root) for v in vaults]
+        marks = ", ".join("?" for _ in roots)
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE root IN ({marks}) ORDER BY scope, key"
+        return [_row(r) for r in self.conn.execute(sql, roots)]
+
+    def stats(self) -> dict[str, int]:
+        memories = self.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        skipped = self.conn.execute("SELECT count(*) FROM skipped").fetchone()[0]
+        return {"memories": memories, "skipped": skipped}
+
+    def skipped_files(self) -> list[Skip]:
+        return [
+            Skip(Path(root, rel), reason)
+            for root, rel, reason in self.conn.execute(
+                "SELECT root, relpath, reason FROM skipped ORDER BY root, relpath"
+            )
+        ]
+
+    def integrity(self) -> str:
+        return str(self.conn.execute("PRAGMA quick_check").fetchone()[0])
+
+    # -- rebuild ------------------------------------------------------------------------------
+
+    def clear(self, vault: Vault) -> None:
+        root = str(vault.root)
+        with self.transaction():
+            self.conn.execute(
+                "DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE root = ?)", (root,)
+            )
+            for table in ("memories", "folders", "skipped"):
+                self.conn.execute(f"DELETE FROM {table} WHERE root = ?", (root,))
+
+
+def open_or_recreate(path: Path) -> Index:
+    """Open the index for a rebuild; a corrupt or outdated one is deleted first (it is derived)."""
+    try:
+        return Index.open(path, create=True)
+    except IndexUnavailable:
+        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        return Index.open(path, create=True)
+
+
+def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
+    """Re-read every file of the vaults in one transaction: readers see the old index until it commits."""
+    started = time.perf_counter()
+    index = open_or_recreate(path)
+    files = indexed = 0
+    try:
+        with index.transaction():
+            for vault in vaults:
+                index.clear(vault)
+                for file in vault.iter_files():
+                    files += 1
+                    if index.reload(vault, file) is not None:
+                        indexed += 1
+        skipped = [s for s in index.skipped_files() if any(s.path.is_relative_to(v.root) for v in vaults)]
+    finally:
+        index.close()
+    return RebuildStats(files, indexed, skipped, time.perf_counter() - started)

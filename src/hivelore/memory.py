@@ -1,0 +1,153 @@
+"""The memory record, its address (`SCOPE::KEY`) and the rules for keys and timestamps."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
+
+KINDS = ("lesson", "fact", "decision", "note")
+STATES = ("staged", "committed")
+PROVENANCE_FIELDS = ("agent", "session", "repo", "branch", "commit", "imported_from")
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class AddressError(ValueError):
+    """A key or `SCOPE::KEY` address that cannot name a memory."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_from_epoch(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def epoch_from_iso(text: str) -> float:
+    """Seconds since the epoch for an ISO 8601 timestamp (naive ones are taken as UTC)."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def validate_key(key: str) -> str:
+    """Return the key if it can name a file-backed memory, else raise AddressError."""
+    if not key or not key.strip():
+        raise AddressError("the key is empty: give the memory a short name like 'tests-need-local-postgres'.")
+    if key != key.strip():
+        raise AddressError(f"the key '{key}' starts or ends with whitespace: remove it.")
+    if "/" in key or "\\" in key:
+        raise AddressError(f"the key '{key}' contains a slash: keys name one file, use '-' instead.")
+    if ".." in key:
+        raise AddressError(f"the key '{key}' contains '..': use another name.")
+    if _CONTROL_RE.search(key):
+        raise AddressError("the key contains a control character (a newline or tab?): use plain text.")
+    return key
+
+
+def parse_address(text: str) -> tuple[Scope, str]:
+    """Split `SCOPE::KEY` at the last `::` whose left part is a valid scope."""
+    cut = len(text)
+    while (cut := text.rfind("::", 0, cut)) > 0:
+        scope = try_parse(text[:cut])
+        if scope is not None:
+            return scope, validate_key(text[cut + 2 :])
+    head = text.split("::", 1)[0]
+    if "::" not in text:
+        raise AddressError(f"'{text}' has no scope: write SCOPE::KEY, where SCOPE is {GRAMMAR}.")
+    raise AddressError(f"'{text}' does not start with a valid scope ('{head}…'): SCOPE is {GRAMMAR}.")
+
+
+def validate_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind '{kind}' is not one of {', '.join(KINDS)}.")
+    return kind
+
+
+def validate_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    cleaned: list[str] = []
+    for tag in tags:
+        tag = tag.strip()
+        if not tag:
+            continue
+        if not re.fullmatch(r"[\w.+#-]+", tag):
+            raise ValueError(f"tag '{tag}' may hold only letters, digits and . _ + # -.")
+        if tag not in cleaned:
+            cleaned.append(tag)
+    return tuple(cleaned)
+
+
+@dataclass(frozen=True)
+class Memory:
+    scope: Scope
+    key: str
+    value: str
+    kind: str = "lesson"
+    state: str = "committed"
+    tags: tuple[str, ...] = ()
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    seen_count: int = 1
+    expires_at: str | None = None
+    archived_at: str | None = None
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"{self.scope}::{self.key}"
+
+    def is_expired(self, now: float | None = None) -> bool:
+        if not self.expires_at:
+            return False
+        return epoch_from_iso(self.expires_at) <= (time.time() if now is None else now)
+
+    def is_visible(self, now: float | None = None) -> bool:
+        """Archived and expired memories stay on disk but are left out of every read."""
+        return self.archived_at is None and not self.is_expired(now)
+
+    def evolve(self, **changes: object) -> Memory:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON shape used by `--json`, export and MCP."""
+        return {
+            "scope": str(self.scope),
+            "key": self.key,
+            "value": self.value,
+            "kind": self.kind,
+            "state": self.state,
+            "tags": list(self.tags),
+            "created": self.created,
+            "updated": self.updated,
+            "seen_count": self.seen_count,
+            "expires_at": self.expires_at,
+            "archived_at": self.archived_at,
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Memory:
+        """Rebuild a memory from `to_dict` output (trusted: the index stores it)."""
+        scope = try_parse(str(data["scope"]))
+        if scope is None:
+            raise ScopeError(f"'{data['scope']}' is not a valid scope.")
+        return cls(
+            scope=scope,
+            key=str(data["key"]),
+            value=str(data["value"]),
+            kind=str(data.get("kind", "lesson")),
+            state=str(data.get("state", "committed")),
+            tags=tuple(data.get("tags") or ()),  # type: ignore[arg-type]
+            created=str(data["created"]),
+            updated=str(data["updated"]),
+            seen_count=int(data.get("seen_count", 1)),  # type: ignore[arg-type]
+            expires_at=data.get("expires_at"),  # type: ignore[arg-type]
+            archived_at=data.get("archived_at"),  # type: ignore[arg-type]
+            provenance=dict(data.get("provenance") or {}),  # type: ignore[arg-type]
+        )

@@ -1,0 +1,158 @@
+"""Ranking at read time: relevance, scope specificity, recency and how often a memory was seen.
+
+Nothing decays in the background; every score is computed when memory is read. This module is
+pure (rows in, ranked rows out) and stdlib only, so the hook path can use it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hivelore.index import Row
+from hivelore.memory import epoch_from_iso
+
+# Weights of the score's parts. Relevance dominates a search; without a query, the scope and
+# recency decide. Each part is in [0, 1].
+SEARCH_WEIGHTS = {"relevance": 0.55, "scope": 0.2, "recency": 0.15, "seen": 0.1}
+CONTEXT_WEIGHTS = {"relevance": 0.0, "scope": 0.45, "recency": 0.3, "seen": 0.25}
+RECENCY_HALF_LIFE_DAYS = 30.0
+KIND_BONUS = {"lesson": 0.05, "decision": 0.04, "fact": 0.02, "note": 0.0}
+STAGED_FACTOR = 0.7  # captured automatically, not written on purpose: ranks lower
+NEAR_DUPLICATE = 0.8  # Jaccard similarity of word sets above which two memories say the same
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    row: Row
+    score: float
+    relevance: float
+
+
+@dataclass
+class Selection:
+    """What a budgeted read shows, and exactly what it leaves out."""
+
+    shown: list[Ranked]
+    total: int  # visible memories in the scopes read
+    per_scope_total: dict[str, int]
+    duplicates: int = 0
+    shadowed: int = 0
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 query matching any word of `text` (prefix match for longer words); None if no words."""
+    words = _WORD_RE.findall(text.lower())
+    terms = []
+    for word in dict.fromkeys(words):
+        terms.append(f'"{word}"*' if len(word) >= 4 else f'"{word}"')
+    return " OR ".join(terms) if terms else None
+
+
+def score(row: Row, relevance: float, specificity: float, weights: dict[str, float], now: float) -> float:
+    memory = row.memory
+    age_days = max(0.0, now - epoch_from_iso(memory.updated)) / 86400
+    recency = 1.0 / (1.0 + age_days / RECENCY_HALF_LIFE_DAYS)
+    seen = memory.seen_count / (memory.seen_count + 3.0)
+    total = (
+        weights["relevance"] * relevance
+        + weights["scope"] * specificity
+        + weights["recency"] * recency
+        + weights["seen"] * seen
+        + KIND_BONUS.get(memory.kind, 0.0)
+    )
+    return total * (STAGED_FACTOR if memory.state == "staged" else 1.0)
+
+
+def rank(
+    rows: Sequence[tuple[Row, float]], scopes: Sequence[str], weights: dict[str, float], now: float | None = None
+) -> list[Ranked]:
+    """Score rows (with raw BM25 relevance, 0 without a query), best first.
+
+    `scopes` is narrowest first; specificity is 1.0 for the narrowest and falls toward 0.25 for
+    the widest, so the same words in a narrower scope rank higher.
+    """
+    now = time.time() if now is None else now
+    best = max((rel for _, rel in rows), default=0.0) or 1.0
+    span = max(len(scopes) - 1, 1)
+    ranked = []
+    for row, rel in rows:
+        position = scopes.index(str(row.memory.scope)) if str(row.memory.scope) in scopes else len(scopes) - 1
+        specificity = 1.0 - 0.75 * position / span
+        ranked.append(Ranked(row, score(row, rel / best, specificity, weights, now), rel / best))
+    ranked.sort(key=lambda r: (-r.score, str(r.row.memory.scope), r.row.memory.key))
+    return ranked
+
+
+def winners(ranked: Sequence[Ranked], scopes: Sequence[str]) -> tuple[list[Ranked], int]:
+    """Keep, per key, only the copy in the narrowest scope (the same key in a wider one is shadowed)."""
+    order = {s: i for i, s in enumerate(scopes)}
+    best: dict[str, int] = {}
+    for r in ranked:
+        position = order.get(str(r.row.memory.scope), len(scopes))
+        best[r.row.memory.key] = min(best.get(r.row.memory.key, position), position)
+    kept = [r for r in ranked if order.get(str(r.row.memory.scope), len(scopes)) == best[r.row.memory.key]]
+    return kept, len(ranked) - len(kept)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_WORD_RE.findall(text.lower()))
+
+
+def without_near_duplicates(ranked: Sequence[Ranked]) -> tuple[list[Ranked], int]:
+    """Drop memories whose words mostly repeat a better-ranked one."""
+    kept: list[Ranked] = []
+    seen_sets: list[frozenset[str]] = []
+    for r in ranked:
+        words = _words(r.row.memory.value)
+        if any(_jaccard(words, other) >= NEAR_DUPLICATE for other in seen_sets):
+            continue
+        kept.append(r)
+        seen_sets.append(words)
+    return kept, len(ranked) - len(kept)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def line_for(memory_row: Row, max_value_chars: int) -> str:
+    """One memory as one line of injected context."""
+    memory = memory_row.memory
+    value = " ".join(memory.value.split())
+    if len(value) > max_value_chars:
+        value = value[: max_value_chars - 1].rstrip() + "…"
+    seen = f" (seen {memory.seen_count}×)" if memory.seen_count > 1 else ""
+    staged = " [staged]" if memory.state == "staged" else ""
+    return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
+
+
+def fit_budget(ranked: Sequence[Ranked], budget_chars: int, max_value_chars: int) -> list[Ranked]:
+    """The best-ranked memories whose lines fit in the budget (a long line is skipped, not cut off)."""
+    shown: list[Ranked] = []
+    used = 0
+    for r in ranked:
+        cost = len(line_for(r.row, max_value_chars)) + 1
+        if used + cost <= budget_chars:
+            shown.append(r)
+            used += cost
+    return shown
+
+
+def left_out(per_scope_total: dict[str, int], shown: Sequence[Ranked]) -> dict[str, int]:
+    shown_per_scope: dict[str, int] = {}
+    for r in shown:
+        scope = str(r.row.memory.scope)
+        shown_per_scope[scope] = shown_per_scope.get(scope, 0) + 1
+    return {
+        scope: total - shown_per_scope.get(scope, 0)
+        for scope, total in per_scope_total.items()
+        if total - shown_per_scope.get(scope, 0) > 0
+    }

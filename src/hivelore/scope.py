@@ -1,0 +1,162 @@
+"""Scopes: the grammar, parsing, and the narrowest-first chain of a working folder.
+
+    global
+    project::NAME
+    repo::OWNER/REPO
+    branch::OWNER/REPO::BRANCH
+
+Stdlib only: the hook path imports this module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+from hivelore.gitrepo import GitInfo, read_git_info
+
+GRAMMAR = "global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH"
+
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9._-]*"
+_NAME_RE = re.compile(rf"^{_NAME}$")
+# A branch is a git ref name: slash-separated parts, no "..", no ":" (git forbids it too, which is
+# what makes "SCOPE::KEY" addresses unambiguous).
+_BRANCH_PART = r"[A-Za-z0-9_+@#=,][A-Za-z0-9._+@#=,-]*"
+_BRANCH_RE = re.compile(rf"^{_BRANCH_PART}(/{_BRANCH_PART})*$")
+
+
+class Level(IntEnum):
+    """How specific a scope is; higher wins on the same key."""
+
+    GLOBAL = 0
+    PROJECT = 1
+    REPO = 2
+    BRANCH = 3
+
+
+class ScopeError(ValueError):
+    """A scope string that does not follow the grammar."""
+
+
+@dataclass(frozen=True, order=True)
+class Scope:
+    level: Level
+    name: str = ""  # project name, or OWNER/REPO for repo and branch scopes
+    branch: str = ""
+
+    def __str__(self) -> str:
+        if self.level is Level.GLOBAL:
+            return "global"
+        if self.level is Level.PROJECT:
+            return f"project::{self.name}"
+        if self.level is Level.REPO:
+            return f"repo::{self.name}"
+        return f"branch::{self.name}::{self.branch}"
+
+    @property
+    def folder(self) -> Path:
+        """The scope's folder inside a vault, relative to the vault root."""
+        if self.level is Level.GLOBAL:
+            return Path("global")
+        if self.level is Level.PROJECT:
+            return Path("project", self.name)
+        if self.level is Level.REPO:
+            return Path("repo", *self.name.split("/"))
+        return Path("branch", *self.name.split("/"), *self.branch.split("/"))
+
+
+GLOBAL = Scope(Level.GLOBAL)
+
+
+def _valid_name(name: str) -> bool:
+    return bool(_NAME_RE.match(name)) and name not in {".", ".."}
+
+
+def _valid_owner_repo(text: str) -> bool:
+    parts = text.split("/")
+    return len(parts) == 2 and all(_valid_name(p) for p in parts)
+
+
+def _valid_branch(text: str) -> bool:
+    return bool(_BRANCH_RE.match(text)) and ".." not in text and not text.endswith((".lock", "."))
+
+
+def _hint(text: str) -> str:
+    """A 'did you mean' for the usual slips: one colon, missing parts, wrong case."""
+    fixed = re.sub(r"(?<!:):(?!:)", "::", text.strip())
+    head = fixed.split("::", 1)[0].lower()
+    rest = fixed.split("::")[1:]
+    if head == "branch" and len(rest) == 1 and _valid_owner_repo(rest[0]):
+        return f" (did you mean 'branch::{rest[0]}::BRANCH'?)"
+    if head in {"global", "project", "repo", "branch"} and fixed != text:
+        candidate = "::".join([head, *rest])
+        if try_parse(candidate) is not None:
+            return f" (did you mean '{candidate}'?)"
+    return ""
+
+
+def parse(text: str) -> Scope:
+    """Parse a scope string, or raise ScopeError with the grammar and a likely fix."""
+    scope = try_parse(text)
+    if scope is None:
+        raise ScopeError(f"'{text}' is not a valid scope: use {GRAMMAR}{_hint(text)}.")
+    return scope
+
+
+def try_parse(text: str) -> Scope | None:
+    if text == "global":
+        return GLOBAL
+    parts = text.split("::")
+    head = parts[0]
+    if head == "project" and len(parts) == 2 and _valid_name(parts[1]):
+        return Scope(Level.PROJECT, parts[1])
+    if head == "repo" and len(parts) == 2 and _valid_owner_repo(parts[1]):
+        return Scope(Level.REPO, parts[1])
+    if head == "branch" and len(parts) == 3 and _valid_owner_repo(parts[1]) and _valid_branch(parts[2]):
+        return Scope(Level.BRANCH, parts[1], parts[2])
+    return None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The scopes that apply to a folder, narrowest first, and the git facts they came from."""
+
+    scopes: tuple[Scope, ...]
+    git: GitInfo | None
+
+    @property
+    def narrowest(self) -> Scope:
+        return self.scopes[0]
+
+    def __contains__(self, scope: object) -> bool:
+        return scope in self.scopes
+
+    def specificity(self, scope: Scope) -> int:
+        """0 for the narrowest scope of the chain, growing outward."""
+        return self.scopes.index(scope)
+
+
+def _project_name(folder: Path) -> str | None:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name).strip("-.")
+    return name if name and _valid_name(name) else None
+
+
+def chain_for(cwd: Path) -> Chain:
+    """Detect the scope chain of a working folder from git: branch → repo → project → global.
+
+    No remote: project (named after the repository folder) → global. Detached HEAD: no branch
+    scope. Outside git: project (named after the folder) → global.
+    """
+    git = read_git_info(cwd)
+    scopes: list[Scope] = []
+    if git and git.owner_repo and _valid_owner_repo(git.owner_repo):
+        if git.branch and _valid_branch(git.branch):
+            scopes.append(Scope(Level.BRANCH, git.owner_repo, git.branch))
+        scopes.append(Scope(Level.REPO, git.owner_repo))
+    project = _project_name(git.project_root if git else cwd)
+    if project:
+        scopes.append(Scope(Level.PROJECT, project))
+    scopes.append(GLOBAL)
+    return Chain(tuple(scopes), git)

@@ -1,0 +1,569 @@
+"""The service layer: every surface (CLI, MCP, hooks) calls these methods, so validation, the
+guard, scopes and ranking exist once.
+
+Reads go through the SQLite index; when it is missing or unreadable they fall back to a bounded
+scan of the folders of the scopes being read, and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hivelore import guard, recall
+from hivelore.config import Settings, load_settings
+from hivelore.frontmatter import FrontmatterError
+from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, rebuild
+from hivelore.memory import (
+    Memory,
+    iso_from_epoch,
+    now_iso,
+    validate_key,
+    validate_kind,
+    validate_tags,
+)
+from hivelore.scope import Chain, Level, Scope, chain_for, parse
+from hivelore.vault import Stamp, Vault
+
+FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
+CANDIDATES_PER_SCOPE = 200
+
+
+class NotFound(LookupError):
+    """No visible memory at that address."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    memory: Memory
+    path: Path
+    tier: str
+    created: bool
+    revived: bool = False  # it was archived or expired, and is visible again
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    key: str
+    winner: Memory
+    shadowed: list[Memory]
+
+
+@dataclass
+class ImportReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # "source: reason"
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """One memory to import, validated by the same rules as a write."""
+
+    source: str  # "file.jsonl:12" or a path, for error messages
+    scope: str
+    key: str
+    value: str
+    tags: tuple[str, ...] = ()
+    kind: str = "lesson"
+    state: str = "committed"
+    ttl_days: float | None = None
+    created: str | None = None
+    updated: str | None = None
+    seen_count: int | None = None
+    expires_at: str | None = None
+    archived_at: str | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict)
+
+
+class Hivelore:
+    """One user's memory as seen from one working folder."""
+
+    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli") -> None:
+        self.settings = settings
+        self.chain = chain
+        self.agent = agent
+        self.home = Vault(settings.home, "home")
+        project_root = chain.git.root / ".hivelore" if chain.git else None
+        self.project = Vault(project_root, "project") if project_root and project_root.is_dir() else None
+        # Within one scope the project tier (committed with the repository) wins over the home tier.
+        self.vaults = [v for v in (self.project, self.home) if v]
+        self.warnings: list[str] = []
+        self._index: Index | None = None
+        self.index_problem: str | None = None
+
+    @classmethod
+    def open(cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli") -> Hivelore:
+        env = os.environ if env is None else env
+        chain = chain_for(cwd or Path.cwd())
+        settings = load_settings(chain.git.root if chain.git else None, env)
+        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent))
+
+    @property
+    def index_path(self) -> Path:
+        return self.settings.home / "index.db"
+
+    @property
+    def scopes(self) -> list[str]:
+        return [str(s) for s in self.chain.scopes]
+
+    # -- the index, or the fallback ---------------------------------------------------------
+
+    def index(self) -> Index | None:
+        """The open index, or None (with `index_problem` set) when reads must fall back to files."""
+        if self._index is None and self.index_problem is None:
+            empty = not any(v.has_memories() for v in self.vaults)
+            try:
+                self._index = Index.open(self.index_path, create=empty or self.index_path.exists())
+            except IndexUnavailable as exc:
+                self.index_problem = str(exc)
+                self.warnings.append(
+                    f"{exc}; reading files directly (at most {FALLBACK_SCAN_LIMIT} per command): "
+                    "run `hivelore index rebuild`."
+                )
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def _collect_warnings(self) -> None:
+        if self._index is not None:
+            for warning in self._index.warnings:
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+            self._index.warnings.clear()
+
+    def _rows(self, scopes: Sequence[str], visible: bool = True) -> list[Row]:
+        index = self.index()
+        if index is None:
+            return [r for r in self._scan(scopes) if not visible or r.memory.is_visible()]
+        index.refresh(self.vaults, [parse(s) for s in scopes])
+        rows = index.verified(self.vaults, index.rows(self.vaults, scopes, visible))
+        self._collect_warnings()
+        return rows
+
+    def _scan(self, scopes: Sequence[str]) -> list[Row]:
+        """Read the scopes' folders directly, up to FALLBACK_SCAN_LIMIT files."""
+        rows: list[Row] = []
+        for scope in scopes:
+            for vault in self.vaults:
+                for entry in vault.folder_files(parse(scope)):
+                    if len(rows) >= FALLBACK_SCAN_LIMIT:
+                        self.warnings.append(f"read only the first {FALLBACK_SCAN_LIMIT} files without an index.")
+                        return rows
+                    try:
+                        memory, stamp = vault.load(Path(entry.path))
+                    except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+                        self.warnings.append(f"skipped {entry.path}: {exc}")
+                        continue
+                    relpath = str(Path(entry.path).relative_to(vault.root))
+                    rows.append(Row(memory, str(vault.root), relpath, stamp.mtime_ns, stamp.size, stamp.sha1))
+        return rows
+
+    def _scope_list(self, scopes: Iterable[str] | None) -> list[str]:
+        """Validate requested scopes (narrowest first), or the folder's chain when none are given."""
+        if not scopes:
+            return self.scopes
+        parsed = sorted({parse(s) for s in scopes}, key=lambda s: (-s.level, str(s)))
+        return [str(s) for s in parsed]
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def _vault_for_write(self, scope: Scope, tier: str | None) -> Vault:
+        if tier == "home":
+            return self.home
+        if tier == "project":
+            if not self.chain.git:
+                raise ValueError("the project tier needs a git repository: run this inside one, or use --tier home.")
+            return self.project or Vault(self.chain.git.root / ".hivelore", "project")
+        if tier is not None:
+            raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+        if self.project and scope in self.chain and scope.level is not Level.GLOBAL:
+            return self.project
+        return self.home
+
+    def _locate(self, vault: Vault, scope: Scope, key: str) -> tuple[Path, Memory | None, Stamp | None]:
+        """Where (scope, key) lives in `vault`, and what is there now. Call under the vault lock."""
+        path = vault.path_for(scope, key)
+        if not path.exists():
+            index = self.index()
+            known = index.by_key([vault], [str(scope)], key) if index else []
+            path = known[0].path if known and known[0].path.exists() else path
+        if not path.exists():
+            return path, None, None
+        memory, stamp = vault.load(path)
+        return path, memory, stamp
+
+    def _provenance(self) -> dict[str, str]:
+        git = self.chain.git
+        found = {
+            "agent": self.agent,
+            "session": os.environ.get("HIVELORE_SESSION", ""),
+            "repo": git.owner_repo if git and git.owner_repo else "",
+            "branch": git.branch if git and git.branch else "",
+            "commit": git.commit if git and git.commit else "",
+        }
+        return {k: v for k, v in found.items() if v}
+
+    def write(
+        self,
+        scope: str,
+        key: str,
+        value: str,
+        *,
+        tags: Sequence[str] = (),
+        kind: str | None = None,
+        ttl_days: float | None = None,
+        state: str = "committed",
+        tier: str | None = None,
+    ) -> WriteResult:
+        """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
+        target = parse(scope)
+        validate_key(key)
+        clean_tags = validate_tags(list(tags))
+        if kind is not None:
+            validate_kind(kind)
+        if ttl_days is not None and ttl_days <= 0:
+            raise ValueError(f"ttl_days must be more than 0, not {ttl_days}.")
+        value = value.strip()
+        if not value:
+            raise ValueError("the value is empty: say what was learned.")
+        guard.check_write(key, value, clean_tags)
+        vault = self._vault_for_write(target, tier)
+        now = now_iso()
+        expires = iso_from_epoch(time.time() + ttl_days * 86400) if ttl_days else None
+        with vault.lock():
+            path, existing, stamp = self._locate(vault, target, key)
+            if existing is None:
+                memory = Memory(
+                    scope=target,
+                    key=key,
+                    value=value,
+                    kind=kind or "lesson",
+                    state=state,
+                    tags=clean_tags,
+                    created=now,
+                    updated=now,
+                    expires_at=expires,
+                    provenance=self._provenance(),
+                )
+            else:
+                memory = existing.evolve(
+                    value=value,
+                    kind=kind or existing.kind,
+                    state="committed" if "committed" in (state, existing.state) else "staged",
+                    tags=clean_tags or existing.tags,
+                    updated=now,
+                    seen_count=existing.seen_count + 1,
+                    expires_at=expires or (None if existing.is_expired() else existing.expires_at),
+                    archived_at=None,
+                    provenance=self._provenance(),
+                )
+            new_stamp = vault.save(path, memory, stamp)
+            self._index_upsert(vault, path, memory, new_stamp)
+        revived = existing is not None and not existing.is_visible()
+        return WriteResult(memory, path, vault.tier, existing is None, revived)
+
+    def _index_upsert(self, vault: Vault, path: Path, memory: Memory, stamp: Stamp) -> None:
+        index = self.index()
+        if index is not None:
+            index.upsert(vault, path, memory, stamp)
+
+    def _index_remove(self, vault: Vault, path: Path) -> None:
+        index = self.index()
+        if index is not None:
+            index.remove(vault, path)
+
+    def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
+        target = str(parse(scope))
+        validate_key(key)
+        for row in self._rows([target], visible=False):
+            if row.memory.key == key and (row.memory.is_visible() or not visible):
+                return next(v for v in self.vaults if str(v.root) == row.root), row
+        raise NotFound(
+            f"no memory {target}::{key}"
+            + ("" if not visible else " (archived or expired ones are hidden)")
+            + ": see `hivelore list` or `hivelore search`."
+        )
+
+    def _modify(self, scope: str, key: str, visible: bool, change: dict[str, object]) -> Memory:
+        vault, row = self._find(scope, key, visible)
+        with vault.lock():
+            memory, stamp = vault.load(row.path)
+            memory = memory.evolve(**change, updated=now_iso())
+            new_stamp = vault.save(row.path, memory, stamp)
+            self._index_upsert(vault, row.path, memory, new_stamp)
+        return memory
+
+    def archive(self, scope: str, key: str) -> Memory:
+        return self._modify(scope, key, True, {"archived_at": now_iso()})
+
+    def restore(self, scope: str, key: str) -> Memory:
+        """Make an archived or expired memory visible again."""
+        vault, row = self._find(scope, key, visible=False)
+        if row.memory.is_visible():
+            raise ValueError(f"{row.memory.address} is not archived or expired: nothing to restore.")
+        return self._modify(scope, key, False, {"archived_at": None, "expires_at": None})
+
+    def forget(self, scope: str, key: str) -> Path:
+        """Delete the memory's file (archived and expired ones too)."""
+        vault, row = self._find(scope, key, visible=False)
+        with vault.lock():
+            _, stamp = vault.load(row.path)
+            vault.delete(row.path, stamp)
+            self._index_remove(vault, row.path)
+        return row.path
+
+    def purge(self, dry_run: bool = False) -> list[Memory]:
+        """Delete the files of archived and expired memories in this folder's chain."""
+        hidden = [r for r in self._rows(self.scopes, visible=False) if not r.memory.is_visible()]
+        if not dry_run:
+            for row in hidden:
+                self.forget(str(row.memory.scope), row.memory.key)
+        return [r.memory for r in hidden]
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def read(self, scope: str, key: str) -> Memory:
+        return self._find(scope, key, visible=True)[1].memory
+
+    def resolve(self, key: str) -> Memory:
+        """The winning copy of a bare key along this folder's chain (narrowest scope first)."""
+        validate_key(key)
+        rows = [r for r in self._rows(self.scopes) if r.memory.key == key]
+        if not rows:
+            raise NotFound(f"no memory with key '{key}' in {' → '.join(self.scopes)}: see `hivelore list`.")
+        return min(rows, key=lambda r: self.scopes.index(str(r.memory.scope))).memory
+
+    def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
+        """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
+        chosen = self._scope_list(scopes)
+        limit = limit or self.settings.search_limit
+        if limit <= 0:
+            raise ValueError("limit must be at least 1.")
+        fts = recall.fts_query(query)
+        if fts is None:
+            raise ValueError("the query has no words to search for.")
+        index = self.index()
+        if index is None:
+            words = set(recall.fts_query(query) and query.lower().split())
+            matched = [
+                (r, float(sum(w in r.memory.value.lower() or w in r.memory.key.lower() for w in words)))
+                for r in self._scan(chosen)
+                if r.memory.is_visible()
+            ]
+            pairs = [(r, s) for r, s in matched if s > 0]
+        else:
+            index.refresh(self.vaults, [parse(s) for s in chosen])
+            pairs = index.match(self.vaults, chosen, fts, limit=max(limit * 5, 50))
+            fresh = {(r.root, r.relpath) for r in index.verified(self.vaults, [r for r, _ in pairs])}
+            pairs = [(r, s) for r, s in pairs if (r.root, r.relpath) in fresh]
+            self._collect_warnings()
+        ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen)
+        return ranked[:limit]
+
+    def list(self, scopes: Iterable[str] | None = None, include_hidden: bool = False) -> dict[str, list[Memory]]:
+        chosen = self._scope_list(scopes)
+        grouped: dict[str, list[Memory]] = {s: [] for s in chosen}
+        for row in self._rows(chosen, visible=not include_hidden):
+            grouped[str(row.memory.scope)].append(row.memory)
+        return {s: sorted(ms, key=lambda m: m.key) for s, ms in grouped.items() if ms}
+
+    def tree(self, scopes: Iterable[str] | None = None) -> list[TreeEntry]:
+        """Per key: the copy that wins (narrowest scope, then project tier) and the copies it shadows."""
+        chosen = self._scope_list(scopes)
+        tiers = [str(v.root) for v in self.vaults]
+        by_key: dict[str, list[Row]] = {}
+        for row in self._rows(chosen):
+            by_key.setdefault(row.memory.key, []).append(row)
+        entries = []
+        for key in sorted(by_key):
+            rows = sorted(by_key[key], key=lambda r: (chosen.index(str(r.memory.scope)), tiers.index(r.root)))
+            entries.append(TreeEntry(key, rows[0].memory, [r.memory for r in rows[1:]]))
+        return entries
+
+    def scope_counts(self) -> dict[str, int]:
+        """Visible memories per scope, for every scope that has any."""
+        index = self.index()
+        if index is None:
+            counts: dict[str, int] = {}
+            for row in self._scan(self.scopes):
+                if row.memory.is_visible():
+                    counts[str(row.memory.scope)] = counts.get(str(row.memory.scope), 0) + 1
+            return counts
+        return index.all_scopes(self.vaults)
+
+    def context(self, budget_chars: int | None = None) -> recall.Selection:
+        """The ranked, budgeted, de-duplicated memories for this folder's chain, and what was left out."""
+        budget = budget_chars or self.settings.context_budget_chars
+        scopes = self.scopes
+        index = self.index()
+        if index is None:
+            rows = [r for r in self._scan(scopes) if r.memory.is_visible()]
+            per_scope: dict[str, int] = {}
+            for r in rows:
+                per_scope[str(r.memory.scope)] = per_scope.get(str(r.memory.scope), 0) + 1
+        else:
+            index.refresh(self.vaults, [parse(s) for s in scopes])
+            per_scope = index.counts(self.vaults, scopes)
+            rows = index.verified(self.vaults, index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE))
+            if len(rows) != sum(min(n, CANDIDATES_PER_SCOPE) for n in per_scope.values()):
+                per_scope = index.counts(self.vaults, scopes)
+            self._collect_warnings()
+        ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
+        ranked, shadowed = recall.winners(ranked, scopes)
+        if index is not None:
+            shadowed = sum(index.shadowed(self.vaults, scopes).values())
+        ranked, duplicates = recall.without_near_duplicates(ranked)
+        shown = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
+        return recall.Selection(
+            shown=shown,
+            total=sum(per_scope.values()),
+            per_scope_total=per_scope,
+            duplicates=duplicates,
+            shadowed=shadowed,
+            left_out=recall.left_out(per_scope, shown),
+        )
+
+    def render_context(self, selection: recall.Selection) -> str:
+        return render_context(selection, self.chain, self.settings.context_line_chars)
+
+    # -- import / export ------------------------------------------------------------------------
+
+    def export(self, include_hidden: bool = False) -> Iterator[Memory]:
+        """Every memory of the vaults (all scopes), from the files themselves."""
+        for vault in self.vaults:
+            for path in vault.iter_files():
+                try:
+                    memory, _ = vault.load(path)
+                except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+                    self.warnings.append(f"skipped {path}: {exc}")
+                    continue
+                if include_hidden or memory.is_visible():
+                    yield memory
+
+    def _check_record(self, record: ImportRecord) -> Memory:
+        """The memory a record would become, or ValueError saying why it cannot be imported."""
+        scope = parse(record.scope)
+        validate_key(record.key)
+        tags = validate_tags(list(record.tags))
+        validate_kind(record.kind)
+        if record.state not in ("staged", "committed"):
+            raise ValueError(f"state '{record.state}' is not staged or committed.")
+        value = record.value.strip()
+        if not value:
+            raise ValueError("the value is empty.")
+        guard.check_write(record.key, value, tags)
+        now = now_iso()
+        expires = record.expires_at
+        if record.ttl_days is not None:
+            if record.ttl_days <= 0:
+                raise ValueError(f"ttl_days must be more than 0, not {record.ttl_days}.")
+            expires = iso_from_epoch(time.time() + record.ttl_days * 86400)
+        return Memory(
+            scope=scope,
+            key=record.key,
+            value=value,
+            kind=record.kind,
+            state=record.state,
+            tags=tags,
+            created=record.created or now,
+            updated=record.updated or record.created or now,
+            seen_count=max(record.seen_count or 1, 1),
+            expires_at=expires,
+            archived_at=record.archived_at,
+            provenance={**self._provenance(), **dict(record.provenance)},
+        )
+
+    def import_records(
+        self,
+        records: Iterable[ImportRecord],
+        skip_invalid: bool = False,
+        dry_run: bool = False,
+        tier: str | None = None,
+    ) -> ImportReport:
+        """Validate every record first; unless `skip_invalid`, one bad record means nothing is written.
+
+        Re-importing is idempotent: a memory whose value, kind and tags already match is unchanged.
+        """
+        report = ImportReport()
+        checked: list[Memory] = []
+        for record in records:
+            try:
+                checked.append(self._check_record(record))
+            except (ValueError, guard.GuardError) as exc:
+                report.rejected.append(f"{record.source}: {exc}")
+        if (report.rejected and not skip_invalid) or dry_run:
+            report.written = [m.address for m in checked] if dry_run else []
+            return report
+        for memory in checked:
+            vault = self._vault_for_write(memory.scope, tier)
+            with vault.lock():
+                path, existing, stamp = self._locate(vault, memory.scope, memory.key)
+                if existing and (existing.value, existing.kind, existing.tags) == (
+                    memory.value,
+                    memory.kind,
+                    memory.tags,
+                ):
+                    report.unchanged.append(memory.address)
+                    continue
+                if existing:
+                    memory = memory.evolve(
+                        created=existing.created, seen_count=max(existing.seen_count, memory.seen_count)
+                    )
+                new_stamp = vault.save(path, memory, stamp)
+                self._index_upsert(vault, path, memory, new_stamp)
+            report.written.append(memory.address)
+        return report
+
+    # -- the index ------------------------------------------------------------------------------
+
+    def rebuild_index(self) -> RebuildStats:
+        self.close()
+        self.index_problem = None
+        return rebuild(self.index_path, self.vaults)
+
+    def index_status(self) -> dict[str, object]:
+        status: dict[str, object] = {"path": str(self.index_path), "exists": self.index_path.exists()}
+        index = self.index()
+        if index is None:
+            status.update({"healthy": False, "problem": self.index_problem})
+            return status
+        index.refresh(self.vaults, self.chain.scopes)
+        status.update(index.stats())
+        status["integrity"] = index.integrity()
+        status["healthy"] = status["integrity"] == "ok"
+        status["skipped_files"] = [f"{s.path}: {s.reason}" for s in index.skipped_files()]
+        status["size_bytes"] = self.index_path.stat().st_size
+        return status
+
+
+def render_context(selection: recall.Selection, chain: Chain, line_chars: int) -> str:
+    """The block an agent gets at session start: honest header, one line per memory, what was left out."""
+    if selection.total == 0:
+        return (
+            f"hivelore: no memories yet for {chain.narrowest}. When something was non-obvious, "
+            "write a lesson with memory_write."
+        )
+    header = (
+        f"{len(selection.shown):,} of {selection.total:,} memories · {chain.narrowest}"
+        " — considerations, not rules; read any in full with memory_read"
+    )
+    lines = [header, *(recall.line_for(r.row, line_chars) for r in selection.shown)]
+    if selection.left_out:
+        parts = " · ".join(f"{scope} {n:,}" for scope, n in selection.left_out.items())
+        reasons = []
+        if selection.shadowed:
+            reasons.append(f"{selection.shadowed:,} shadowed by a narrower scope")
+        if selection.duplicates:
+            reasons.append(f"{selection.duplicates:,} near-duplicates")
+        why = f" ({', '.join(reasons)}; the rest over budget)" if reasons else " (over budget)"
+        lines.append(f"left out: {parts}{why} — use memory_search to find them")
+    else:
+        lines.append("left out: nothing")
+    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""A vault: a folder of Markdown memory files, one folder per scope. The files are the truth.
+
+Writes are atomic (temp file in the same folder, fsync, rename), serialised by one lock file
+per vault, and drift-checked: a file that changed on disk since it was read is never
+overwritten blindly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from hivelore.frontmatter import parse, render
+from hivelore.memory import Memory, iso_from_epoch
+from hivelore.scope import Scope
+
+SCOPE_ROOTS = ("global", "project", "repo", "branch")
+
+
+class DriftError(RuntimeError):
+    """A file changed on disk between our read and our write."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a file looked like when we read it."""
+
+    mtime_ns: int
+    size: int
+    sha1: str
+
+
+def slug(key: str) -> str:
+    """A safe file name for a key; lossy slugs get a hash so two keys never share a file."""
+    base = re.sub(r"[^a-z0-9._-]+", "-", key.lower()).strip("-.")[:80] or "memory"
+    if base == key:
+        return base
+    return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
+def stamp_of(path: Path, data: bytes) -> Stamp:
+    st = path.stat()
+    return Stamp(st.st_mtime_ns, st.st_size, hashlib.sha1(data).hexdigest())
+
+
+@dataclass(frozen=True)
+class Vault:
+    root: Path
+    tier: str  # "home" or "project"
+
+    def path_for(self, scope: Scope, key: str) -> Path:
+        return self.root / scope.folder / f"{slug(key)}.md"
+
+    def folder(self, scope: Scope) -> Path:
+        return self.root / scope.folder
+
+    def has_memories(self) -> bool:
+        return any((self.root / name).is_dir() for name in SCOPE_ROOTS)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive per-vault lock, held across read-modify-write of any memory file."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def load(self, path: Path) -> tuple[Memory, Stamp]:
+        """Read and parse one file; raises OSError or FrontmatterError."""
+        data = path.read_bytes()
+        stamp = stamp_of(path, data)
+        memory = parse(data.decode("utf-8"), fallback_time=iso_from_epoch(stamp.mtime_ns / 1e9))
+        return memory, stamp
+
+    def current_stamp(self, path: Path) -> Stamp | None:
+        try:
+            return stamp_of(path, path.read_bytes())
+        except FileNotFoundError:
+            return None
+
+    def _check_drift(self, path: Path, expected: Stamp | None) -> None:
+        now = self.current_stamp(path)
+        if now is None and expected is None:
+            return
+        if now is None or expected is None or now.sha1 != expected.sha1:
+            raise DriftError(
+                f"{path} changed on disk while hivelore was writing it; nothing was written: "
+                "check the file and run the command again."
+            )
+
+    def save(self, path: Path, memory: Memory, expected: Stamp | None) -> Stamp:
+        """Atomically write `memory` to `path`, refusing if the file is not as `expected`.
+
+        Call under `lock()`. `expected` is the stamp from our read, or None for a new file.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = render(memory).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".md")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._check_drift(path, expected)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+        return stamp_of(path, data)
+
+    def delete(self, path: Path, expected: Stamp | None) -> None:
+        """Remove a memory file, refusing if it changed since it was read. Call under `lock()`."""
+        self._check_drift(path, expected)
+        path.unlink()
+        _fsync_dir(path.parent)
+
+    def iter_files(self) -> Iterator[Path]:
+        """Every memory file of the vault (only rebuild and export walk the whole vault)."""
+        for name in SCOPE_ROOTS:
+            top = self.root / name
+            for folder, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for file in files:
+                    if file.endswith(".md") and not file.startswith("."):
+                        yield Path(folder, file)
+
+    def folder_files(self, scope: Scope) -> list[os.DirEntry[str]]:
+        """The memory files directly in one scope's folder."""
+        try:
+            with os.scandir(self.folder(scope)) as entries:
+                return [e for e in entries if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,65 @@
+"""Shared fixtures: a temporary HIVELORE_HOME and real git repositories to run in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(path: Path, origin: str | None = "git@github.com:acme/checkout.git", branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    if origin:
+        git(path, "remote", "add", "origin", origin)
+    (path / "README.md").write_text("checkout\n")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "init")
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty HIVELORE_HOME for this test (set in the environment for in-process calls)."""
+    path = tmp_path / "hivelore-home"
+    monkeypatch.setenv("HIVELORE_HOME", str(path))
+    monkeypatch.delenv("HIVELORE_MODE", raising=False)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with origin git@github.com:acme/checkout.git on branch main."""
+    return make_repo(tmp_path / "checkout")
+
+
+@pytest.fixture
+def cli(home: Path, repo: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real `hivelore` command as a subprocess in the repo, with the temporary home."""
+
+    def run(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "HIVELORE_HOME": str(home)}
+        return subprocess.run(
+            [sys.executable, "-m", "hivelore", *args],
+            cwd=cwd or repo,
+            env=env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    return run
