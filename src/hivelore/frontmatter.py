@@ -34,7 +34,16 @@ def _scalar(value: object) -> str:
     plain = (
         _PLAIN_RE.match(text) and text.lower() not in _YAML_WORDS and ": " not in text and not text.endswith((":", " "))
     )
-    return text if plain else json.dumps(text, ensure_ascii=False)
+    if plain:
+        return text
+    # A JSON string is a YAML double-quoted scalar; YAML refuses raw unprintable characters (line
+    # separators, unassigned code points), so those become YAML escapes.
+    return "".join(c if c.isprintable() else _escape(c) for c in json.dumps(text, ensure_ascii=False))
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def render(memory: Memory) -> str:

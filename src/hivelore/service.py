@@ -279,17 +279,26 @@ class Hivelore:
         if index is not None:
             index.remove(vault, path)
 
+    def _rows_for_key(self, scopes: Sequence[str], key: str) -> list[Row]:
+        """Every copy of `key` in these scopes (hidden ones too), project tier first within a scope."""
+        index = self.index()
+        if index is None:
+            rows = [r for r in self._scan(scopes) if r.memory.key == key]
+        else:
+            index.refresh(self.vaults, [parse(s) for s in scopes])
+            rows = index.verified(self.vaults, index.by_key(self.vaults, scopes, key))
+            self._collect_warnings()
+        roots = [str(v.root) for v in self.vaults]
+        return sorted(rows, key=lambda r: (scopes.index(str(r.memory.scope)), roots.index(r.root)))
+
     def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
         target = str(parse(scope))
         validate_key(key)
-        for row in self._rows([target], visible=False):
-            if row.memory.key == key and (row.memory.is_visible() or not visible):
+        for row in self._rows_for_key([target], key):
+            if row.memory.is_visible() or not visible:
                 return next(v for v in self.vaults if str(v.root) == row.root), row
-        raise NotFound(
-            f"no memory {target}::{key}"
-            + ("" if not visible else " (archived or expired ones are hidden)")
-            + ": see `hivelore list` or `hivelore search`."
-        )
+        hidden = " (archived or expired ones are hidden)" if visible else ""
+        raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`.")
 
     def _modify(self, scope: str, key: str, visible: bool, change: dict[str, object]) -> Memory:
         vault, row = self._find(scope, key, visible)
@@ -335,10 +344,10 @@ class Hivelore:
     def resolve(self, key: str) -> Memory:
         """The winning copy of a bare key along this folder's chain (narrowest scope first)."""
         validate_key(key)
-        rows = [r for r in self._rows(self.scopes) if r.memory.key == key]
-        if not rows:
-            raise NotFound(f"no memory with key '{key}' in {' → '.join(self.scopes)}: see `hivelore list`.")
-        return min(rows, key=lambda r: self.scopes.index(str(r.memory.scope))).memory
+        for row in self._rows_for_key(self.scopes, key):
+            if row.memory.is_visible():
+                return row.memory
+        raise NotFound(f"no memory with key '{key}' in {' → '.join(self.scopes)}: see `hivelore list`.")
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""

@@ -1,0 +1,168 @@
+"""The service layer's rules, exercised in-process on a real vault and index."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hivelore.guard import GuardError
+from hivelore.service import Hivelore, NotFound
+from hivelore.vault import DriftError
+
+ADDRESS = ("repo::acme/checkout", "tests-need-local-postgres")
+LESSON = "pnpm test fails with ECONNREFUSED 5432 when the db is down: run docker compose up -d db first"
+
+
+@pytest.fixture
+def hl(home: Path, repo: Path) -> Hivelore:
+    return Hivelore.open(repo)
+
+
+def files(home: Path) -> list[Path]:
+    return sorted(p for p in home.rglob("*.md"))
+
+
+def test_a_rewrite_updates_the_one_file_and_counts_it(hl: Hivelore, home: Path) -> None:
+    first = hl.write(*ADDRESS, LESSON, tags=["db"])
+    second = hl.write(*ADDRESS, LESSON + " (compose v2)")
+    assert first.created and not second.created
+    assert second.memory.seen_count == 2 and second.memory.created == first.memory.created
+    assert second.memory.tags == ("db",)
+    assert files(home) == [first.path]
+    assert hl.read(*ADDRESS).value.endswith("(compose v2)")
+
+
+def test_six_processes_writing_one_key_leave_one_file_with_six_counted_writes(home: Path, repo: Path) -> None:
+    script = (
+        "import sys; from hivelore.service import Hivelore\n"
+        "Hivelore.open().write('repo::acme/checkout', 'same-key', 'written by ' + sys.argv[1])\n"
+    )
+    env = {**os.environ, "HIVELORE_HOME": str(home)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], cwd=repo, env=env) for i in range(6)]
+    assert [p.wait(timeout=60) for p in procs] == [0] * 6
+    [path] = files(home)
+    assert "seen_count: 6\n" in path.read_text()
+    assert Hivelore.open(repo).read("repo::acme/checkout", "same-key").seen_count == 6
+
+
+def test_a_secret_is_refused_and_nothing_is_written(hl: Hivelore, home: Path) -> None:
+    with pytest.raises(GuardError, match="secret"):
+        hl.write("global", "ci-token", "the token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+    assert files(home) == []
+
+
+def test_narrower_scopes_win_on_every_read_path(hl: Hivelore) -> None:
+    for scope in ("global", "project::checkout", "repo::acme/checkout", "branch::acme/checkout::main"):
+        hl.write(scope, "db-port", f"the db listens on 5432 ({scope})")
+    assert hl.resolve("db-port").value.endswith("(branch::acme/checkout::main)")
+    [hit] = hl.search("db listens 5432")
+    assert str(hit.row.memory.scope) == "branch::acme/checkout::main"
+    [entry] = hl.tree()
+    assert str(entry.winner.scope) == "branch::acme/checkout::main" and len(entry.shadowed) == 3
+    selection = hl.context()
+    assert [str(r.row.memory.scope) for r in selection.shown] == ["branch::acme/checkout::main"]
+    assert selection.total == 4 and selection.shadowed == 3
+    assert selection.left_out == {"project::checkout": 1, "repo::acme/checkout": 1, "global": 1}
+
+
+def test_context_budget_and_left_out_counts_are_exact(hl: Hivelore) -> None:
+    for i in range(40):
+        hl.write("repo::acme/checkout", f"lesson-{i}", f"lesson number {i}: " + "word " * 20 + f"topic{i}")
+    for i in range(5):
+        hl.write("global", f"g-{i}", f"global habit {i} about topic{i * 7} and nothing else")
+    selection = hl.context(budget_chars=600)
+    text = hl.render_context(selection)
+    assert len("\n".join(text.splitlines()[1:-1])) <= 600
+    shown = len(selection.shown)
+    assert text.splitlines()[0].startswith(f"{shown} of 45 memories · branch::acme/checkout::main")
+    assert sum(selection.left_out.values()) == 45 - shown
+    assert text.splitlines()[-1].startswith("left out: ")
+
+
+def test_near_duplicates_are_shown_once(hl: Hivelore) -> None:
+    hl.write(
+        "repo::acme/checkout",
+        "pg-down",
+        "tests fail with ECONNREFUSED 5432: start postgres with docker compose up -d db",
+    )
+    hl.write(
+        "global", "pg-down-again", "tests fail with ECONNREFUSED 5432: start postgres with docker compose up -d db!"
+    )
+    selection = hl.context()
+    assert len(selection.shown) == 1 and selection.duplicates == 1
+
+
+def test_archived_and_expired_are_hidden_but_kept(hl: Hivelore, home: Path) -> None:
+    hl.write(*ADDRESS, LESSON)
+    hl.archive(*ADDRESS)
+    with pytest.raises(NotFound):
+        hl.read(*ADDRESS)
+    assert hl.search("ECONNREFUSED") == [] and len(files(home)) == 1
+    hl.restore(*ADDRESS)
+    assert hl.read(*ADDRESS).archived_at is None
+
+
+def test_a_file_edited_under_our_feet_is_not_overwritten(hl: Hivelore, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = hl.write(*ADDRESS, LESSON).path
+    original_save = type(hl.home).save
+
+    def edit_then_save(self, target, memory, expected):  # a person saves in an editor mid-write
+        target.write_text(target.read_text().replace("docker compose", "podman compose"))
+        return original_save(self, target, memory, expected)
+
+    monkeypatch.setattr(type(hl.home), "save", edit_then_save)
+    with pytest.raises(DriftError, match="changed on disk"):
+        hl.write(*ADDRESS, "a new value")
+    assert "podman compose" in path.read_text() and "a new value" not in path.read_text()
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_without_an_index_reads_fall_back_to_the_files(hl: Hivelore, home: Path, repo: Path) -> None:
+    hl.write(*ADDRESS, LESSON)
+    hl.close()
+    (home / "index.db").unlink()
+    fallback = Hivelore.open(repo)
+    assert [h.row.memory.key for h in fallback.search("ECONNREFUSED")] == ["tests-need-local-postgres"]
+    assert fallback.context().total == 1
+    assert any("index rebuild" in w for w in fallback.warnings)
+    stats = fallback.rebuild_index()
+    assert (stats.files, stats.indexed) == (1, 1)
+    assert Hivelore.open(repo).index() is not None
+
+
+def test_a_corrupt_index_falls_back_then_rebuilds(hl: Hivelore, home: Path, repo: Path) -> None:
+    hl.write(*ADDRESS, LESSON)
+    hl.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{home / 'index.db'}{suffix}").unlink(missing_ok=True)
+    (home / "index.db").write_bytes(b"this is not a database" * 100)
+    broken = Hivelore.open(repo)
+    assert broken.read(*ADDRESS).value == LESSON
+    assert broken.index_problem and "cannot be read" in broken.index_problem
+    broken.rebuild_index()
+    assert Hivelore.open(repo).search("ECONNREFUSED")
+
+
+def test_hand_edits_and_deletions_are_seen(hl: Hivelore) -> None:
+    path = hl.write(*ADDRESS, LESSON).path
+    path.write_text(path.read_text().replace("docker compose up -d db", "make db"))
+    assert "make db" in hl.read(*ADDRESS).value
+    assert "make db" in Hivelore.open(hl.chain.git.root).search("ECONNREFUSED")[0].row.memory.value
+    path.unlink()
+    assert Hivelore.open(hl.chain.git.root).search("ECONNREFUSED") == []
+
+
+def test_project_tier_wins_within_a_scope_and_takes_repo_writes(home: Path, repo: Path) -> None:
+    Hivelore.open(repo).write("repo::acme/checkout", "ci-runner", "home copy")
+    (repo / ".hivelore").mkdir()
+    hl = Hivelore.open(repo)
+    result = hl.write("repo::acme/checkout", "ci-runner", "team copy, committed to git")
+    assert result.tier == "project" and result.path.is_relative_to(repo / ".hivelore")
+    assert hl.write("global", "style", "short replies").tier == "home"
+    assert hl.read("repo::acme/checkout", "ci-runner").value == "team copy, committed to git"
+    [entry] = [e for e in hl.tree() if e.key == "ci-runner"]
+    assert [m.value for m in entry.shadowed] == ["home copy"]
