@@ -1,19 +1,24 @@
 """The stdio MCP server, on the official `mcp` SDK. Each tool is a thin call into the service layer.
 
-Results are pydantic models, so clients get an `outputSchema` and `structuredContent`. Errors
-raise, and the SDK turns them into a tool result with `isError` and our one-line message.
+Results are pydantic models, so clients get an `outputSchema` and `structuredContent`. A refused
+call is re-raised as the SDK's `ToolError`: only that one reaches the client as a tool result with
+`isError` and our one-line message (any other exception is reported as a crash, message lost).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from hivelore.memory import Memory
-from hivelore.service import Hivelore
+from hivelore.service import Hivelore, NotFound
+from hivelore.vault import DriftError
 
 INSTRUCTIONS = (
     "hivelore is this user's memory of what went wrong and how it was fixed. Search it before "
@@ -98,8 +103,17 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     """The MCP server for the folder the agent runs in (its scope chain is read per call)."""
     server = MCPServer(name="hivelore", instructions=INSTRUCTIONS)
 
-    def service() -> Hivelore:
-        return Hivelore.open(cwd, agent="mcp")
+    @contextlib.contextmanager
+    def service() -> Iterator[Hivelore]:
+        svc = None
+        try:
+            svc = Hivelore.open(cwd, agent="mcp")
+            yield svc
+        except (NotFound, ValueError, DriftError) as exc:
+            raise ToolError(str(exc)) from exc
+        finally:
+            if svc is not None:
+                svc.close()
 
     @server.tool(annotations=WRITE)
     def memory_write(
@@ -115,7 +129,8 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         scope: global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes).
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
         """
-        result = service().write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days)
+        with service() as svc:
+            result = svc.write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days)
         return WriteOut(
             memory=MemoryOut.of(result.memory), path=str(result.path), tier=result.tier, created=result.created
         )
@@ -123,22 +138,24 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     def memory_read(scope: str, key: str) -> MemoryOut:
         """Read one memory in full."""
-        return MemoryOut.of(service().read(scope, key))
+        with service() as svc:
+            return MemoryOut.of(svc.read(scope, key))
 
     @server.tool(annotations=READ_ONLY)
     def memory_search(query: str, scopes: list[str] | None = None, limit: int = 10) -> SearchOut:
         """Search memories, best first. Without scopes, searches this folder's whole scope chain."""
-        svc = service()
-        hits = svc.search(query, scopes, limit)
-        return SearchOut(
-            scopes=scopes or svc.scopes,
-            hits=[Hit(memory=MemoryOut.of(h.row.memory), score=round(h.score, 4)) for h in hits],
-        )
+        with service() as svc:
+            hits = svc.search(query, scopes, limit)
+            return SearchOut(
+                scopes=svc.scopes_for(scopes),
+                hits=[Hit(memory=MemoryOut.of(h.row.memory), score=round(h.score, 4)) for h in hits],
+            )
 
     @server.tool(annotations=READ_ONLY)
     def memory_list(scopes: list[str] | None = None, include_hidden: bool = False) -> ListOut:
         """List memories grouped by scope, narrowest first (default: this folder's chain)."""
-        grouped = service().list(scopes, include_hidden=include_hidden)
+        with service() as svc:
+            grouped = svc.list(scopes, include_hidden=include_hidden)
         return ListOut(
             groups=[ScopeGroup(scope=s, memories=[MemoryOut.of(m) for m in ms]) for s, ms in grouped.items()]
         )
@@ -146,37 +163,39 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     @server.tool(annotations=DESTRUCTIVE)
     def memory_forget(scope: str, key: str) -> ForgetOut:
         """Delete a memory's file for good."""
-        path = service().forget(scope, key)
+        with service() as svc:
+            path = svc.forget(scope, key)
         return ForgetOut(forgotten=f"{scope}::{key}", path=str(path))
 
     @server.tool(annotations=DESTRUCTIVE)
     def memory_archive(scope: str, key: str) -> MemoryOut:
         """Hide a memory from every read; the file stays on disk until purged."""
-        return MemoryOut.of(service().archive(scope, key))
+        with service() as svc:
+            return MemoryOut.of(svc.archive(scope, key))
 
     @server.tool(annotations=WRITE)
     def memory_restore(scope: str, key: str) -> MemoryOut:
         """Make an archived or expired memory visible again."""
-        return MemoryOut.of(service().restore(scope, key))
+        with service() as svc:
+            return MemoryOut.of(svc.restore(scope, key))
 
     @server.tool(annotations=READ_ONLY)
     def memory_scopes() -> ScopesOut:
         """This folder's scope chain (narrowest first) and the scopes that hold memories."""
-        svc = service()
-        return ScopesOut(chain=svc.scopes, counts=svc.scope_counts())
+        with service() as svc:
+            return ScopesOut(chain=svc.scopes, counts=svc.scope_counts())
 
     @server.tool(annotations=READ_ONLY)
     def memory_tree(scopes: list[str] | None = None) -> TreeOut:
         """Per key, the copy that wins (narrowest scope) and the copies it shadows."""
-        svc = service()
-        entries = svc.tree(scopes)
-        return TreeOut(
-            scopes=scopes or svc.scopes,
-            keys=[
-                TreeKey(key=e.key, winner=MemoryOut.of(e.winner), shadowed=[MemoryOut.of(m) for m in e.shadowed])
-                for e in entries
-            ],
-        )
+        with service() as svc:
+            entries = svc.tree(scopes)
+            chosen = svc.scopes_for(scopes)
+        keys = [
+            TreeKey(key=e.key, winner=MemoryOut.of(e.winner), shadowed=[MemoryOut.of(m) for m in e.shadowed])
+            for e in entries
+        ]
+        return TreeOut(scopes=chosen, keys=keys)
 
     return server
 

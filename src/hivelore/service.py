@@ -165,7 +165,7 @@ class Hivelore:
                     rows.append(Row(memory, str(vault.root), relpath, stamp.mtime_ns, stamp.size, stamp.sha1))
         return rows
 
-    def _scope_list(self, scopes: Iterable[str] | None) -> list[str]:
+    def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
         """Validate requested scopes (narrowest first), or the folder's chain when none are given."""
         if not scopes:
             return self.scopes
@@ -351,10 +351,10 @@ class Hivelore:
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
-        chosen = self._scope_list(scopes)
+        chosen = self.scopes_for(scopes)
+        if limit is not None and limit <= 0:
+            raise ValueError(f"limit must be at least 1, not {limit}.")
         limit = limit or self.settings.search_limit
-        if limit <= 0:
-            raise ValueError("limit must be at least 1.")
         fts = recall.fts_query(query)
         if fts is None:
             raise ValueError("the query has no words to search for.")
@@ -377,7 +377,7 @@ class Hivelore:
         return ranked[:limit]
 
     def list(self, scopes: Iterable[str] | None = None, include_hidden: bool = False) -> dict[str, list[Memory]]:
-        chosen = self._scope_list(scopes)
+        chosen = self.scopes_for(scopes)
         grouped: dict[str, list[Memory]] = {s: [] for s in chosen}
         for row in self._rows(chosen, visible=not include_hidden):
             grouped[str(row.memory.scope)].append(row.memory)
@@ -385,7 +385,7 @@ class Hivelore:
 
     def tree(self, scopes: Iterable[str] | None = None) -> list[TreeEntry]:
         """Per key: the copy that wins (narrowest scope, then project tier) and the copies it shadows."""
-        chosen = self._scope_list(scopes)
+        chosen = self.scopes_for(scopes)
         tiers = [str(v.root) for v in self.vaults]
         by_key: dict[str, list[Row]] = {}
         for row in self._rows(chosen):

@@ -12,7 +12,6 @@ import fcntl
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +104,9 @@ class Vault:
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         data = render(memory).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".md")
+        # Not tempfile.mkstemp: importing tempfile costs more than this whole write on the hook path.
+        tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.md"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -153,7 +153,7 @@ def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
     if as_json:
         print_json(
             {
-                "scopes": scopes or service.scopes,
+                "scopes": service.scopes_for(scopes),
                 "keys": [
                     {"key": e.key, "winner": e.winner.to_dict(), "shadowed": [m.to_dict() for m in e.shadowed]}
                     for e in entries
@@ -161,7 +161,7 @@ def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
             }
         )
         return
-    out.print(" → ".join(escape(s) for s in (scopes or service.scopes)))
+    out.print(" → ".join(escape(s) for s in service.scopes_for(scopes)))
     for entry in entries:
         out.print(f"{escape(entry.key)}")
         out.print(f"  [green]✓ {escape(str(entry.winner.scope))}[/green]: {escape(entry.winner.value[:80])}")

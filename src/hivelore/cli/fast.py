@@ -37,7 +37,7 @@ def search(argv: Sequence[str]) -> int:
     if args.json:
         print_json([{**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path)} for h in hits])
     elif not hits:
-        print(f"no memories match '{args.query}' in {' → '.join(args.scopes or service.scopes)}")
+        print(f"no memories match '{args.query}' in {' → '.join(service.scopes_for(args.scopes))}")
     else:
         for hit in hits:
             memory = hit.row.memory

@@ -1,0 +1,341 @@
+"""`hivelore mcp` end to end: a real MCP client (the official SDK) talks to the real server over stdio.
+
+Each test starts one server subprocess (`python -m hivelore mcp`, about a second: importing `mcp` is slow)
+in the `repo` fixture's checkout and plays a whole story through it, so the scope chain is
+branch::acme/checkout::main → repo::acme/checkout → project::checkout → global.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult
+
+from hivelore.scope import GRAMMAR
+
+pytestmark = pytest.mark.anyio
+
+CLI = Callable[..., subprocess.CompletedProcess[str]]
+
+CHAIN = ["branch::acme/checkout::main", "repo::acme/checkout", "project::checkout", "global"]
+TOOLS = {
+    "memory_write",
+    "memory_read",
+    "memory_search",
+    "memory_list",
+    "memory_forget",
+    "memory_archive",
+    "memory_restore",
+    "memory_scopes",
+    "memory_tree",
+}
+READ_ONLY_TOOLS = {"memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree"}
+DESTRUCTIVE_TOOLS = {"memory_forget", "memory_archive"}
+
+REPO = "repo::acme/checkout"
+KEY = "tests-need-local-postgres"
+LESSON = (
+    "Integration tests fail with ECONNREFUSED 127.0.0.1:5432 (ECONNREFUSED 5432) until the local "
+    "postgres is up: run `docker compose up -d db` first."
+)
+GLOBAL_LESSON = "ECONNREFUSED 5432 usually means postgres is not running: start it before the tests."
+# Assembled at run time so no secret scanner mistakes this file for a leak: "ghp_" + 36 alphanumerics.
+FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE6" * 6
+
+SESSION_TIMEOUT = 90  # seconds for a whole story; a hung server fails the test instead of the suite
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def mcp_session(home: Path, cwd: Path, stderr_log: Path) -> AsyncIterator[ClientSession]:
+    """An initialized client session with `python -m hivelore mcp` running in `cwd`.
+
+    The SDK merges `env` over a minimal default environment (PATH, HOME, ...), so HIVELORE_HOME is
+    passed explicitly. The server's stderr goes to `stderr_log`, whose tail is printed on the way out
+    (pytest shows it when a test fails).
+    """
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hivelore", "mcp"],
+        env={"HIVELORE_HOME": str(home)},
+        cwd=cwd,
+    )
+    try:
+        with stderr_log.open("w") as errlog, anyio.fail_after(SESSION_TIMEOUT):
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+    except BaseExceptionGroup as group:
+        # The SDK's task groups wrap a failed assertion of the test body; show it as pytest would.
+        raise _sole_exception(group) from None
+    finally:
+        if stderr_log.exists():
+            tail = stderr_log.read_text(errors="replace").splitlines()[-60:]
+            if tail:
+                print("--- server stderr (tail) ---", *tail, sep="\n")
+
+
+def _sole_exception(group: BaseExceptionGroup) -> BaseException:
+    """The one exception inside nested single-member groups, or the group itself."""
+    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+        group = group.exceptions[0]
+    return group
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; return its structuredContent.
+
+    `call_tool` itself checks structuredContent against the tool's outputSchema.
+    """
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, f"{tool}({arguments}) failed: {text_of(result)}"
+    assert result.structured_content is not None, f"{tool} returned no structuredContent"
+    return result.structured_content
+
+
+async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """Call a tool that must fail; return the error text (the tool result's only text content)."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) should have failed but returned {result.structured_content}"
+    return text_of(result)
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def run_cli(cli: CLI, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI, in a worker thread so the MCP session's event loop keeps running."""
+    return await anyio.to_thread.run_sync(partial(cli, *args))
+
+
+def memory_files(home: Path) -> list[Path]:
+    return sorted(home.rglob("*.md")) if home.exists() else []
+
+
+# -- 1. what the server offers ------------------------------------------------------------------------------
+
+
+async def test_server_lists_nine_tools_with_output_schemas_and_honest_annotations(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """The server introduces itself as hivelore, with instructions, and lists exactly nine tools.
+
+    Every name is a plain snake_case identifier (some clients reject anything else), every tool declares
+    an outputSchema (its results are structured), the five reading tools are marked read-only and the
+    two that lose data (forget, archive) are marked destructive, so a client can auto-approve the former
+    and ask before the latter.
+    """
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        assert session.server_info is not None and session.server_info.name == "hivelore"
+        assert session.instructions and "memory_write" in session.instructions
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+
+    assert set(tools) == TOOLS
+    for name, tool in tools.items():
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", name), name
+        assert tool.description, f"{name} has no description"
+        assert tool.output_schema and tool.output_schema.get("type") == "object", f"{name} has no outputSchema"
+        assert tool.output_schema.get("properties"), name
+        assert tool.annotations is not None, f"{name} has no annotations"
+
+    for name in READ_ONLY_TOOLS:
+        assert tools[name].annotations.read_only_hint is True, name
+        assert tools[name].annotations.destructive_hint is not True, name
+    for name in DESTRUCTIVE_TOOLS:
+        assert tools[name].annotations.destructive_hint is True, name
+        assert tools[name].annotations.read_only_hint is not True, name
+    for name in TOOLS - READ_ONLY_TOOLS:
+        assert tools[name].annotations.read_only_hint is not True, f"{name} changes the store"
+
+    write_input = tools["memory_write"].input_schema
+    assert set(write_input["required"]) == {"scope", "key", "value"}
+    assert {"tags", "kind", "ttl_days"} <= set(write_input["properties"])
+    assert set(tools["memory_scopes"].input_schema.get("required", [])) == set()
+
+
+# -- 2. a lesson's life, shared with the CLI ----------------------------------------------------------------
+
+
+async def test_a_lesson_written_over_mcp_lives_in_the_same_store_as_the_cli(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """An agent records that the tests need a local postgres, finds it again, and the user sees it too.
+
+    Writing returns the stored memory and the Markdown file it lives in; writing the same key again
+    updates it (created False, seen_count 2). Search without scopes covers the folder's whole chain.
+    A global copy of the key written with the CLI is readable over MCP and is shadowed by the repo copy.
+    Archiving hides the repo copy (the global one surfaces), restoring brings it back, forgetting
+    deletes its file, after which reading it is an error.
+    """
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        # The first write creates the file under HIVELORE_HOME and says so.
+        first = await call(
+            session, "memory_write", scope=REPO, key=KEY, value=LESSON, tags=["postgres", "tests", "docker"]
+        )
+        assert first["created"] is True
+        assert first["tier"] == "home"
+        path = Path(first["path"])
+        assert path == home / "repo" / "acme" / "checkout" / f"{KEY}.md"
+        assert path.is_file()
+        memory = first["memory"]
+        assert (memory["scope"], memory["key"], memory["value"]) == (REPO, KEY, LESSON)
+        assert memory["kind"] == "lesson"
+        assert memory["tags"] == ["postgres", "tests", "docker"]
+        assert memory["seen_count"] == 1
+        assert memory["provenance"]["agent"] == "mcp"
+        assert memory["provenance"]["repo"] == "acme/checkout"
+        assert memory["provenance"]["branch"] == "main"
+
+        # The structured result and the text content carry the same JSON.
+        raw = await session.call_tool("memory_read", {"scope": REPO, "key": KEY})
+        assert json.loads(text_of(raw)) == raw.structured_content
+
+        # Writing the same key again is an update of the same file, not a second memory.
+        second = await call(session, "memory_write", scope=REPO, key=KEY, value=LESSON, tags=["postgres"])
+        assert second["created"] is False
+        assert second["memory"]["seen_count"] == 2
+        assert second["memory"]["created"] == memory["created"]
+        assert second["memory"]["tags"] == ["postgres"]
+        assert Path(second["path"]) == path
+        assert memory_files(home) == [path]
+
+        # MCP → CLI: the user's `hivelore read` sees what the agent wrote.
+        shown = await run_cli(cli, "read", f"{REPO}::{KEY}", "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout) | {"updated": None} == second["memory"] | {"updated": None}
+
+        # CLI → MCP: a global copy of the same key, written with the CLI, is read over MCP.
+        written = await run_cli(cli, "write", f"global::{KEY}", GLOBAL_LESSON, "--tags", "postgres")
+        assert written.returncode == 0, written.stderr
+        global_copy = await call(session, "memory_read", scope="global", key=KEY)
+        assert global_copy["value"] == GLOBAL_LESSON
+        assert global_copy["provenance"]["agent"] == "cli"
+
+        # Search with no scopes: the folder's chain, and one hit per key (the narrowest copy wins).
+        found = await call(session, "memory_search", query="ECONNREFUSED 5432")
+        assert found["scopes"] == CHAIN
+        hits = [(hit["memory"]["scope"], hit["memory"]["key"]) for hit in found["hits"]]
+        assert hits == [(REPO, KEY)]
+        assert found["hits"][0]["memory"]["value"] == LESSON
+        assert found["hits"][0]["score"] > 0
+
+        # Search within given scopes only: there the global copy is the hit.
+        in_global = await call(session, "memory_search", query="ECONNREFUSED 5432", scopes=["global"])
+        assert [(h["memory"]["scope"], h["memory"]["value"]) for h in in_global["hits"]] == [("global", GLOBAL_LESSON)]
+
+        # Read: the memory in full.
+        read = await call(session, "memory_read", scope=REPO, key=KEY)
+        assert read == second["memory"]
+
+        # List: grouped by scope, narrowest first, only scopes that hold something.
+        listed = await call(session, "memory_list")
+        assert [(g["scope"], [m["key"] for m in g["memories"]]) for g in listed["groups"]] == [
+            (REPO, [KEY]),
+            ("global", [KEY]),
+        ]
+
+        # Tree: the repo copy wins, the global copy is shadowed.
+        tree = await call(session, "memory_tree")
+        assert tree["scopes"] == CHAIN
+        assert [entry["key"] for entry in tree["keys"]] == [KEY]
+        entry = tree["keys"][0]
+        assert entry["winner"]["scope"] == REPO
+        assert [(m["scope"], m["value"]) for m in entry["shadowed"]] == [("global", GLOBAL_LESSON)]
+
+        # Scopes: the chain, narrowest first, and how many memories each scope holds.
+        scopes = await call(session, "memory_scopes")
+        assert scopes["chain"] == CHAIN
+        assert scopes["counts"] == {REPO: 1, "global": 1}
+
+        # Archive hides the repo copy from every read; the global copy is no longer shadowed.
+        archived = await call(session, "memory_archive", scope=REPO, key=KEY)
+        assert archived["archived_at"]
+        assert path.is_file(), "archiving keeps the file"
+        after_archive = await call(session, "memory_search", query="ECONNREFUSED 5432")
+        assert [(h["memory"]["scope"], h["memory"]["key"]) for h in after_archive["hits"]] == [("global", KEY)]
+        await call_error(session, "memory_read", scope=REPO, key=KEY)
+        hidden = await call(session, "memory_list", scopes=[REPO], include_hidden=True)
+        assert [m["archived_at"] is not None for g in hidden["groups"] for m in g["memories"]] == [True]
+
+        # Restore brings it back, winner again.
+        restored = await call(session, "memory_restore", scope=REPO, key=KEY)
+        assert restored["archived_at"] is None
+        after_restore = await call(session, "memory_search", query="ECONNREFUSED 5432")
+        assert [(h["memory"]["scope"], h["memory"]["key"]) for h in after_restore["hits"]] == [(REPO, KEY)]
+
+        # Forget deletes the file for good; reading it is then an error, over MCP and in the CLI.
+        forgotten = await call(session, "memory_forget", scope=REPO, key=KEY)
+        assert forgotten == {"forgotten": f"{REPO}::{KEY}", "path": str(path)}
+        assert not path.exists()
+        await call_error(session, "memory_read", scope=REPO, key=KEY)
+        gone = await run_cli(cli, "read", f"{REPO}::{KEY}")
+        assert gone.returncode == 1
+        assert (await call(session, "memory_read", scope="global", key=KEY))["value"] == GLOBAL_LESSON
+
+
+# -- 3. refusals ------------------------------------------------------------------------------------------
+
+
+async def test_bad_input_comes_back_as_a_one_line_tool_error_and_writes_nothing(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """Mistakes are tool results with isError, not protocol errors or crashes, and nothing reaches disk.
+
+    - a scope with one colon gets the scope grammar and a "did you mean";
+    - a value holding a GitHub token names the guard rule (secret.github_token) and never echoes the token;
+    - an empty key, and reading a key that was never written, say what is wrong.
+    The session stays usable after each of them.
+    """
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        bad_scope = await call_error(session, "memory_write", scope="branch:acme/widget", key=KEY, value=LESSON)
+        secret = await call_error(
+            session,
+            "memory_write",
+            scope=REPO,
+            key="ci-github-auth",
+            value=f"CI pushes tags with the bot token {FAKE_GITHUB_TOKEN}; rotate it yearly.",
+        )
+        empty_key = await call_error(session, "memory_write", scope=REPO, key="", value=LESSON)
+        unknown = await call_error(session, "memory_read", scope=REPO, key="never-written")
+
+        # Nothing was written by any of them: no memory file, and the CLI lists nothing.
+        assert memory_files(home) == []
+        listed = await run_cli(cli, "list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout) == {}
+        # The token is nowhere under HIVELORE_HOME, not even in the index.
+        leaked = [p for p in home.rglob("*") if p.is_file() and FAKE_GITHUB_TOKEN.encode() in p.read_bytes()]
+        assert leaked == []
+        assert FAKE_GITHUB_TOKEN not in secret
+
+        # The session still works after the errors.
+        scopes = await call(session, "memory_scopes")
+        assert scopes == {"chain": CHAIN, "counts": {}}
+
+    # Every message is one line and says what is wrong and how to fix it.
+    for message in (bad_scope, secret, empty_key, unknown):
+        assert "\n" not in message.strip(), message
+    assert "'branch:acme/widget' is not a valid scope" in bad_scope
+    assert GRAMMAR in bad_scope
+    assert "did you mean 'branch::acme/widget::BRANCH'" in bad_scope
+    assert "secret.github_token" in secret
+    assert "GitHub token" in secret
+    assert "key is empty" in empty_key
+    assert f"no memory {REPO}::never-written" in unknown
