@@ -373,34 +373,22 @@ class Index:
         return dict(self.conn.execute(sql, params).fetchall())
 
     def shadowed(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
-        """Per scope, visible memories whose key also lives, visible, in a narrower scope of `scopes`."""
-        result: dict[str, int] = {}
-        for i, scope in enumerate(scopes[1:], start=1):
-            where, params = self._where(vaults, [scope], visible=True)
-            inner_where, inner = self._where(vaults, list(scopes[:i]), visible=True, alias="n")
-            sql = (
-                f"SELECT count(*) FROM memories m WHERE {where} AND EXISTS"
-                f" (SELECT 1 FROM memories n WHERE {inner_where} AND n.key = m.key)"
-            )
-            count = self.conn.execute(sql, params | inner).fetchone()[0]
-            if count:
-                result[scope] = count
-        return result
+        """Per scope, visible memories whose key has a visible copy that wins over them: in a narrower
+        scope of `scopes`, or in the same scope of an earlier vault."""
+        where, params = self._where(vaults, scopes, visible=True)
+        inner_where, inner = self._where(vaults, scopes, visible=True, alias="n")
 
-    def all_scopes(self, vaults: Sequence[Vault]) -> dict[str, int]:
-        roots = [str(v.root) for v in vaults]
-        marks = ", ".join("?" for _ in roots)
+        def precedence(alias: str) -> str:
+            scope_rank = " ".join(f"WHEN :{alias}s{i} THEN {i}" for i in range(len(scopes)))
+            root_rank = " ".join(f"WHEN :{alias}r{i} THEN {i}" for i in range(len(vaults)))
+            return f"(CASE {alias}.scope {scope_rank} END) * 100 + (CASE {alias}.root {root_rank} END)"
+
         sql = (
-            f"SELECT scope, count(*) FROM memories WHERE root IN ({marks}) AND archived = 0"
-            " AND (expires_ts IS NULL OR expires_ts > ?) GROUP BY scope ORDER BY scope"
+            f"SELECT m.scope, count(*) FROM memories m WHERE {where} AND EXISTS"
+            f" (SELECT 1 FROM memories n WHERE {inner_where} AND n.key = m.key"
+            f" AND {precedence('n')} < {precedence('m')}) GROUP BY m.scope"
         )
-        return dict(self.conn.execute(sql, [*roots, time.time()]).fetchall())
-
-    def all_rows(self, vaults: Sequence[Vault]) -> list[Row]:
-        roots = [str(v.root) for v in vaults]
-        marks = ", ".join("?" for _ in roots)
-        sql = f"SELECT {_COLUMNS} FROM memories WHERE root IN ({marks}) ORDER BY scope, key"
-        return [_row(r) for r in self.conn.execute(sql, roots)]
+        return dict(self.conn.execute(sql, params | inner).fetchall())
 
     def stats(self) -> dict[str, int]:
         memories = self.conn.execute("SELECT count(*) FROM memories").fetchone()[0]

@@ -89,14 +89,18 @@ def rank(
     return ranked
 
 
-def winners(ranked: Sequence[Ranked], scopes: Sequence[str]) -> tuple[list[Ranked], int]:
-    """Keep, per key, only the copy in the narrowest scope (the same key in a wider one is shadowed)."""
-    order = {s: i for i, s in enumerate(scopes)}
-    best: dict[str, int] = {}
+def winners(ranked: Sequence[Ranked], scopes: Sequence[str], roots: Sequence[str]) -> tuple[list[Ranked], int]:
+    """Keep one copy per key: the narrowest scope's, and within a scope the first tier's (`roots` order)."""
+
+    def precedence(r: Ranked) -> tuple[int, int]:
+        scope = str(r.row.memory.scope)
+        return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(r.row.root))
+
+    best: dict[str, tuple[int, int]] = {}
     for r in ranked:
-        position = order.get(str(r.row.memory.scope), len(scopes))
-        best[r.row.memory.key] = min(best.get(r.row.memory.key, position), position)
-    kept = [r for r in ranked if order.get(str(r.row.memory.scope), len(scopes)) == best[r.row.memory.key]]
+        key = r.row.memory.key
+        best[key] = min(best.get(key, precedence(r)), precedence(r))
+    kept = [r for r in ranked if precedence(r) == best[r.row.memory.key]]
     return kept, len(ranked) - len(kept)
 
 
@@ -146,13 +150,11 @@ def fit_budget(ranked: Sequence[Ranked], budget_chars: int, max_value_chars: int
     return shown
 
 
-def left_out(per_scope_total: dict[str, int], shown: Sequence[Ranked]) -> dict[str, int]:
+def left_out(scopes: Sequence[str], per_scope_total: dict[str, int], shown: Sequence[Ranked]) -> dict[str, int]:
+    """Per scope (narrowest first), how many visible memories were not shown."""
     shown_per_scope: dict[str, int] = {}
     for r in shown:
         scope = str(r.row.memory.scope)
         shown_per_scope[scope] = shown_per_scope.get(scope, 0) + 1
-    return {
-        scope: total - shown_per_scope.get(scope, 0)
-        for scope, total in per_scope_total.items()
-        if total - shown_per_scope.get(scope, 0) > 0
-    }
+    missing = {scope: per_scope_total.get(scope, 0) - shown_per_scope.get(scope, 0) for scope in scopes}
+    return {scope: n for scope, n in missing.items() if n > 0}

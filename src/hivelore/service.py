@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hivelore import guard, recall
+from hivelore import recall
 from hivelore.config import Settings, load_settings
 from hivelore.frontmatter import FrontmatterError
 from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, rebuild
@@ -107,6 +107,11 @@ class Hivelore:
         return self.settings.home / "index.db"
 
     @property
+    def roots(self) -> list[str]:
+        """The tiers' folders, the winning tier first."""
+        return [str(v.root) for v in self.vaults]
+
+    @property
     def scopes(self) -> list[str]:
         return [str(s) for s in self.chain.scopes]
 
@@ -196,7 +201,10 @@ class Hivelore:
             path = known[0].path if known and known[0].path.exists() else path
         if not path.exists():
             return path, None, None
-        memory, stamp = vault.load(path)
+        try:
+            memory, stamp = vault.load(path)
+        except FrontmatterError as exc:
+            raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
         return path, memory, stamp
 
     def _provenance(self) -> dict[str, str]:
@@ -233,7 +241,7 @@ class Hivelore:
         value = value.strip()
         if not value:
             raise ValueError("the value is empty: say what was learned.")
-        guard.check_write(key, value, clean_tags)
+        _check_content(key, value, clean_tags)
         vault = self._vault_for_write(target, tier)
         now = now_iso()
         expires = iso_from_epoch(time.time() + ttl_days * 86400) if ttl_days else None
@@ -288,8 +296,7 @@ class Hivelore:
             index.refresh(self.vaults, [parse(s) for s in scopes])
             rows = index.verified(self.vaults, index.by_key(self.vaults, scopes, key))
             self._collect_warnings()
-        roots = [str(v.root) for v in self.vaults]
-        return sorted(rows, key=lambda r: (scopes.index(str(r.memory.scope)), roots.index(r.root)))
+        return sorted(rows, key=lambda r: (scopes.index(str(r.memory.scope)), self.roots.index(r.root)))
 
     def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
         target = str(parse(scope))
@@ -373,7 +380,7 @@ class Hivelore:
             fresh = {(r.root, r.relpath) for r in index.verified(self.vaults, [r for r, _ in pairs])}
             pairs = [(r, s) for r, s in pairs if (r.root, r.relpath) in fresh]
             self._collect_warnings()
-        ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen)
+        ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots)
         return ranked[:limit]
 
     def list(self, scopes: Iterable[str] | None = None, include_hidden: bool = False) -> dict[str, list[Memory]]:
@@ -386,26 +393,33 @@ class Hivelore:
     def tree(self, scopes: Iterable[str] | None = None) -> list[TreeEntry]:
         """Per key: the copy that wins (narrowest scope, then project tier) and the copies it shadows."""
         chosen = self.scopes_for(scopes)
-        tiers = [str(v.root) for v in self.vaults]
         by_key: dict[str, list[Row]] = {}
         for row in self._rows(chosen):
             by_key.setdefault(row.memory.key, []).append(row)
         entries = []
         for key in sorted(by_key):
-            rows = sorted(by_key[key], key=lambda r: (chosen.index(str(r.memory.scope)), tiers.index(r.root)))
+            rows = sorted(by_key[key], key=lambda r: (chosen.index(str(r.memory.scope)), self.roots.index(r.root)))
             entries.append(TreeEntry(key, rows[0].memory, [r.memory for r in rows[1:]]))
         return entries
 
-    def scope_counts(self) -> dict[str, int]:
-        """Visible memories per scope, for every scope that has any."""
+    def scopes_in_vault(self) -> list[str]:
+        """Every scope that has a folder of memory files in any tier, narrowest first."""
+        found = {str(s) for vault in self.vaults for s in vault.scopes_on_disk()}
+        return self.scopes_for(found) if found else []
+
+    def _visible_counts(self, scopes: Sequence[str]) -> dict[str, int]:
         index = self.index()
         if index is None:
-            counts: dict[str, int] = {}
-            for row in self._scan(self.scopes):
-                if row.memory.is_visible():
-                    counts[str(row.memory.scope)] = counts.get(str(row.memory.scope), 0) + 1
-            return counts
-        return index.all_scopes(self.vaults)
+            return _count_by_scope(r for r in self._scan(scopes) if r.memory.is_visible())
+        index.refresh(self.vaults, [parse(s) for s in scopes])
+        self._collect_warnings()
+        return index.counts(self.vaults, scopes)
+
+    def scope_counts(self) -> dict[str, int]:
+        """Visible memories per scope, for every scope that has any, narrowest first."""
+        scopes = self.scopes_in_vault()
+        counts = self._visible_counts(scopes) if scopes else {}
+        return {s: counts[s] for s in scopes if counts.get(s)}
 
     def context(self, budget_chars: int | None = None) -> recall.Selection:
         """The ranked, budgeted, de-duplicated memories for this folder's chain, and what was left out."""
@@ -414,18 +428,16 @@ class Hivelore:
         index = self.index()
         if index is None:
             rows = [r for r in self._scan(scopes) if r.memory.is_visible()]
-            per_scope: dict[str, int] = {}
-            for r in rows:
-                per_scope[str(r.memory.scope)] = per_scope.get(str(r.memory.scope), 0) + 1
+            per_scope = _count_by_scope(rows)
         else:
-            index.refresh(self.vaults, [parse(s) for s in scopes])
-            per_scope = index.counts(self.vaults, scopes)
-            rows = index.verified(self.vaults, index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE))
-            if len(rows) != sum(min(n, CANDIDATES_PER_SCOPE) for n in per_scope.values()):
-                per_scope = index.counts(self.vaults, scopes)
+            per_scope = self._visible_counts(scopes)
+            candidates = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
+            rows = index.verified(self.vaults, candidates)
+            if len(rows) != len(candidates):
+                per_scope = index.counts(self.vaults, scopes)  # files were deleted by hand since the refresh
             self._collect_warnings()
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
-        ranked, shadowed = recall.winners(ranked, scopes)
+        ranked, shadowed = recall.winners(ranked, scopes, self.roots)
         if index is not None:
             shadowed = sum(index.shadowed(self.vaults, scopes).values())
         ranked, duplicates = recall.without_near_duplicates(ranked)
@@ -436,7 +448,7 @@ class Hivelore:
             per_scope_total=per_scope,
             duplicates=duplicates,
             shadowed=shadowed,
-            left_out=recall.left_out(per_scope, shown),
+            left_out=recall.left_out(scopes, per_scope, shown),
         )
 
     def render_context(self, selection: recall.Selection) -> str:
@@ -467,7 +479,7 @@ class Hivelore:
         value = record.value.strip()
         if not value:
             raise ValueError("the value is empty.")
-        guard.check_write(record.key, value, tags)
+        _check_content(record.key, value, tags)
         now = now_iso()
         expires = record.expires_at
         if record.ttl_days is not None:
@@ -495,17 +507,19 @@ class Hivelore:
         skip_invalid: bool = False,
         dry_run: bool = False,
         tier: str | None = None,
+        unreadable: Sequence[str] = (),
     ) -> ImportReport:
-        """Validate every record first; unless `skip_invalid`, one bad record means nothing is written.
+        """Validate every record first; unless `skip_invalid`, one bad record (or one `unreadable`
+        source, already described) means nothing is written.
 
         Re-importing is idempotent: a memory whose value, kind and tags already match is unchanged.
         """
-        report = ImportReport()
+        report = ImportReport(rejected=list(unreadable))
         checked: list[Memory] = []
         for record in records:
             try:
                 checked.append(self._check_record(record))
-            except (ValueError, guard.GuardError) as exc:
+            except ValueError as exc:
                 report.rejected.append(f"{record.source}: {exc}")
         if (report.rejected and not skip_invalid) or dry_run:
             report.written = [m.address for m in checked] if dry_run else []
@@ -552,6 +566,21 @@ class Hivelore:
         return status
 
 
+def _count_by_scope(rows: Iterable[Row]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[str(row.memory.scope)] = counts.get(str(row.memory.scope), 0) + 1
+    return counts
+
+
+def _check_content(key: str, value: str, tags: Sequence[str]) -> None:
+    """The guard, imported here because compiling its patterns is the largest part of a read-only
+    command's start-up, and reads never need it."""
+    from hivelore.guard import check_write
+
+    check_write(key, value, tags)
+
+
 def render_context(selection: recall.Selection, chain: Chain, line_chars: int) -> str:
     """The block an agent gets at session start: honest header, one line per memory, what was left out."""
     if selection.total == 0:
@@ -568,10 +597,13 @@ def render_context(selection: recall.Selection, chain: Chain, line_chars: int) -
         parts = " · ".join(f"{scope} {n:,}" for scope, n in selection.left_out.items())
         reasons = []
         if selection.shadowed:
-            reasons.append(f"{selection.shadowed:,} shadowed by a narrower scope")
+            reasons.append(f"{selection.shadowed:,} shadowed by a winning copy of the same key")
         if selection.duplicates:
             reasons.append(f"{selection.duplicates:,} near-duplicates")
-        why = f" ({', '.join(reasons)}; the rest over budget)" if reasons else " (over budget)"
+        over_budget = sum(selection.left_out.values()) - selection.shadowed - selection.duplicates
+        if over_budget > 0:
+            reasons.append(f"{over_budget:,} over budget")
+        why = f" ({', '.join(reasons)})" if reasons else ""
         lines.append(f"left out: {parts}{why} — use memory_search to find them")
     else:
         lines.append("left out: nothing")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hivelore.frontmatter import parse, render
 from hivelore.memory import Memory, iso_from_epoch
-from hivelore.scope import Scope
+from hivelore.scope import Scope, try_parse
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
 
@@ -67,6 +67,10 @@ class Vault:
     def lock(self) -> Iterator[None]:
         """Exclusive per-vault lock, held across read-modify-write of any memory file."""
         self.root.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if self.tier == "project" and not ignore.exists():
+            # The project tier is committed with the repository; its lock and temp files are not.
+            ignore.write_text(".lock\n.tmp-*\n", encoding="utf-8")
         with open(self.root / ".lock", "a+") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
@@ -137,6 +141,20 @@ class Vault:
                     if file.endswith(".md") and not file.startswith("."):
                         yield Path(folder, file)
 
+    def scopes_on_disk(self) -> set[Scope]:
+        """The scopes whose folders hold memory files, read from the folder names (walks folders only)."""
+        found: set[Scope] = set()
+        for name in SCOPE_ROOTS:
+            for folder, dirs, files in os.walk(self.root / name):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                if not any(f.endswith(".md") and not f.startswith(".") for f in files):
+                    continue
+                parts = Path(folder).relative_to(self.root).parts
+                scope = try_parse(_scope_text(parts))
+                if scope is not None:
+                    found.add(scope)
+        return found
+
     def folder_files(self, scope: Scope) -> list[os.DirEntry[str]]:
         """The memory files directly in one scope's folder."""
         try:
@@ -144,6 +162,16 @@ class Vault:
                 return [e for e in entries if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()]
         except (FileNotFoundError, NotADirectoryError):
             return []
+
+
+def _scope_text(parts: tuple[str, ...]) -> str:
+    """The scope a folder path stands for (the inverse of `Scope.folder`)."""
+    kind, rest = parts[0], parts[1:]
+    if kind in ("global", "project"):
+        return "::".join(parts)
+    if kind == "repo":
+        return f"repo::{'/'.join(rest)}"
+    return f"branch::{'/'.join(rest[:2])}::{'/'.join(rest[2:])}"
 
 
 def _fsync_dir(folder: Path) -> None:

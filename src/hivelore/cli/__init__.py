@@ -12,4 +12,16 @@ def main() -> None:
         raise SystemExit(COMMANDS[sys.argv[1]](sys.argv[2:]))
     from hivelore.cli.app import app
 
-    app()
+    if len(sys.argv) == 1:
+        sys.argv.append("--help")
+    try:
+        result = app(standalone_mode=False)
+    except Exception as exc:
+        # typer vendors click and does not export its exception base; a click error is recognised by
+        # its interface. It becomes one line, like every other hivelore error, not a usage box.
+        message = getattr(exc, "format_message", None)
+        if message is None:
+            raise
+        print(f"hivelore: {message()} (see `hivelore --help`)", file=sys.stderr)
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+    raise SystemExit(result if isinstance(result, int) else 0)

@@ -15,7 +15,7 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import fast
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
-from hivelore.memory import Memory, parse_address
+from hivelore.memory import AddressError, Memory, parse_address
 from hivelore.service import Hivelore, ImportRecord
 
 app = typer.Typer(
@@ -106,11 +106,12 @@ def read(
     """Print one memory in full."""
     with reported_errors():
         service = _service()
-        if "::" in address:
+        try:
             scope, key = parse_address(address)
-            memory = service.read(str(scope), key)
+        except AddressError:
+            memory = service.resolve(address)  # a bare key, which may itself contain "::"
         else:
-            memory = service.resolve(address)
+            memory = service.read(str(scope), key)
         print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
@@ -128,7 +129,7 @@ def list_(
     """List memories grouped by scope, narrowest first."""
     with reported_errors():
         service = _service()
-        chosen = list(service.scope_counts()) if everywhere else scopes
+        chosen = service.scopes_in_vault() if everywhere else scopes
         grouped = service.list(chosen, include_hidden=include_hidden) if chosen or not everywhere else {}
         print_warnings(service)
     if as_json:
@@ -306,8 +307,9 @@ def import_(
         else:
             records = _jsonl_records(file)  # type: ignore[arg-type]
         service = _service()
-        report = service.import_records(records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier)
-        report.rejected[:0] = unreadable
+        report = service.import_records(
+            records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier, unreadable=unreadable
+        )
     if as_json:
         print_json(
             {"dry_run": dry_run, "written": report.written, "unchanged": report.unchanged, "rejected": report.rejected}
@@ -317,11 +319,9 @@ def import_(
         out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
         for reason in report.rejected:
             print(f"  rejected {reason}", file=sys.stderr)
-    if report.rejected and not skip_invalid and not dry_run:
-        fail(
-            "nothing was imported because of the rejected records above: fix them or pass --skip-invalid.",
-            EXIT_BAD_INPUT,
-        )
+    if report.rejected and not skip_invalid:
+        nothing = "nothing would be imported" if dry_run else "nothing was imported"
+        fail(f"{nothing} because of the rejected records above: fix them or pass --skip-invalid.", EXIT_BAD_INPUT)
 
 
 @app.command()
