@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 MODES = ("local",)
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
@@ -20,8 +20,7 @@ class ConfigError(ValueError):
     """A configuration file or variable that cannot be used."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     home: Path
     mode: str
     mode_source: str

@@ -7,12 +7,11 @@ packed-refs and config itself. It understands linked worktrees (`.git` file + `c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class GitInfo:
+class GitInfo(NamedTuple):
     root: Path  # top of the work tree
     project_root: Path  # the main work tree, shared by linked worktrees
     remote_url: str | None

@@ -17,15 +17,15 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from hivelore.frontmatter import FrontmatterError
 from hivelore.memory import Memory, epoch_from_iso
 from hivelore.scope import Scope
 from hivelore.vault import Stamp, Vault
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
 SMALL_FOLDER = 256
@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS memories (
     doc TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
-    sha1 TEXT NOT NULL,
+    checksum TEXT NOT NULL,
     UNIQUE (root, relpath)
 );
 CREATE INDEX IF NOT EXISTS memories_address ON memories (scope, key);
@@ -72,8 +72,7 @@ class IndexUnavailable(RuntimeError):
     """The index file is missing, corrupt or from another version."""
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """A memory as the index knows it, and where its file is."""
 
     memory: Memory
@@ -81,33 +80,31 @@ class Row:
     relpath: str
     mtime_ns: int
     size: int
-    sha1: str
+    checksum: str
 
     @property
     def path(self) -> Path:
         return Path(self.root, self.relpath)
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(NamedTuple):
     path: Path
     reason: str
 
 
-@dataclass(frozen=True)
-class RebuildStats:
+class RebuildStats(NamedTuple):
     files: int
     indexed: int
     skipped: list[Skip]
     seconds: float
 
 
-_COLUMNS = "root, relpath, mtime_ns, size, sha1, doc"
+_COLUMNS = "root, relpath, mtime_ns, size, checksum, doc"
 
 
 def _row(record: sqlite3.Row | tuple) -> Row:
-    root, relpath, mtime_ns, size, sha1, doc = record[:6]
-    return Row(Memory.from_dict(json.loads(doc)), root, relpath, mtime_ns, size, sha1)
+    root, relpath, mtime_ns, size, checksum, doc = record[:6]
+    return Row(Memory.from_dict(json.loads(doc)), root, relpath, mtime_ns, size, checksum)
 
 
 class Index:
@@ -173,7 +170,7 @@ class Index:
             self.conn.execute("DELETE FROM skipped WHERE root = ? AND relpath = ?", (root, relpath))
             cur = self.conn.execute(
                 "INSERT INTO memories (root, folder, relpath, scope, key, kind, state, updated_ts, seen_count,"
-                " expires_ts, archived, doc, mtime_ns, size, sha1)"
+                " expires_ts, archived, doc, mtime_ns, size, checksum)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     root,
@@ -190,7 +187,7 @@ class Index:
                     json.dumps(memory.to_dict(), ensure_ascii=False),
                     stamp.mtime_ns,
                     stamp.size,
-                    stamp.sha1,
+                    stamp.checksum,
                 ),
             )
             self.conn.execute(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
 
@@ -83,20 +83,22 @@ def validate_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
+    """One memory. A NamedTuple, not a dataclass: on the hook path each dataclass costs a
+    measurable share of start-up. Never mutate `provenance` (its default is shared)."""
+
     scope: Scope
     key: str
     value: str
     kind: str = "lesson"
     state: str = "committed"
     tags: tuple[str, ...] = ()
-    created: str = field(default_factory=now_iso)
-    updated: str = field(default_factory=now_iso)
+    created: str = ""
+    updated: str = ""
     seen_count: int = 1
     expires_at: str | None = None
     archived_at: str | None = None
-    provenance: dict[str, str] = field(default_factory=dict)
+    provenance: dict[str, str] = {}  # noqa: RUF012
 
     @property
     def address(self) -> str:
@@ -112,7 +114,7 @@ class Memory:
         return self.archived_at is None and not self.is_expired(now)
 
     def evolve(self, **changes: object) -> Memory:
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return self._replace(**changes)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape used by `--json`, export and MCP."""

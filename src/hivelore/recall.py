@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from hivelore.index import Row
 from hivelore.memory import epoch_from_iso
@@ -26,23 +26,21 @@ NEAR_DUPLICATE = 0.8  # Jaccard similarity of word sets above which two memories
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
     row: Row
     score: float
     relevance: float
 
 
-@dataclass
-class Selection:
+class Selection(NamedTuple):
     """What a budgeted read shows, and exactly what it leaves out."""
 
     shown: list[Ranked]
     total: int  # visible memories in the scopes read
     per_scope_total: dict[str, int]
-    duplicates: int = 0
-    shadowed: int = 0
-    left_out: dict[str, int] = field(default_factory=dict)
+    duplicates: int
+    shadowed: int
+    left_out: dict[str, int]
 
 
 def fts_query(text: str) -> str | None:

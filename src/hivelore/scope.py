@@ -11,9 +11,9 @@ Stdlib only: the hook path imports this module.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from hivelore.gitrepo import GitInfo, read_git_info
 
@@ -40,8 +40,7 @@ class ScopeError(ValueError):
     """A scope string that does not follow the grammar."""
 
 
-@dataclass(frozen=True, order=True)
-class Scope:
+class Scope(NamedTuple):
     level: Level
     name: str = ""  # project name, or OWNER/REPO for repo and branch scopes
     branch: str = ""
@@ -119,8 +118,7 @@ def try_parse(text: str) -> Scope | None:
     return None
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(NamedTuple):
     """The scopes that apply to a folder, narrowest first, and the git facts they came from."""
 
     scopes: tuple[Scope, ...]
@@ -129,9 +127,6 @@ class Chain:
     @property
     def narrowest(self) -> Scope:
         return self.scopes[0]
-
-    def __contains__(self, scope: object) -> bool:
-        return scope in self.scopes
 
     def specificity(self, scope: Scope) -> int:
         """0 for the narrowest scope of the chain, growing outward."""

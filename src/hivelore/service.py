@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from hivelore import recall
 from hivelore.config import Settings, load_settings
@@ -36,8 +36,7 @@ class NotFound(LookupError):
     """No visible memory at that address."""
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(NamedTuple):
     memory: Memory
     path: Path
     tier: str
@@ -45,22 +44,19 @@ class WriteResult:
     revived: bool = False  # it was archived or expired, and is visible again
 
 
-@dataclass(frozen=True)
-class TreeEntry:
+class TreeEntry(NamedTuple):
     key: str
     winner: Memory
     shadowed: list[Memory]
 
 
-@dataclass
-class ImportReport:
-    written: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)  # "source: reason"
+class ImportReport(NamedTuple):
+    written: list[str]
+    unchanged: list[str]
+    rejected: list[str]  # "source: reason"
 
 
-@dataclass(frozen=True)
-class ImportRecord:
+class ImportRecord(NamedTuple):
     """One memory to import, validated by the same rules as a write."""
 
     source: str  # "file.jsonl:12" or a path, for error messages
@@ -76,7 +72,7 @@ class ImportRecord:
     seen_count: int | None = None
     expires_at: str | None = None
     archived_at: str | None = None
-    provenance: Mapping[str, str] = field(default_factory=dict)
+    provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
 
 
 class Hivelore:
@@ -167,7 +163,7 @@ class Hivelore:
                         self.warnings.append(f"skipped {entry.path}: {exc}")
                         continue
                     relpath = str(Path(entry.path).relative_to(vault.root))
-                    rows.append(Row(memory, str(vault.root), relpath, stamp.mtime_ns, stamp.size, stamp.sha1))
+                    rows.append(Row(memory, str(vault.root), relpath, stamp.mtime_ns, stamp.size, stamp.checksum))
         return rows
 
     def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
@@ -188,7 +184,7 @@ class Hivelore:
             return self.project or Vault(self.chain.git.root / ".hivelore", "project")
         if tier is not None:
             raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
-        if self.project and scope in self.chain and scope.level is not Level.GLOBAL:
+        if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
             return self.project
         return self.home
 
@@ -514,7 +510,7 @@ class Hivelore:
 
         Re-importing is idempotent: a memory whose value, kind and tags already match is unchanged.
         """
-        report = ImportReport(rejected=list(unreadable))
+        report = ImportReport(written=[], unchanged=[], rejected=list(unreadable))
         checked: list[Memory] = []
         for record in records:
             try:
@@ -522,7 +518,8 @@ class Hivelore:
             except ValueError as exc:
                 report.rejected.append(f"{record.source}: {exc}")
         if (report.rejected and not skip_invalid) or dry_run:
-            report.written = [m.address for m in checked] if dry_run else []
+            if dry_run:
+                report.written.extend(m.address for m in checked)
             return report
         for memory in checked:
             vault = self._vault_for_write(memory.scope, tier)

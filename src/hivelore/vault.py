@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
+import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from hivelore.frontmatter import parse, render
 from hivelore.memory import Memory, iso_from_epoch
@@ -27,13 +27,12 @@ class DriftError(RuntimeError):
     """A file changed on disk between our read and our write."""
 
 
-@dataclass(frozen=True)
-class Stamp:
+class Stamp(NamedTuple):
     """What a file looked like when we read it."""
 
     mtime_ns: int
     size: int
-    sha1: str
+    checksum: str  # CRC-32 of the bytes: enough to notice a change, and zlib imports in no time
 
 
 def slug(key: str) -> str:
@@ -41,16 +40,15 @@ def slug(key: str) -> str:
     base = re.sub(r"[^a-z0-9._-]+", "-", key.lower()).strip("-.")[:80] or "memory"
     if base == key:
         return base
-    return f"{base}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    return f"{base}-{zlib.crc32(key.encode()):08x}"
 
 
 def stamp_of(path: Path, data: bytes) -> Stamp:
     st = path.stat()
-    return Stamp(st.st_mtime_ns, st.st_size, hashlib.sha1(data).hexdigest())
+    return Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
 
 
-@dataclass(frozen=True)
-class Vault:
+class Vault(NamedTuple):
     root: Path
     tier: str  # "home" or "project"
 
@@ -95,7 +93,7 @@ class Vault:
         now = self.current_stamp(path)
         if now is None and expected is None:
             return
-        if now is None or expected is None or now.sha1 != expected.sha1:
+        if now is None or expected is None or now.checksum != expected.checksum:
             raise DriftError(
                 f"{path} changed on disk while hivelore was writing it; nothing was written: "
                 "check the file and run the command again."

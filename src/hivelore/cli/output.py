@@ -10,7 +10,6 @@ import json
 import sys
 from collections.abc import Iterator
 
-from hivelore.guard import GuardError
 from hivelore.service import Hivelore, NotFound
 from hivelore.vault import DriftError
 
@@ -33,7 +32,7 @@ def reported_errors() -> Iterator[None]:
         fail(str(exc), EXIT_NOT_FOUND)
     except DriftError as exc:
         fail(str(exc), EXIT_CONFLICT)
-    except (GuardError, ValueError) as exc:
+    except ValueError as exc:  # scope, key, guard and config errors are all ValueErrors
         fail(str(exc), EXIT_BAD_INPUT)
     except FileNotFoundError as exc:
         fail(f"cannot open {exc.filename}: {exc.strerror}." if exc.filename else str(exc), EXIT_BAD_INPUT)
