@@ -25,7 +25,7 @@ from hivelore.memory import Memory, epoch_from_iso
 from hivelore.scope import Scope
 from hivelore.vault import Stamp, Vault
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "6"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
 SMALL_FOLDER = 256
@@ -52,14 +52,41 @@ CREATE TABLE IF NOT EXISTS memories (
     UNIQUE (root, relpath)
 );
 CREATE INDEX IF NOT EXISTS memories_address ON memories (scope, key);
+CREATE INDEX IF NOT EXISTS memories_visible ON memories (scope, root, archived, expires_ts);
+CREATE INDEX IF NOT EXISTS memories_keys ON memories (key, scope, root, archived, expires_ts);
 CREATE INDEX IF NOT EXISTS memories_folder ON memories (root, folder);
 CREATE INDEX IF NOT EXISTS memories_recent ON memories (scope, updated_ts);
 CREATE INDEX IF NOT EXISTS memories_seen ON memories (scope, seen_count);
+CREATE INDEX IF NOT EXISTS memories_expiry ON memories (expires_ts) WHERE expires_ts IS NOT NULL;
+-- Running totals kept by triggers, so a read of 60,000 memories need not count them one by one:
+-- non-archived memories per scope (expired ones are subtracted at read time, they are few), and
+-- copies per key (only keys with several copies can shadow one another).
+CREATE TABLE IF NOT EXISTS scope_totals (
+    root TEXT NOT NULL, scope TEXT NOT NULL, live INTEGER NOT NULL, PRIMARY KEY (root, scope)
+);
+CREATE TABLE IF NOT EXISTS key_totals (key TEXT PRIMARY KEY, copies INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS key_totals_shared ON key_totals (key) WHERE copies > 1;
+-- Every change bumps the generation, which invalidates the cached shadow counts.
+CREATE TABLE IF NOT EXISTS shadow_cache (
+    chain TEXT PRIMARY KEY, generation INTEGER NOT NULL, valid_until REAL, shadowed INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS memories_added AFTER INSERT ON memories BEGIN
+    UPDATE meta SET value = value + 1 WHERE name = 'generation';
+    INSERT INTO scope_totals VALUES (new.root, new.scope, 1 - new.archived)
+        ON CONFLICT (root, scope) DO UPDATE SET live = live + 1 - new.archived;
+    INSERT INTO key_totals VALUES (new.key, 1) ON CONFLICT (key) DO UPDATE SET copies = copies + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS memories_removed AFTER DELETE ON memories BEGIN
+    UPDATE meta SET value = value + 1 WHERE name = 'generation';
+    UPDATE scope_totals SET live = live - (1 - old.archived) WHERE root = old.root AND scope = old.scope;
+    UPDATE key_totals SET copies = copies - 1 WHERE key = old.key;
+END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     key, value, tags, tokenize = "unicode61 remove_diacritics 2"
 );
 CREATE TABLE IF NOT EXISTS folders (
-    root TEXT NOT NULL, folder TEXT NOT NULL, mtime_ns INTEGER NOT NULL, PRIMARY KEY (root, folder)
+    root TEXT NOT NULL, folder TEXT NOT NULL, mtime_ns INTEGER NOT NULL, files INTEGER NOT NULL,
+    PRIMARY KEY (root, folder)
 );
 CREATE TABLE IF NOT EXISTS skipped (
     root TEXT NOT NULL, relpath TEXT NOT NULL, mtime_ns INTEGER NOT NULL, reason TEXT NOT NULL,
@@ -127,6 +154,7 @@ class Index:
             if version is None:
                 conn.executescript(_SCHEMA)
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', 0)")
             elif version != SCHEMA_VERSION:
                 conn.close()
                 raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
@@ -244,15 +272,17 @@ class Index:
             mtime_ns = os.stat(vault.folder(scope)).st_mtime_ns
         except OSError:
             mtime_ns = 0
-        known = self.conn.execute("SELECT mtime_ns FROM folders WHERE root=? AND folder=?", (root, folder)).fetchone()
+        known = self.conn.execute(
+            "SELECT mtime_ns, files FROM folders WHERE root=? AND folder=?", (root, folder)
+        ).fetchone()
+        if known and known[0] == mtime_ns and known[1] > SMALL_FOLDER:
+            return
         rows = {
             relpath: (m, s)
             for relpath, m, s in self.conn.execute(
                 "SELECT relpath, mtime_ns, size FROM memories WHERE root=? AND folder=?", (root, folder)
             )
         }
-        if known and known[0] == mtime_ns and len(rows) > SMALL_FOLDER:
-            return
         skipped = dict(
             self.conn.execute(
                 "SELECT relpath, mtime_ns FROM skipped WHERE root=? AND relpath LIKE ?", (root, folder + "/%")
@@ -266,12 +296,15 @@ class Index:
             if rows.get(relpath) == (st.st_mtime_ns, st.st_size) or skipped.get(relpath) == st.st_mtime_ns:
                 continue
             self.reload(vault, Path(entry.path))
-        for relpath in set(rows) - on_disk:
-            self.remove(vault, vault.root / relpath)
-        for relpath in set(skipped) - on_disk:
-            if os.path.dirname(relpath) == folder:
-                self.conn.execute("DELETE FROM skipped WHERE root=? AND relpath=?", (root, relpath))
-        self.conn.execute("INSERT OR REPLACE INTO folders VALUES (?, ?, ?)", (root, folder, mtime_ns))
+        with self.transaction():
+            for relpath in set(rows) - on_disk:
+                self._delete_rows(root, relpath)
+            for relpath in set(skipped) - on_disk:
+                if os.path.dirname(relpath) == folder:
+                    self.conn.execute("DELETE FROM skipped WHERE root=? AND relpath=?", (root, relpath))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)", (root, folder, mtime_ns, len(on_disk))
+            )
 
     def _warn_skipped(self, vaults: Sequence[Vault], scopes: Iterable[Scope]) -> None:
         for vault in vaults:
@@ -364,28 +397,51 @@ class Index:
         return [_row(r) for r in self.conn.execute(sql, params)]
 
     def counts(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
-        """Visible memories per scope."""
-        where, params = self._where(vaults, scopes, visible=True)
-        sql = f"SELECT m.scope, count(*) FROM memories m WHERE {where} GROUP BY m.scope"
-        return dict(self.conn.execute(sql, params).fetchall())
-
-    def shadowed(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
-        """Per scope, visible memories whose key has a visible copy that wins over them: in a narrower
-        scope of `scopes`, or in the same scope of an earlier vault."""
-        where, params = self._where(vaults, scopes, visible=True)
-        inner_where, inner = self._where(vaults, scopes, visible=True, alias="n")
-
-        def precedence(alias: str) -> str:
-            scope_rank = " ".join(f"WHEN :{alias}s{i} THEN {i}" for i in range(len(scopes)))
-            root_rank = " ".join(f"WHEN :{alias}r{i} THEN {i}" for i in range(len(vaults)))
-            return f"(CASE {alias}.scope {scope_rank} END) * 100 + (CASE {alias}.root {root_rank} END)"
-
-        sql = (
-            f"SELECT m.scope, count(*) FROM memories m WHERE {where} AND EXISTS"
-            f" (SELECT 1 FROM memories n WHERE {inner_where} AND n.key = m.key"
-            f" AND {precedence('n')} < {precedence('m')}) GROUP BY m.scope"
+        """Visible memories per scope: the running non-archived totals, less the expired."""
+        where, params = self._where(vaults, scopes, visible=False, alias="t")
+        counts: dict[str, int] = {}
+        for scope, live in self.conn.execute(
+            f"SELECT t.scope, sum(t.live) FROM scope_totals t WHERE {where} GROUP BY t.scope", params
+        ):
+            counts[scope] = live
+        where, params = self._where(vaults, scopes, visible=False)
+        expired = (
+            f"SELECT m.scope, count(*) FROM memories m WHERE {where} AND m.archived = 0"
+            " AND m.expires_ts IS NOT NULL AND m.expires_ts <= :now GROUP BY m.scope"
         )
-        return dict(self.conn.execute(sql, params | inner).fetchall())
+        for scope, gone in self.conn.execute(expired, params):
+            counts[scope] -= gone
+        return {scope: n for scope, n in counts.items() if n > 0}
+
+    def shadowed(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> int:
+        """Visible copies in `scopes` that lose to another copy of their key (narrower scope, or same
+        scope in an earlier vault): all but one per key, among the keys that have several copies.
+
+        Counting them costs time in proportion to the shared keys, so the answer is cached until
+        the index changes or the next memory expires."""
+        chain = "\n".join([*scopes, "", *(str(v.root) for v in vaults)])
+        now = time.time()
+        generation = self.conn.execute("SELECT value FROM meta WHERE name = 'generation'").fetchone()[0]
+        cached = self.conn.execute(
+            "SELECT shadowed FROM shadow_cache WHERE chain = ? AND generation = ? AND coalesce(valid_until > ?, 1)",
+            (chain, generation, now),
+        ).fetchone()
+        if cached:
+            return int(cached[0])
+        where, params = self._where(vaults, scopes, visible=True)
+        params["now"] = now
+        sql = (
+            f"SELECT count(*) - count(DISTINCT m.key) FROM memories m WHERE {where}"
+            " AND m.key IN (SELECT key FROM key_totals WHERE copies > 1)"
+        )
+        shadowed = int(self.conn.execute(sql, params).fetchone()[0])
+        next_expiry = self.conn.execute(
+            "SELECT min(expires_ts) FROM memories WHERE expires_ts IS NOT NULL AND expires_ts > ?", (now,)
+        ).fetchone()[0]
+        self.conn.execute(
+            "INSERT OR REPLACE INTO shadow_cache VALUES (?, ?, ?, ?)", (chain, generation, next_expiry, shadowed)
+        )
+        return shadowed
 
     def stats(self) -> dict[str, int]:
         memories = self.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
@@ -411,7 +467,7 @@ class Index:
             self.conn.execute(
                 "DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE root = ?)", (root,)
             )
-            for table in ("memories", "folders", "skipped"):
+            for table in ("memories", "folders", "skipped", "scope_totals"):
                 self.conn.execute(f"DELETE FROM {table} WHERE root = ?", (root,))
 
 
@@ -434,10 +490,14 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
         with index.transaction():
             for vault in vaults:
                 index.clear(vault)
-                for file in vault.iter_files():
-                    files += 1
-                    if index.reload(vault, file) is not None:
-                        indexed += 1
+                for folder, mtime_ns, names in vault.walk_folders():
+                    for name in names:
+                        files += 1
+                        indexed += index.reload(vault, folder / name) is not None
+                    index.conn.execute(
+                        "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
+                        (str(vault.root), str(folder.relative_to(vault.root)), mtime_ns, len(names)),
+                    )
         skipped = [s for s in index.skipped_files() if any(s.path.is_relative_to(v.root) for v in vaults)]
     finally:
         index.close()

@@ -22,6 +22,7 @@ RECENCY_HALF_LIFE_DAYS = 30.0
 KIND_BONUS = {"lesson": 0.05, "decision": 0.04, "fact": 0.02, "note": 0.0}
 STAGED_FACTOR = 0.7  # captured automatically, not written on purpose: ranks lower
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of word sets above which two memories say the same
+MIN_LINE_CHARS = 40  # below this much budget left, no memory line fits
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -43,13 +44,22 @@ class Selection(NamedTuple):
     left_out: dict[str, int]
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any word of `text` (prefix match for longer words); None if no words."""
-    words = _WORD_RE.findall(text.lower())
-    terms = []
-    for word in dict.fromkeys(words):
-        terms.append(f'"{word}"*' if len(word) >= 4 else f'"{word}"')
-    return " OR ".join(terms) if terms else None
+def query_words(text: str) -> list[str]:
+    """The distinct words of a query, lower-cased, in order."""
+    return list(dict.fromkeys(_WORD_RE.findall(text.lower())))
+
+
+def fts_query(words: Sequence[str], every_word: bool) -> str:
+    """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
+    terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]
+    return (" " if every_word else " OR ").join(terms)
+
+
+def word_overlap(memory_row: Row, words: Sequence[str]) -> float:
+    """Relevance without an index: how many query words the memory contains."""
+    memory = memory_row.memory
+    found = _words(f"{memory.key.replace('-', ' ')} {memory.value} {' '.join(memory.tags)}")
+    return float(sum(word in found for word in words))
 
 
 def score(row: Row, relevance: float, specificity: float, weights: dict[str, float], now: float) -> float:
@@ -106,19 +116,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD_RE.findall(text.lower()))
 
 
-def without_near_duplicates(ranked: Sequence[Ranked]) -> tuple[list[Ranked], int]:
-    """Drop memories whose words mostly repeat a better-ranked one."""
-    kept: list[Ranked] = []
-    seen_sets: list[frozenset[str]] = []
-    for r in ranked:
-        words = _words(r.row.memory.value)
-        if any(_jaccard(words, other) >= NEAR_DUPLICATE for other in seen_sets):
-            continue
-        kept.append(r)
-        seen_sets.append(words)
-    return kept, len(ranked) - len(kept)
-
-
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
@@ -136,16 +133,27 @@ def line_for(memory_row: Row, max_value_chars: int) -> str:
     return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
 
 
-def fit_budget(ranked: Sequence[Ranked], budget_chars: int, max_value_chars: int) -> list[Ranked]:
-    """The best-ranked memories whose lines fit in the budget (a long line is skipped, not cut off)."""
+def fit_budget(ranked: Sequence[Ranked], budget_chars: int, max_value_chars: int) -> tuple[list[Ranked], int]:
+    """The best-ranked memories whose lines fit in the budget, and how many near-duplicates of a shown
+    memory were passed over on the way. A long line is skipped, not cut off; the scan stops once no
+    line could fit any more, so its cost does not grow with the store."""
     shown: list[Ranked] = []
-    used = 0
+    shown_words: list[frozenset[str]] = []
+    duplicates = used = 0
     for r in ranked:
+        if budget_chars - used < MIN_LINE_CHARS:
+            break
         cost = len(line_for(r.row, max_value_chars)) + 1
-        if used + cost <= budget_chars:
-            shown.append(r)
-            used += cost
-    return shown
+        if used + cost > budget_chars:
+            continue
+        words = _words(r.row.memory.value)
+        if any(_jaccard(words, other) >= NEAR_DUPLICATE for other in shown_words):
+            duplicates += 1
+            continue
+        shown.append(r)
+        shown_words.append(words)
+        used += cost
+    return shown, duplicates
 
 
 def left_out(scopes: Sequence[str], per_scope_total: dict[str, int], shown: Sequence[Ranked]) -> dict[str, int]:

@@ -10,6 +10,7 @@ Stdlib only: the hook path imports this module.
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import IntEnum
 from pathlib import Path
@@ -104,6 +105,7 @@ def parse(text: str) -> Scope:
     return scope
 
 
+@functools.lru_cache(maxsize=4096)  # every index row names its scope; parse each string once
 def try_parse(text: str) -> Scope | None:
     if text == "global":
         return GLOBAL

@@ -29,7 +29,7 @@ from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.vault import Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
-CANDIDATES_PER_SCOPE = 200
+CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
 class NotFound(LookupError):
@@ -358,26 +358,31 @@ class Hivelore:
         if limit is not None and limit <= 0:
             raise ValueError(f"limit must be at least 1, not {limit}.")
         limit = limit or self.settings.search_limit
-        fts = recall.fts_query(query)
-        if fts is None:
+        words = recall.query_words(query)
+        if not words:
             raise ValueError("the query has no words to search for.")
         index = self.index()
         if index is None:
-            words = set(recall.fts_query(query) and query.lower().split())
-            matched = [
-                (r, float(sum(w in r.memory.value.lower() or w in r.memory.key.lower() for w in words)))
-                for r in self._scan(chosen)
-                if r.memory.is_visible()
-            ]
-            pairs = [(r, s) for r, s in matched if s > 0]
+            scored = [(r, recall.word_overlap(r, words)) for r in self._scan(chosen) if r.memory.is_visible()]
+            pairs = [(r, s) for r, s in scored if s > 0]
         else:
             index.refresh(self.vaults, [parse(s) for s in chosen])
-            pairs = index.match(self.vaults, chosen, fts, limit=max(limit * 5, 50))
+            pairs = self._match(index, chosen, words, max(limit * 5, 50))
             fresh = {(r.root, r.relpath) for r in index.verified(self.vaults, [r for r, _ in pairs])}
             pairs = [(r, s) for r, s in pairs if (r.root, r.relpath) in fresh]
             self._collect_warnings()
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots)
         return ranked[:limit]
+
+    def _match(self, index: Index, scopes: list[str], words: list[str], limit: int) -> list[tuple[Row, float]]:
+        """Memories with every word first (a small set, quick to rank); then, if that is too few, with any
+        word. BM25 scores of the two queries are comparable: a word a memory lacks adds nothing."""
+        pairs = index.match(self.vaults, scopes, recall.fts_query(words, every_word=True), limit)
+        if len(pairs) < limit and len(words) > 1:
+            seen = {(r.root, r.relpath) for r, _ in pairs}
+            more = index.match(self.vaults, scopes, recall.fts_query(words, every_word=False), limit)
+            pairs += [(r, s) for r, s in more if (r.root, r.relpath) not in seen][: limit - len(pairs)]
+        return pairs
 
     def list(self, scopes: Iterable[str] | None = None, include_hidden: bool = False) -> dict[str, list[Memory]]:
         chosen = self.scopes_for(scopes)
@@ -435,9 +440,8 @@ class Hivelore:
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
         ranked, shadowed = recall.winners(ranked, scopes, self.roots)
         if index is not None:
-            shadowed = sum(index.shadowed(self.vaults, scopes).values())
-        ranked, duplicates = recall.without_near_duplicates(ranked)
-        shown = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
+            shadowed = index.shadowed(self.vaults, scopes)
+        shown, duplicates = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
         return recall.Selection(
             shown=shown,
             total=sum(per_scope.values()),

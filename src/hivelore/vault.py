@@ -129,28 +129,35 @@ class Vault(NamedTuple):
         path.unlink()
         _fsync_dir(path.parent)
 
+    def walk_folders(self) -> Iterator[tuple[Path, int, list[str]]]:
+        """Every scope folder with its memory file names, and its mtime taken *before* listing it (so
+        a file added meanwhile makes the recorded mtime stale, never hides the file)."""
+        pending = [self.root / name for name in SCOPE_ROOTS]
+        while pending:
+            folder = pending.pop()
+            try:
+                mtime_ns = os.stat(folder).st_mtime_ns
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            pending.extend(Path(e.path) for e in listed if e.is_dir() and not e.name.startswith("."))
+            names = sorted(e.name for e in listed if _is_memory_file(e.name) and e.is_file())
+            yield folder, mtime_ns, names
+
     def iter_files(self) -> Iterator[Path]:
-        """Every memory file of the vault (only rebuild and export walk the whole vault)."""
-        for name in SCOPE_ROOTS:
-            top = self.root / name
-            for folder, dirs, files in os.walk(top):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                for file in files:
-                    if file.endswith(".md") and not file.startswith("."):
-                        yield Path(folder, file)
+        """Every memory file of the vault (only rebuild, export and `list --all` walk the whole vault)."""
+        for folder, _, names in self.walk_folders():
+            for name in names:
+                yield folder / name
 
     def scopes_on_disk(self) -> set[Scope]:
-        """The scopes whose folders hold memory files, read from the folder names (walks folders only)."""
+        """The scopes whose folders hold memory files, read from the folder names."""
         found: set[Scope] = set()
-        for name in SCOPE_ROOTS:
-            for folder, dirs, files in os.walk(self.root / name):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                if not any(f.endswith(".md") and not f.startswith(".") for f in files):
-                    continue
-                parts = Path(folder).relative_to(self.root).parts
-                scope = try_parse(_scope_text(parts))
-                if scope is not None:
-                    found.add(scope)
+        for folder, _, names in self.walk_folders():
+            scope = try_parse(_scope_text(folder.relative_to(self.root).parts)) if names else None
+            if scope is not None:
+                found.add(scope)
         return found
 
     def folder_files(self, scope: Scope) -> list[os.DirEntry[str]]:
@@ -160,6 +167,10 @@ class Vault(NamedTuple):
                 return [e for e in entries if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()]
         except (FileNotFoundError, NotADirectoryError):
             return []
+
+
+def _is_memory_file(name: str) -> bool:
+    return name.endswith(".md") and not name.startswith(".")
 
 
 def _scope_text(parts: tuple[str, ...]) -> str:
