@@ -581,6 +581,31 @@ def test_import_skip_invalid_imports_the_good_lines_and_lists_the_rejected(
     assert ok_json(cli("search", "ECONNREFUSED", "--json"))[0]["tags"] == ["db"]
 
 
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"scope": "global", "key": "k", "value": "v", "ttl_days": "soon"}', "'ttl_days' must be int or float"),
+        ('{"scope": "global", "key": "k", "value": "v", "tags": ["ok", 3]}', "'tags' and the values"),
+        ('{"scope": "global", "key": "k", "value": "v", "seen_count": 2.5}', "'seen_count' must be int"),
+        ('{"scope": "global", "key": "k", "value": "v", "created": "last tuesday"}', "not an ISO 8601 timestamp"),
+        ('{"scope": "global", "key": "k"}', "'value' is missing or not a string"),
+        ('["global", "k", "v"]', "must be a JSON object"),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_import_refuses_wrongly_typed_fields_without_writing(
+    cli: Run, home: Path, tmp_path: Path, line: str, reason: str
+) -> None:
+    jsonl = tmp_path / "typed.jsonl"
+    jsonl.write_text('{"scope": "global", "key": "fine", "value": "a good line"}\n' + line + "\n")
+
+    result = cli("import", str(jsonl))
+
+    assert result.returncode == 2
+    assert f"{jsonl}:2" in result.stderr and reason in result.stderr
+    assert memory_files(home) == []
+
+
 LOREKIT_ADDRESSES = [
     "global::always-run-the-test-suite-before-pushing",
     "global::prefer-rg-over-grep",

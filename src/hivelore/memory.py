@@ -70,6 +70,17 @@ def validate_kind(kind: str) -> str:
     return kind
 
 
+def validate_timestamp(name: str, value: str | None) -> str | None:
+    """An optional ISO 8601 timestamp, or ValueError naming the field."""
+    if value is None:
+        return None
+    try:
+        epoch_from_iso(str(value))
+    except ValueError as exc:
+        raise ValueError(f"{name} '{value}' is not an ISO 8601 timestamp like 2026-11-30T10:00:00Z.") from exc
+    return value
+
+
 def validate_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     cleaned: list[str] = []
     for tag in tags:

@@ -7,9 +7,10 @@ scan of the folders of the scopes being read, and say so.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,12 +19,14 @@ from hivelore.config import Settings, load_settings
 from hivelore.frontmatter import FrontmatterError
 from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, rebuild
 from hivelore.memory import (
+    STATES,
     Memory,
     iso_from_epoch,
     now_iso,
     validate_key,
     validate_kind,
     validate_tags,
+    validate_timestamp,
 )
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.vault import Stamp, Vault
@@ -73,6 +76,48 @@ class ImportRecord(NamedTuple):
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> ImportRecord:
+        """A record from one parsed JSONL line; ValueError naming the line and field if a type is wrong."""
+
+        def field(name: str, kinds: tuple[type, ...], default: object = None) -> object:
+            value = data.get(name, default)  # type: ignore[union-attr]
+            if value is None:
+                return default
+            if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+                expected = " or ".join(k.__name__ for k in kinds)
+                raise ValueError(f"{source}: '{name}' must be {expected}, not {type(value).__name__}.")
+            return value
+
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: each line must be a JSON object with scope, key and value.")
+        for required in ("scope", "key", "value"):
+            if not isinstance(data.get(required), str):
+                raise ValueError(f"{source}: '{required}' is missing or not a string.")
+        tags = field("tags", (list,), [])
+        provenance = field("provenance", (dict,), {})
+        if not all(isinstance(t, str) for t in tags) or not all(  # type: ignore[union-attr]
+            isinstance(v, str)
+            for v in provenance.values()  # type: ignore[union-attr]
+        ):
+            raise ValueError(f"{source}: 'tags' and the values of 'provenance' must be strings.")
+        return cls(
+            source=source,
+            scope=data["scope"],
+            key=data["key"],
+            value=data["value"],
+            tags=tuple(tags),  # type: ignore[arg-type]
+            kind=field("kind", (str,), "lesson"),  # type: ignore[arg-type]
+            state=field("state", (str,), "committed"),  # type: ignore[arg-type]
+            ttl_days=field("ttl_days", (int, float)),  # type: ignore[arg-type]
+            created=field("created", (str,)),  # type: ignore[arg-type]
+            updated=field("updated", (str,)),  # type: ignore[arg-type]
+            seen_count=field("seen_count", (int,)),  # type: ignore[arg-type]
+            expires_at=field("expires_at", (str,)),  # type: ignore[arg-type]
+            archived_at=field("archived_at", (str,)),  # type: ignore[arg-type]
+            provenance=provenance,  # type: ignore[arg-type]
+        )
 
 
 class Hivelore:
@@ -227,24 +272,13 @@ class Hivelore:
         tier: str | None = None,
     ) -> WriteResult:
         """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
-        target = parse(scope)
-        validate_key(key)
-        clean_tags = validate_tags(list(tags))
-        if kind is not None:
-            validate_kind(kind)
-        if ttl_days is not None and ttl_days <= 0:
-            raise ValueError(f"ttl_days must be more than 0, not {ttl_days}.")
-        value = value.strip()
-        if not value:
-            raise ValueError("the value is empty: say what was learned.")
-        _check_content(key, value, clean_tags)
+        target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days)
         vault = self._vault_for_write(target, tier)
         now = now_iso()
-        expires = iso_from_epoch(time.time() + ttl_days * 86400) if ttl_days else None
-        with vault.lock():
-            path, existing, stamp = self._locate(vault, target, key)
+
+        def build(existing: Memory | None) -> Memory:
             if existing is None:
-                memory = Memory(
+                return Memory(
                     scope=target,
                     key=key,
                     value=value,
@@ -256,22 +290,34 @@ class Hivelore:
                     expires_at=expires,
                     provenance=self._provenance(),
                 )
-            else:
-                memory = existing.evolve(
-                    value=value,
-                    kind=kind or existing.kind,
-                    state="committed" if "committed" in (state, existing.state) else "staged",
-                    tags=clean_tags or existing.tags,
-                    updated=now,
-                    seen_count=existing.seen_count + 1,
-                    expires_at=expires or (None if existing.is_expired() else existing.expires_at),
-                    archived_at=None,
-                    provenance=self._provenance(),
-                )
-            new_stamp = vault.save(path, memory, stamp)
-            self._index_upsert(vault, path, memory, new_stamp)
+            return existing.evolve(
+                value=value,
+                kind=kind or existing.kind,
+                state="committed" if "committed" in (state, existing.state) else "staged",
+                tags=clean_tags or existing.tags,
+                updated=now,
+                seen_count=existing.seen_count + 1,
+                expires_at=expires or (None if existing.is_expired() else existing.expires_at),
+                archived_at=None,
+                provenance=self._provenance(),
+            )
+
+        path, existing, memory = self._store(vault, target, key, build)
+        assert memory is not None  # build always returns one
         revived = existing is not None and not existing.is_visible()
         return WriteResult(memory, path, vault.tier, existing is None, revived)
+
+    def _store(
+        self, vault: Vault, scope: Scope, key: str, build: Callable[[Memory | None], Memory | None]
+    ) -> tuple[Path, Memory | None, Memory | None]:
+        """Read-modify-write one memory under the vault lock. `build` gets what is on disk now (None if
+        nothing) and returns the memory to write, or None to leave the file as it is."""
+        with vault.lock():
+            path, existing, stamp = self._locate(vault, scope, key)
+            memory = build(existing)
+            if memory is not None:
+                self._index_upsert(vault, path, memory, vault.save(path, memory, stamp))
+        return path, existing, memory
 
     def _index_upsert(self, vault: Vault, path: Path, memory: Memory, stamp: Stamp) -> None:
         index = self.index()
@@ -305,12 +351,14 @@ class Hivelore:
 
     def _modify(self, scope: str, key: str, visible: bool, change: dict[str, object]) -> Memory:
         vault, row = self._find(scope, key, visible)
-        with vault.lock():
-            memory, stamp = vault.load(row.path)
-            memory = memory.evolve(**change, updated=now_iso())
-            new_stamp = vault.save(row.path, memory, stamp)
-            self._index_upsert(vault, row.path, memory, new_stamp)
-        return memory
+
+        def build(existing: Memory | None) -> Memory:
+            if existing is None:
+                raise NotFound(f"{row.memory.address} was deleted while hivelore was changing it.")
+            return existing.evolve(**change, updated=now_iso())
+
+        _, _, memory = self._store(vault, row.memory.scope, key, build)
+        return memory  # type: ignore[return-value]
 
     def archive(self, scope: str, key: str) -> Memory:
         return self._modify(scope, key, True, {"archived_at": now_iso()})
@@ -470,22 +518,12 @@ class Hivelore:
 
     def _check_record(self, record: ImportRecord) -> Memory:
         """The memory a record would become, or ValueError saying why it cannot be imported."""
-        scope = parse(record.scope)
-        validate_key(record.key)
-        tags = validate_tags(list(record.tags))
-        validate_kind(record.kind)
-        if record.state not in ("staged", "committed"):
-            raise ValueError(f"state '{record.state}' is not staged or committed.")
-        value = record.value.strip()
-        if not value:
-            raise ValueError("the value is empty.")
-        _check_content(record.key, value, tags)
+        scope, value, tags, expires = _checked(
+            record.scope, record.key, record.value, record.tags, record.kind, record.state, record.ttl_days
+        )
+        for name in ("created", "updated", "expires_at", "archived_at"):
+            validate_timestamp(name, getattr(record, name))
         now = now_iso()
-        expires = record.expires_at
-        if record.ttl_days is not None:
-            if record.ttl_days <= 0:
-                raise ValueError(f"ttl_days must be more than 0, not {record.ttl_days}.")
-            expires = iso_from_epoch(time.time() + record.ttl_days * 86400)
         return Memory(
             scope=scope,
             key=record.key,
@@ -496,7 +534,7 @@ class Hivelore:
             created=record.created or now,
             updated=record.updated or record.created or now,
             seen_count=max(record.seen_count or 1, 1),
-            expires_at=expires,
+            expires_at=expires or record.expires_at,
             archived_at=record.archived_at,
             provenance={**self._provenance(), **dict(record.provenance)},
         )
@@ -527,22 +565,8 @@ class Hivelore:
             return report
         for memory in checked:
             vault = self._vault_for_write(memory.scope, tier)
-            with vault.lock():
-                path, existing, stamp = self._locate(vault, memory.scope, memory.key)
-                if existing and (existing.value, existing.kind, existing.tags) == (
-                    memory.value,
-                    memory.kind,
-                    memory.tags,
-                ):
-                    report.unchanged.append(memory.address)
-                    continue
-                if existing:
-                    memory = memory.evolve(
-                        created=existing.created, seen_count=max(existing.seen_count, memory.seen_count)
-                    )
-                new_stamp = vault.save(path, memory, stamp)
-                self._index_upsert(vault, path, memory, new_stamp)
-            report.written.append(memory.address)
+            _, _, written = self._store(vault, memory.scope, memory.key, functools.partial(_merge_import, memory))
+            (report.written if written else report.unchanged).append(memory.address)
         return report
 
     # -- the index ------------------------------------------------------------------------------
@@ -565,6 +589,36 @@ class Hivelore:
         status["skipped_files"] = [f"{s.path}: {s.reason}" for s in index.skipped_files()]
         status["size_bytes"] = self.index_path.stat().st_size
         return status
+
+
+def _checked(
+    scope: str, key: str, value: str, tags: Sequence[str], kind: str | None, state: str, ttl_days: float | None
+) -> tuple[Scope, str, tuple[str, ...], str | None]:
+    """Validate what a write or an import asks for: (scope, trimmed value, clean tags, expires_at)."""
+    target = parse(scope)
+    validate_key(key)
+    clean_tags = validate_tags(list(tags))
+    if kind is not None:
+        validate_kind(kind)
+    if state not in STATES:
+        raise ValueError(f"state '{state}' is not one of {', '.join(STATES)}.")
+    if ttl_days is not None and ttl_days <= 0:
+        raise ValueError(f"ttl_days must be more than 0, not {ttl_days}.")
+    value = value.strip()
+    if not value:
+        raise ValueError("the value is empty: say what was learned.")
+    _check_content(key, value, clean_tags)
+    expires = iso_from_epoch(time.time() + ttl_days * 86400) if ttl_days else None
+    return target, value, clean_tags, expires
+
+
+def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
+    """An imported memory over what is on disk: unchanged when it says the same (re-imports are no-ops)."""
+    if existing is None:
+        return incoming
+    if (existing.value, existing.kind, existing.tags) == (incoming.value, incoming.kind, incoming.tags):
+        return None
+    return incoming.evolve(created=existing.created, seen_count=max(existing.seen_count, incoming.seen_count))
 
 
 def _count_by_scope(rows: Iterable[Row]) -> dict[str, int]:

@@ -225,8 +225,9 @@ def purge(
         out.print(f"  {escape(memory.address)}")
 
 
-def _jsonl_records(path: Path) -> list[ImportRecord]:
-    records = []
+def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
+    """The records of a JSONL file, and a reason for each line that cannot be one."""
+    records, unreadable = [], []
     handle = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
     with handle:
         for number, line in enumerate(handle, start=1):
@@ -234,30 +235,10 @@ def _jsonl_records(path: Path) -> list[ImportRecord]:
                 continue
             source = f"{path}:{number}"
             try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{source} is not valid JSON ({exc}); nothing was imported.") from exc
-            if not isinstance(data, dict) or not all(isinstance(data.get(f), str) for f in ("scope", "key", "value")):
-                raise ValueError(f"{source} needs string fields scope, key and value; nothing was imported.")
-            records.append(
-                ImportRecord(
-                    source=source,
-                    scope=data["scope"],
-                    key=data["key"],
-                    value=data["value"],
-                    tags=tuple(data.get("tags") or ()),
-                    kind=data.get("kind") or "lesson",
-                    state=data.get("state") or "committed",
-                    ttl_days=data.get("ttl_days"),
-                    created=data.get("created"),
-                    updated=data.get("updated"),
-                    seen_count=data.get("seen_count"),
-                    expires_at=data.get("expires_at"),
-                    archived_at=data.get("archived_at"),
-                    provenance=data.get("provenance") or {},
-                )
-            )
-    return records
+                records.append(ImportRecord.from_json(json.loads(line), source))
+            except ValueError as exc:  # JSONDecodeError is a ValueError too
+                unreadable.append(str(exc) if str(exc).startswith(source) else f"{source}: not valid JSON ({exc})")
+    return records, unreadable
 
 
 def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
@@ -301,11 +282,10 @@ def import_(
     with reported_errors():
         if (file is None) == (from_lorekit is None):
             fail("give either a JSONL file or --from-lorekit DIR.", EXIT_BAD_INPUT)
-        unreadable: list[str] = []
         if from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
         else:
-            records = _jsonl_records(file)  # type: ignore[arg-type]
+            records, unreadable = _jsonl_records(file)  # type: ignore[arg-type]
         service = _service()
         report = service.import_records(
             records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier, unreadable=unreadable
