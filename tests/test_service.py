@@ -166,3 +166,19 @@ def test_project_tier_wins_within_a_scope_and_takes_repo_writes(home: Path, repo
     assert hl.read("repo::acme/checkout", "ci-runner").value == "team copy, committed to git"
     [entry] = [e for e in hl.tree() if e.key == "ci-runner"]
     assert [m.value for m in entry.shadowed] == ["home copy"]
+
+
+def test_big_folders_are_rescanned_only_when_someone_else_changed_them(
+    hl: Hivelore, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hivelore.index
+
+    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)  # treat every folder as big
+    first = hl.write("repo::acme/checkout", "first", "redis must run on 6379 for the cache tests")
+    assert hl.search("redis 6379")
+    by_hand = first.path.with_name("by-hand.md")
+    by_hand.write_text("---\nscope: repo::acme/checkout\nkey: by-hand\n---\nthe queue tests need rabbitmq on 5672\n")
+    hl.write("repo::acme/checkout", "second", "nats must run with jetstream for the event tests")
+    fresh = Hivelore.open(hl.chain.git.root)
+    assert [h.row.memory.key for h in fresh.search("rabbitmq 5672")] == ["by-hand"]
+    assert fresh.context().total == 3

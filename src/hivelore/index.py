@@ -268,10 +268,7 @@ class Index:
 
     def _refresh_folder(self, vault: Vault, scope: Scope) -> None:
         root, folder = str(vault.root), str(scope.folder)
-        try:
-            mtime_ns = os.stat(vault.folder(scope)).st_mtime_ns
-        except OSError:
-            mtime_ns = 0
+        mtime_ns = folder_mtime(vault.folder(scope))
         known = self.conn.execute(
             "SELECT mtime_ns, files FROM folders WHERE root=? AND folder=?", (root, folder)
         ).fetchone()
@@ -305,6 +302,15 @@ class Index:
             self.conn.execute(
                 "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)", (root, folder, mtime_ns, len(on_disk))
             )
+
+    def note_own_change(self, vault: Vault, folder: Path, before_ns: int, files_delta: int) -> None:
+        """Our own write or delete changed `folder`: move its stamp along, so the next read need not
+        re-scan it. Only when the stamp was current before the change; otherwise someone else changed
+        the folder too, and the next read must look."""
+        self.conn.execute(
+            "UPDATE folders SET mtime_ns = ?, files = files + ? WHERE root = ? AND folder = ? AND mtime_ns = ?",
+            (folder_mtime(folder), files_delta, str(vault.root), str(folder.relative_to(vault.root)), before_ns),
+        )
 
     def _warn_skipped(self, vaults: Sequence[Vault], scopes: Iterable[Scope]) -> None:
         for vault in vaults:
@@ -469,6 +475,14 @@ class Index:
             )
             for table in ("memories", "folders", "skipped", "scope_totals"):
                 self.conn.execute(f"DELETE FROM {table} WHERE root = ?", (root,))
+
+
+def folder_mtime(folder: Path) -> int:
+    """A folder's mtime in ns, 0 when it does not exist."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def open_or_recreate(path: Path) -> Index:

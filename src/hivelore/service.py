@@ -17,7 +17,7 @@ from typing import NamedTuple
 from hivelore import recall
 from hivelore.config import Settings, load_settings
 from hivelore.frontmatter import FrontmatterError
-from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, rebuild
+from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
 from hivelore.memory import (
     STATES,
     Memory,
@@ -316,18 +316,14 @@ class Hivelore:
             path, existing, stamp = self._locate(vault, scope, key)
             memory = build(existing)
             if memory is not None:
-                self._index_upsert(vault, path, memory, vault.save(path, memory, stamp))
+                before = folder_mtime(path.parent)
+                new_stamp = vault.save(path, memory, stamp)
+                index = self.index()
+                if index is not None:
+                    with index.transaction():
+                        index.upsert(vault, path, memory, new_stamp)
+                        index.note_own_change(vault, path.parent, before, 0 if existing else 1)
         return path, existing, memory
-
-    def _index_upsert(self, vault: Vault, path: Path, memory: Memory, stamp: Stamp) -> None:
-        index = self.index()
-        if index is not None:
-            index.upsert(vault, path, memory, stamp)
-
-    def _index_remove(self, vault: Vault, path: Path) -> None:
-        index = self.index()
-        if index is not None:
-            index.remove(vault, path)
 
     def _rows_for_key(self, scopes: Sequence[str], key: str) -> list[Row]:
         """Every copy of `key` in these scopes (hidden ones too), project tier first within a scope."""
@@ -375,8 +371,13 @@ class Hivelore:
         vault, row = self._find(scope, key, visible=False)
         with vault.lock():
             _, stamp = vault.load(row.path)
+            before = folder_mtime(row.path.parent)
             vault.delete(row.path, stamp)
-            self._index_remove(vault, row.path)
+            index = self.index()
+            if index is not None:
+                with index.transaction():
+                    index.remove(vault, row.path)
+                    index.note_own_change(vault, row.path.parent, before, -1)
         return row.path
 
     def purge(self, dry_run: bool = False) -> list[Memory]:

@@ -1,0 +1,378 @@
+"""Whole-process timings of the hivelore CLI on synthetic stores, against a bare Python start-up.
+
+For each size, in a fresh temporary folder: a git repository `checkout` (origin
+git@github.com:acme/checkout.git, branch main), a HIVELORE_HOME filled by `synth.generate`, and
+`hivelore index rebuild` (timed: it is also the setup). Then, in rounds that interleave every
+command so machine noise hits all of them alike, it times:
+
+    python -c pass                     the same interpreter as the venv, bare
+    hivelore context                   the session-start block
+    hivelore search "ECONNREFUSED 5432"
+    hivelore write repo::acme/checkout::bench-key-<i> VALUE     a new key each run
+    hivelore write repo::acme/checkout::<existing key> VALUE    an update of a generated memory
+    hivelore search "ECONNREFUSED 5432"   again, right after those writes changed the repo folder
+    hivelore index rebuild             fewer runs at large sizes
+
+and prints, per size and command, the median and the minimum wall time and the median as a
+multiple of the bare Python median, with PASS/MISS for the targets at 60,000 memories.
+
+    python benchmarks/bench_core.py                       # 600, 6,000 and 60,000 memories, 7 runs
+    python benchmarks/bench_core.py --sizes 200 --runs 3  # the CI smoke run, a few seconds
+
+Exit status: 0 when every command ran (missed targets included: this prints figures, it does not
+gate); 1 when a command failed, with its output printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+
+import synth
+
+QUERY = "ECONNREFUSED 5432"
+TARGET_SIZE = 60_000
+TARGET_RATIO = 4.0  # context and search, whole process, vs bare Python start-up
+TARGET_REBUILD_SECONDS = 60.0
+LOREKIT_HOOK_MS_AT_6000 = 760.0
+REPO_ADDRESS = "repo::acme/checkout"
+ORIGIN = "git@github.com:acme/checkout.git"
+
+BARE = "python -c pass (bare)"
+CONTEXT = "hivelore context"
+SEARCH = f'hivelore search "{QUERY}"'
+SEARCH_AFTER_WRITE = "  same, right after a write"
+WRITE_NEW = "hivelore write (new key)"
+WRITE_UPDATE = "hivelore write (update)"
+REBUILD_FIRST = "hivelore index rebuild (no index yet)"
+REBUILD = "hivelore index rebuild"
+ROW_ORDER = (BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, REBUILD_FIRST, REBUILD)
+
+
+@dataclass
+class Series:
+    """The timings of one command at one size, or why it stopped."""
+
+    samples: list[float] = field(default_factory=list)
+    failure: str | None = None
+    over_budget: bool = False  # stopped early: its samples used up --budget seconds
+
+
+@dataclass
+class SizeResult:
+    size: int
+    series: dict[str, Series]
+    notes: list[str]
+
+
+class Bench:
+    def __init__(
+        self, size: int, runs: int, rebuild_runs: int, seed: int, timeout: float, budget: float, keep: bool
+    ) -> None:
+        self.size, self.runs, self.rebuild_runs = size, runs, rebuild_runs
+        self.seed, self.timeout, self.budget, self.keep = seed, timeout, budget, keep
+        self.hivelore = str(Path(sys.executable).parent / "hivelore")
+        self.series: dict[str, Series] = {}
+        self.notes: list[str] = []
+        self.counter = 0
+
+    def log(self, message: str) -> None:
+        print(f"[{self.size:,}] {message}", file=sys.stderr, flush=True)
+
+    # -- running commands ---------------------------------------------------------------------
+
+    def run(self, argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
+        """(seconds, process, failure text) of one whole process."""
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                argv, cwd=self.repo, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=self.timeout, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
+            return time.perf_counter() - started, None, failure
+        seconds = time.perf_counter() - started
+        if proc.returncode != 0:
+            return seconds, proc, (
+                f"`{_shell(argv)}` exited with status {proc.returncode}\n"
+                f"--- stdout ---\n{proc.stdout.rstrip()}\n--- stderr ---\n{proc.stderr.rstrip()}"
+            )
+        return seconds, proc, None
+
+    def timed(self, label: str, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+        """Run and record one sample of `label`; after a failure, or once its samples add up to the
+        time budget, the command is not run again at this size."""
+        series = self.series.setdefault(label, Series())
+        if series.failure or series.over_budget:
+            return None
+        if sum(series.samples) >= self.budget:
+            series.over_budget = True
+            self.log(f"{label}: {len(series.samples)} runs used the {self.budget:g} s budget; no more runs")
+            return None
+        seconds, proc, failure = self.run(argv)
+        if failure:
+            series.failure = failure
+            self.log(f"FAILED: {label}")
+            return None
+        series.samples.append(seconds)
+        return proc
+
+    def untimed(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+        _, proc, failure = self.run(argv)
+        if failure:
+            self.notes.append(f"untimed warm-up failed: {failure}")
+            return None
+        return proc
+
+    # -- the benchmark ------------------------------------------------------------------------
+
+    def setup(self, tmp: Path) -> None:
+        self.repo = tmp / "checkout"  # the folder name is the project scope: project::checkout
+        self.home = tmp / "home"
+        self.repo.mkdir()
+        git = ["git", "-C", str(self.repo)]
+        for argv in (
+            ["git", "init", "-q", "-b", "main", str(self.repo)],
+            [*git, "remote", "add", "origin", ORIGIN],
+            [*git, "-c", "user.name=hivelore bench", "-c", "user.email=bench@example.invalid",
+             "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "bench"],
+        ):
+            subprocess.run(argv, check=True, capture_output=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
+        self.env["HIVELORE_HOME"] = str(self.home)
+
+    def execute(self) -> SizeResult:
+        tmp = Path(tempfile.mkdtemp(prefix=f"hivelore-bench-{self.size}-"))
+        try:
+            self.setup(tmp)
+            self.log("generating the store…")
+            stats = synth.generate(self.home, self.size, self.seed)
+            chain = sum(stats.per_scope[s] for s in synth.CHAIN)
+            self.notes.append(
+                f"store: {self.size:,} files ({chain:,} in the chain {' → '.join(synth.CHAIN)}), "
+                f"{_folder_mb(self.home):.1f} MB, generated in {stats.seconds:.1f} s"
+            )
+            self.log("index rebuild (setup)…")
+            proc = self.timed(REBUILD_FIRST, [self.hivelore, "index", "rebuild"])
+            if proc is not None:
+                self.notes.append(f"setup rebuild said: {proc.stdout.strip()}")
+            self.warm_up()
+            repo_keys = stats.keys.get(REPO_ADDRESS, [])
+            update_key = repo_keys[len(repo_keys) // 2] if repo_keys else "bench-update"
+            for round_no in range(self.runs):
+                self.log(f"round {round_no + 1} of {self.runs}")
+                self.round(round_no, update_key, rebuild=round_no < self.rebuild_runs)
+            db = self.home / "index.db"
+            if db.exists():
+                self.notes.append(f"index.db: {db.stat().st_size / 1e6:.1f} MB")
+            return SizeResult(self.size, self.series, self.notes)
+        finally:
+            if self.keep:
+                self.log(f"kept {tmp}")
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def warm_up(self) -> None:
+        """An untimed search: bytecode, OS caches, and the folder stamps a rebuild forgets (a read
+        refreshes every folder of the chain), plus a sanity check of what search finds."""
+        started = time.perf_counter()
+        proc = self.untimed([self.hivelore, "search", QUERY, "--json"])
+        if proc is not None:
+            hits = json.loads(proc.stdout or "[]")
+            top = f"; best: {hits[0]['scope']}::{hits[0]['key']}" if hits else ""
+            took = f" (first read after the rebuild, untimed run: {time.perf_counter() - started:.2f} s)"
+            self.notes.append(f'search "{QUERY}": {len(hits)} hits{top}{took}')
+
+    def round(self, round_no: int, update_key: str, rebuild: bool) -> None:
+        hl = self.hivelore
+        steps: list[tuple[str, Callable[[], list[str]]]] = [
+            (BARE, lambda: [sys.executable, "-c", "pass"]),
+            (CONTEXT, lambda: [hl, "context"]),
+            (SEARCH, lambda: [hl, "search", QUERY]),
+            (WRITE_NEW, lambda: [hl, "write", f"{REPO_ADDRESS}::bench-key-{round_no}", _new_value(round_no)]),
+            (WRITE_UPDATE, lambda: [hl, "write", f"{REPO_ADDRESS}::{update_key}", _update_value(round_no)]),
+            (SEARCH_AFTER_WRITE, lambda: [hl, "search", QUERY]),
+        ]
+        for label, argv in steps:
+            proc = self.timed(label, argv())
+            if label == CONTEXT and proc is not None and round_no == 0:
+                lines = proc.stdout.strip().splitlines()
+                summary = f"{len(lines)} lines, {len(proc.stdout):,} chars"
+                self.notes.append(f"context: {summary}; {lines[0][:100] if lines else ''}")
+        if rebuild:
+            self.timed(REBUILD, [hl, "index", "rebuild"])
+            # A rebuild forgets the folder stamps: let the next round's reads start from a warm index.
+            self.untimed([hl, "search", QUERY])
+
+
+def _new_value(i: int) -> str:
+    return (
+        f"Benchmark lesson {i}: the checkout integration tests need Postgres on 127.0.0.1:5432; "
+        "start it with `docker compose up -d db` and wait for `pg_isready` before `pytest -x`."
+    )
+
+
+def _update_value(i: int) -> str:
+    return (
+        f"Checked again in benchmark run {i}: run `make db-migrate ENV=test` before "
+        "`pytest tests/integration`, or the refunds tests fail with a missing relation."
+    )
+
+
+def _shell(argv: list[str]) -> str:
+    plain = (a.replace("-", "").replace("/", "").replace(":", "").replace(".", "").isalnum() for a in argv)
+    return " ".join(a if ok else repr(a) for a, ok in zip(argv, plain, strict=True))
+
+
+def _folder_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*.md")) / 1e6
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def _target(size: int, label: str, median: float, bare: float | None) -> str:
+    if size != TARGET_SIZE:
+        return "-"
+    if label in (CONTEXT, SEARCH, SEARCH_AFTER_WRITE):
+        if bare is None:
+            return "n/a"
+        return f"{'PASS' if median / bare <= TARGET_RATIO else 'MISS'} (≤ {TARGET_RATIO:g}×)"
+    if label in (REBUILD, REBUILD_FIRST):
+        return f"{'PASS' if median < TARGET_REBUILD_SECONDS else 'MISS'} (< {TARGET_REBUILD_SECONDS:g} s)"
+    return "-"
+
+
+def table(results: list[SizeResult]) -> str:
+    header = ("size", "command", "runs", "median ms", "min ms", "× bare", "target")
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        bare_series = result.series.get(BARE)
+        bare = statistics.median(bare_series.samples) if bare_series and bare_series.samples else None
+        for label in ROW_ORDER:
+            series = result.series.get(label)
+            if series is None:
+                continue
+            if not series.samples:
+                rows.append((f"{result.size:,}", label, "0", "FAILED", "-", "-", "-"))
+                continue
+            median, low = statistics.median(series.samples), min(series.samples)
+            ratio = f"{median / bare:.1f}×" if bare else "-"
+            failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
+            rows.append((
+                f"{result.size:,}", label, f"{len(series.samples)}{failed}", f"{median * 1000:,.0f}",
+                f"{low * 1000:,.0f}", ratio, _target(result.size, label, median, bare),
+            ))
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    right = {0, 2, 3, 4, 5}
+
+    def line(cells: tuple[str, ...]) -> str:
+        cells_widths = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in cells_widths).rstrip()
+
+    out = [line(header), "  ".join("-" * w for w in widths)]
+    previous = None
+    for row in rows:
+        if previous is not None and row[0] != previous:
+            out.append("")
+        out.append(line(row))
+        previous = row[0]
+    return "\n".join(out)
+
+
+def _libyaml() -> str:
+    try:
+        import yaml
+    except ImportError:
+        return "not installed"
+    return f"{yaml.__version__}, libyaml {'yes' if getattr(yaml, '__with_libyaml__', False) else 'NO'}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="600,6000,60000",
+                        help="comma-separated store sizes (default 600,6000,60000)")
+    parser.add_argument("--runs", type=int, default=7, help="timed runs of each command per size (default 7)")
+    parser.add_argument("--rebuild-runs", type=int, default=None,
+                        help="timed runs of `index rebuild` besides the setup one (default: --runs, "
+                             "but at most 2 from 20,000 memories up)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic store (default 1)")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds before a command counts as failed (default 900)")
+    parser.add_argument("--budget", type=float, default=300.0,
+                        help="seconds of samples per command and size after which it gets no more runs "
+                             "(default 300)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folders for inspection")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        parser.error(f"--sizes must be numbers separated by commas, not {args.sizes!r}")
+    if not sizes or min(sizes) <= 0 or args.runs <= 0:
+        parser.error("--sizes and --runs must be positive")
+    hivelore = Path(sys.executable).parent / "hivelore"
+    if not hivelore.exists():
+        parser.error(f"{hivelore} does not exist: run this with the Python of hivelore's venv")
+
+    try:
+        version = metadata.version("hivelore")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    started = time.perf_counter()
+    results: list[SizeResult] = []
+    for size in sizes:
+        rebuild_runs = args.rebuild_runs if args.rebuild_runs is not None else (
+            args.runs if size < 20_000 else min(args.runs, 2)
+        )
+        bench = Bench(size, args.runs, rebuild_runs, args.seed, args.timeout, args.budget, args.keep)
+        results.append(bench.execute())
+
+    print(f"hivelore {version} core benchmark · {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
+    print(f"python {platform.python_version()} ({sys.executable}) · {platform.platform()} · "
+          f"{os.cpu_count()} CPUs · SQLite {sqlite3.sqlite_version} · PyYAML {_libyaml()}")
+    print(f"whole-process wall time; median and min of the runs, interleaved per round; "
+          f"× bare = median / median of `python -c pass`; seed {args.seed}; "
+          f"a command stops getting runs after {args.budget:g} s of samples (runs marked 'budget')")
+    print()
+    print(table(results))
+    print()
+    for result in results:
+        for note in result.notes:
+            print(f"[{result.size:,}] {note}")
+        context = result.series.get(CONTEXT)
+        if result.size == 6000 and context and context.samples:
+            print(f"[6,000] hivelore context {statistics.median(context.samples) * 1000:,.0f} ms vs "
+                  f"LoreKit's session-start hook ~{LOREKIT_HOOK_MS_AT_6000:,.0f} ms")
+    if TARGET_SIZE not in sizes:
+        print(f"targets (context and search ≤ {TARGET_RATIO:g}× bare Python, rebuild < "
+              f"{TARGET_REBUILD_SECONDS:g} s) are judged at {TARGET_SIZE:,} memories: "
+              "not measured in this run")
+    failures = [
+        (result.size, label, series.failure)
+        for result in results
+        for label, series in result.series.items()
+        if series.failure
+    ]
+    for size, label, failure in failures:
+        print(f"\n[{size:,}] FAILED: {label}\n{failure}")
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
