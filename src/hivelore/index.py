@@ -324,21 +324,22 @@ class Index:
 
     def verified(self, vaults: Sequence[Vault], rows: Iterable[Row]) -> list[Row]:
         """Re-check each row's file before it is shown: edited files are re-read, deleted ones dropped."""
-        by_root = {str(v.root): v for v in vaults}
-        fresh: list[Row] = []
-        for row in rows:
-            try:
-                st = os.stat(row.path)
-            except FileNotFoundError:
-                self.remove(by_root[row.root], row.path)
-                continue
-            if (st.st_mtime_ns, st.st_size) == (row.mtime_ns, row.size):
-                fresh.append(row)
-                continue
-            memory = self.reload(by_root[row.root], row.path)
-            if memory is not None:
-                fresh.append(self.row_at(row.root, row.relpath) or row)
-        return fresh
+        fresh = (self.verify(vaults, row) for row in rows)
+        return [row for row in fresh if row is not None]
+
+    def verify(self, vaults: Sequence[Vault], row: Row) -> Row | None:
+        """The row as its file is now: itself if unchanged, re-read if edited, None if gone or unreadable."""
+        try:
+            st = os.stat(os.path.join(row.root, row.relpath))
+        except FileNotFoundError:
+            st = None
+        if st is not None and (st.st_mtime_ns, st.st_size) == (row.mtime_ns, row.size):
+            return row
+        vault = next(v for v in vaults if str(v.root) == row.root)
+        if st is None:
+            self.remove(vault, row.path)
+            return None
+        return self.row_at(row.root, row.relpath) if self.reload(vault, row.path) is not None else None
 
     def row_at(self, root: str, relpath: str) -> Row | None:
         found = self.conn.execute(
@@ -419,6 +420,10 @@ class Index:
             counts[scope] -= gone
         return {scope: n for scope, n in counts.items() if n > 0}
 
+    def generation(self) -> int:
+        """A number that changes whenever a row is added or removed."""
+        return int(self.conn.execute("SELECT value FROM meta WHERE name = 'generation'").fetchone()[0])
+
     def shadowed(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> int:
         """Visible copies in `scopes` that lose to another copy of their key (narrower scope, or same
         scope in an earlier vault): all but one per key, among the keys that have several copies.
@@ -427,7 +432,7 @@ class Index:
         the index changes or the next memory expires."""
         chain = "\n".join([*scopes, "", *(str(v.root) for v in vaults)])
         now = time.time()
-        generation = self.conn.execute("SELECT value FROM meta WHERE name = 'generation'").fetchone()[0]
+        generation = self.generation()
         cached = self.conn.execute(
             "SELECT shadowed FROM shadow_cache WHERE chain = ? AND generation = ? AND coalesce(valid_until > ?, 1)",
             (chain, generation, now),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from hivelore.index import Row
@@ -133,16 +133,26 @@ def line_for(memory_row: Row, max_value_chars: int) -> str:
     return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
 
 
-def fit_budget(ranked: Sequence[Ranked], budget_chars: int, max_value_chars: int) -> tuple[list[Ranked], int]:
+def fit_budget(
+    ranked: Sequence[Ranked],
+    budget_chars: int,
+    max_value_chars: int,
+    fresh: Callable[[Row], Row | None] = lambda row: row,
+) -> tuple[list[Ranked], int]:
     """The best-ranked memories whose lines fit in the budget, and how many near-duplicates of a shown
     memory were passed over on the way. A long line is skipped, not cut off; the scan stops once no
-    line could fit any more, so its cost does not grow with the store."""
+    line could fit any more, so its cost does not grow with the store. `fresh` re-checks a row just
+    before it is considered (None drops it), so only what may be shown pays for a look at its file."""
     shown: list[Ranked] = []
     shown_words: list[frozenset[str]] = []
     duplicates = used = 0
-    for r in ranked:
+    for candidate in ranked:
         if budget_chars - used < MIN_LINE_CHARS:
             break
+        row = fresh(candidate.row)
+        if row is None:
+            continue
+        r = candidate._replace(row=row)
         cost = len(line_for(r.row, max_value_chars)) + 1
         if used + cost > budget_chars:
             continue

@@ -481,16 +481,21 @@ class Hivelore:
             per_scope = _count_by_scope(rows)
         else:
             per_scope = self._visible_counts(scopes)
-            candidates = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
-            rows = index.verified(self.vaults, candidates)
-            if len(rows) != len(candidates):
-                per_scope = index.counts(self.vaults, scopes)  # files were deleted by hand since the refresh
-            self._collect_warnings()
+            rows = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
         ranked, shadowed = recall.winners(ranked, scopes, self.roots)
-        if index is not None:
+        if index is None:
+            shown, duplicates = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
+        else:
             shadowed = index.shadowed(self.vaults, scopes)
-        shown, duplicates = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
+            generation = index.generation()
+            shown, duplicates = recall.fit_budget(
+                ranked, budget, self.settings.context_line_chars, lambda row: index.verify(self.vaults, row)
+            )
+            if index.generation() != generation:  # a file edited or deleted in place was re-read
+                per_scope = index.counts(self.vaults, scopes)
+                shadowed = index.shadowed(self.vaults, scopes)
+            self._collect_warnings()
         return recall.Selection(
             shown=shown,
             total=sum(per_scope.values()),
