@@ -23,7 +23,8 @@ STRIPE_KEY = "sk_" + "live_" + "Ty4Qwb8DwkNhFdnXsiVpzz63FfkCzJ"
 AWS_KEY_ID = "AKIA" + "2OGYBAH6QWERTY7Z"
 AWS_SECRET = "1VOqg6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po/7"
 JWT = (
-    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    "eyJ"
+    + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
     + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
     + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 )
@@ -39,24 +40,36 @@ SECRET_CASES = [
     (f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", "secret.aws_access_key", AWS_SECRET),
     (f"CI pushes with {GITHUB_TOKEN}", "secret.github_token", GITHUB_TOKEN),
     (f"GITHUB_TOKEN={GITHUB_TOKEN} in the runner env", "secret.github_token", GITHUB_TOKEN),
-    ("gho_" + "Ty4Qwb8DwkNhFdnXsiVpzz63FfkCzJ123456 is the OAuth token", "secret.github_token",
-     "Ty4Qwb8DwkNhFdnXsiVpzz63FfkCzJ"),
+    (
+        "gho_" + "Ty4Qwb8DwkNhFdnXsiVpzz63FfkCzJ123456 is the OAuth token",
+        "secret.github_token",
+        "Ty4Qwb8DwkNhFdnXsiVpzz63FfkCzJ",
+    ),
     (f"fine-grained token: {GITHUB_PAT}", "secret.github_token", GITHUB_PAT),
     (f"OPENAI_API_KEY={OPENAI_KEY}", "secret.openai_key", OPENAI_KEY),
     (f"the old key {OPENAI_LEGACY_KEY} was revoked", "secret.openai_key", OPENAI_LEGACY_KEY),
     (f"ANTHROPIC_API_KEY={ANTHROPIC_KEY}", "secret.anthropic_key", ANTHROPIC_KEY),
     (f"the bot posts with {SLACK_BOT_TOKEN}", "secret.slack_token", SLACK_BOT_TOKEN),
-    ("xapp-" + "1-A0123456789-" + "MFLZDe1f8rESQedUStPKR0Cs is the socket-mode token", "secret.slack_token",
-     "MFLZDe1f8rESQedUStPKR0Cs"),
+    (
+        "xapp-" + "1-A0123456789-" + "MFLZDe1f8rESQedUStPKR0Cs is the socket-mode token",
+        "secret.slack_token",
+        "MFLZDe1f8rESQedUStPKR0Cs",
+    ),
     (f"alerts go to {SLACK_WEBHOOK}", "secret.slack_token", SLACK_WEBHOOK),
     (f"stripe: {STRIPE_KEY}", "secret.stripe_key", STRIPE_KEY),
-    ("rk_" + "live_" + "Ty4Qwb8DwkNhFdnXsiVpzz63 is the restricted key", "secret.stripe_key",
-     "Ty4Qwb8DwkNhFdnXsiVpzz63"),
+    (
+        "rk_" + "live_" + "Ty4Qwb8DwkNhFdnXsiVpzz63 is the restricted key",
+        "secret.stripe_key",
+        "Ty4Qwb8DwkNhFdnXsiVpzz63",
+    ),
     ("tests use sk_" + "test_" + "Ty4Qwb8DwkNhFdnXsiVpzz63", "secret.stripe_key", "Ty4Qwb8DwkNhFdnXsiVpzz63"),
     (f"curl -H 'Authorization: Bearer {JWT}' localhost:8000/me", "secret.jwt", JWT),
     (f"deploy key:\n{PRIVATE_KEY}", "secret.private_key", PEM_BODY),
-    ('"private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\n' + PEM_BODY + '\\n-----END PRIVATE KEY-----\\n"',
-     "secret.private_key", PEM_BODY),
+    (
+        '"private_key": "-----BEGIN ' + "PRIVATE KEY-----\\n" + PEM_BODY + '\\n-----END PRIVATE KEY-----\\n"',
+        "secret.private_key",
+        PEM_BODY,
+    ),
     ("password=hunter2", "secret.password_assignment", "hunter2"),
     ("passwd: x", "secret.password_assignment", "passwd: x"),
     ('PASSWORD="correct horse battery staple"', "secret.password_assignment", "correct horse"),
@@ -76,8 +89,11 @@ SECRET_CASES = [
     ("amqp://worker:w0rk3r@rabbit:5672/", "secret.connection_string", "w0rk3r"),
     ("https://deploy:hunter22@git.example.com/acme/app.git", "secret.connection_string", "hunter22"),
     (f"the signing salt is {RANDOM_TOKEN}", "secret.high_entropy", RANDOM_TOKEN),
-    ("webhook secret Zx8vQ2mN7pL4kR9tW1yB6cD3fG5hJ0sA2eU+k/9Q==", "secret.high_entropy",
-     "Zx8vQ2mN7pL4kR9tW1yB6cD3fG5h"),
+    (
+        "webhook secret Zx8vQ2mN7pL4kR9tW1yB6cD3fG5hJ0sA2eU+k/9Q==",
+        "secret.high_entropy",
+        "Zx8vQ2mN7pL4kR9tW1yB6cD3fG5h",
+    ),
 ]
 
 INJECTION_CASES = [
@@ -248,8 +264,7 @@ def test_a_value_over_the_limit_gives_the_numbers() -> None:
         check_write("notes/long", "x" * 5210)
     assert caught.value.violation.rule == "size.value"
     assert str(caught.value) == (
-        "value is 5,210 characters; the limit is 4,000 (rule size.value): "
-        "split it into several memories or shorten it."
+        "value is 5,210 characters; the limit is 4,000 (rule size.value): split it into several memories or shorten it."
     )
 
 
@@ -333,9 +348,7 @@ def test_check_write_either_passes_or_raises_guard_error(key: str, value: str, t
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(ANY_CHARACTER), st.sampled_from(KNOWN_SECRETS), st.data())
-def test_a_secret_anywhere_in_any_text_is_caught(
-    text: str, secret: tuple[str, str], data: st.DataObject
-) -> None:
+def test_a_secret_anywhere_in_any_text_is_caught(text: str, secret: tuple[str, str], data: st.DataObject) -> None:
     position = data.draw(st.integers(0, len(text)))
     secret_line, rule = secret
     assert rule in rules(f"{text[:position]}\n{secret_line}\n{text[position:]}")

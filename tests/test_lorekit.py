@@ -310,9 +310,7 @@ def test_bad_seen_count_is_skipped(tmp_path: Path):
 
 
 def test_provenance_values(tmp_path: Path):
-    text = _lesson(
-        source_agent='"  "', origin_repo='"o/r"', origin_commit="1234567", origin_pr="9", trigger='"manual"'
-    )
+    text = _lesson(source_agent='"  "', origin_repo='"o/r"', origin_commit="1234567", origin_pr="9", trigger='"manual"')
     _write(tmp_path, "global/k.md", text)
     item = _only(tmp_path)
     assert isinstance(item, LoreKitRecord)

@@ -11,7 +11,7 @@ import pytest
 
 from hivelore.guard import GuardError
 from hivelore.service import Hivelore, NotFound
-from hivelore.vault import DriftError
+from hivelore.vault import DriftError, slug
 
 ADDRESS = ("repo::acme/checkout", "tests-need-local-postgres")
 LESSON = "pnpm test fails with ECONNREFUSED 5432 when the db is down: run docker compose up -d db first"
@@ -156,16 +156,20 @@ def test_hand_edits_and_deletions_are_seen(hl: Hivelore) -> None:
     assert Hivelore.open(hl.chain.git.root).search("ECONNREFUSED") == []
 
 
-def test_project_tier_wins_within_a_scope_and_takes_repo_writes(home: Path, repo: Path) -> None:
+def test_project_tier_takes_new_repo_writes_and_wins_within_a_scope(home: Path, repo: Path) -> None:
     Hivelore.open(repo).write("repo::acme/checkout", "ci-runner", "home copy")
     (repo / ".hivelore").mkdir()
     hl = Hivelore.open(repo)
-    result = hl.write("repo::acme/checkout", "ci-runner", "team copy, committed to git")
-    assert result.tier == "project" and result.path.is_relative_to(repo / ".hivelore")
+    again = hl.write("repo::acme/checkout", "ci-runner", "home copy, seen again")
+    assert again.tier == "home" and again.memory.seen_count == 2  # a re-write updates the copy that exists
+    new = hl.write("repo::acme/checkout", "deploy-order", "migrate before deploy")
+    assert new.tier == "project" and new.path.is_relative_to(repo / ".hivelore")
     assert hl.write("global", "style", "short replies").tier == "home"
+    hl.write("repo::acme/checkout", "ci-runner", "team copy, committed to git", tier="project")
     assert hl.read("repo::acme/checkout", "ci-runner").value == "team copy, committed to git"
     [entry] = [e for e in hl.tree() if e.key == "ci-runner"]
-    assert [m.value for m in entry.shadowed] == ["home copy"]
+    assert [m.value for m in entry.shadowed] == ["home copy, seen again"]
+    assert [h.row.memory.value for h in hl.search("ci runner copy")] == ["team copy, committed to git"]
 
 
 def test_big_folders_are_rescanned_only_when_someone_else_changed_them(
@@ -182,3 +186,27 @@ def test_big_folders_are_rescanned_only_when_someone_else_changed_them(
     fresh = Hivelore.open(hl.chain.git.root)
     assert [h.row.memory.key for h in fresh.search("rabbitmq 5672")] == ["by-hand"]
     assert fresh.context().total == 3
+
+
+def test_a_write_never_lands_in_another_memorys_file(hl: Hivelore, home: Path) -> None:
+    foo = hl.write("global", "Foo", "original value of Foo")
+    assert foo.path.stem == slug("Foo")  # "foo-<crc32>": a key can be spelled exactly like that
+    colliding = hl.write("global", slug("Foo"), "another memory whose key is Foo's file name")
+    assert colliding.created and colliding.path != foo.path
+    assert hl.read("global", "Foo").value == "original value of Foo"
+    (home / "global" / "bar.md").write_text("---\nscope: global\nkey: deploy-steps\n---\nmigrate, then deploy\n")
+    hl.write("global", "bar", "a memory called bar")
+    assert hl.read("global", "deploy-steps").value == "migrate, then deploy"
+    assert hl.read("global", "bar").value == "a memory called bar"
+
+
+def test_purge_deletes_exactly_the_hidden_copies(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write("repo::acme/checkout", "db", "old home copy", tier="home")
+    hl.archive("repo::acme/checkout", "db")
+    (repo / ".hivelore").mkdir()
+    hl = Hivelore.open(repo)
+    team = hl.write("repo::acme/checkout", "db", "team copy", tier="project")
+    assert [m.value for m in hl.purge()] == ["old home copy"]
+    assert team.path.exists() and hl.read("repo::acme/checkout", "db").value == "team copy"
+    assert files(home) == []

@@ -220,7 +220,7 @@ class Hivelore:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _vault_for_write(self, scope: Scope, tier: str | None) -> Vault:
+    def _vault_for_write(self, scope: Scope, key: str, tier: str | None) -> Vault:
         if tier == "home":
             return self.home
         if tier == "project":
@@ -229,24 +229,36 @@ class Hivelore:
             return self.project or Vault(self.chain.git.root / ".hivelore", "project")
         if tier is not None:
             raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+        for row in self._rows_for_key([str(scope)], key):  # a re-write updates the copy that exists
+            return self._vault_of(row)
         if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
             return self.project
         return self.home
 
+    def _vault_of(self, row: Row) -> Vault:
+        return next(v for v in self.vaults if str(v.root) == row.root)
+
     def _locate(self, vault: Vault, scope: Scope, key: str) -> tuple[Path, Memory | None, Stamp | None]:
-        """Where (scope, key) lives in `vault`, and what is there now. Call under the vault lock."""
-        path = vault.path_for(scope, key)
-        if not path.exists():
-            index = self.index()
-            known = index.by_key([vault], [str(scope)], key) if index else []
-            path = known[0].path if known and known[0].path.exists() else path
-        if not path.exists():
-            return path, None, None
-        try:
-            memory, stamp = vault.load(path)
-        except FrontmatterError as exc:
-            raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
-        return path, memory, stamp
+        """Where (scope, key) lives in `vault`, and what is there now. Call under the vault lock.
+
+        The file names are only a convention (people create files by hand, and slugs can collide), so
+        a file is (scope, key)'s only when its frontmatter says so; a name taken by another memory
+        falls back to the name with the key's hash."""
+        index = self.index()
+        known = [r.path for r in index.by_key([vault], [str(scope)], key)] if index else []
+        for path in (*known, vault.path_for(scope, key), vault.path_for(scope, key, hashed=True)):
+            if not path.exists():
+                continue
+            try:
+                memory, stamp = vault.load(path)
+            except FrontmatterError as exc:
+                raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
+            if (memory.scope, memory.key) == (scope, key):
+                return path, memory, stamp
+        for path in (vault.path_for(scope, key), vault.path_for(scope, key, hashed=True)):
+            if not path.exists():
+                return path, None, None
+        raise ValueError(f"both file names for {scope}::{key} in {vault.root} hold other memories: rename one.")
 
     def _provenance(self) -> dict[str, str]:
         git = self.chain.git
@@ -273,7 +285,7 @@ class Hivelore:
     ) -> WriteResult:
         """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
         target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days)
-        vault = self._vault_for_write(target, tier)
+        vault = self._vault_for_write(target, key, tier)
         now = now_iso()
 
         def build(existing: Memory | None) -> Memory:
@@ -341,7 +353,7 @@ class Hivelore:
         validate_key(key)
         for row in self._rows_for_key([target], key):
             if row.memory.is_visible() or not visible:
-                return next(v for v in self.vaults if str(v.root) == row.root), row
+                return self._vault_of(row), row
         hidden = " (archived or expired ones are hidden)" if visible else ""
         raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`.")
 
@@ -369,6 +381,11 @@ class Hivelore:
     def forget(self, scope: str, key: str) -> Path:
         """Delete the memory's file (archived and expired ones too)."""
         vault, row = self._find(scope, key, visible=False)
+        self._delete(vault, row)
+        return row.path
+
+    def _delete(self, vault: Vault, row: Row) -> None:
+        """Delete exactly this row's file, unless it changed since it was read."""
         with vault.lock():
             _, stamp = vault.load(row.path)
             before = folder_mtime(row.path.parent)
@@ -378,14 +395,13 @@ class Hivelore:
                 with index.transaction():
                     index.remove(vault, row.path)
                     index.note_own_change(vault, row.path.parent, before, -1)
-        return row.path
 
     def purge(self, dry_run: bool = False) -> list[Memory]:
         """Delete the files of archived and expired memories in this folder's chain."""
         hidden = [r for r in self._rows(self.scopes, visible=False) if not r.memory.is_visible()]
         if not dry_run:
             for row in hidden:
-                self.forget(str(row.memory.scope), row.memory.key)
+                self._delete(self._vault_of(row), row)
         return [r.memory for r in hidden]
 
     # -- reads --------------------------------------------------------------------------------
@@ -570,7 +586,7 @@ class Hivelore:
                 report.written.extend(m.address for m in checked)
             return report
         for memory in checked:
-            vault = self._vault_for_write(memory.scope, tier)
+            vault = self._vault_for_write(memory.scope, memory.key, tier)
             _, _, written = self._store(vault, memory.scope, memory.key, functools.partial(_merge_import, memory))
             (report.written if written else report.unchanged).append(memory.address)
         return report

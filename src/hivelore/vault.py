@@ -35,10 +35,11 @@ class Stamp(NamedTuple):
     checksum: str  # CRC-32 of the bytes: enough to notice a change, and zlib imports in no time
 
 
-def slug(key: str) -> str:
-    """A safe file name for a key; lossy slugs get a hash so two keys never share a file."""
+def slug(key: str, hashed: bool = False) -> str:
+    """A safe file name for a key. A lossy slug (or `hashed`) gets the key's CRC-32, so different keys
+    rarely share a name; `Hivelore._locate` settles the rare clash by reading the file."""
     base = re.sub(r"[^a-z0-9._-]+", "-", key.lower()).strip("-.")[:80] or "memory"
-    if base == key:
+    if base == key and not hashed:
         return base
     return f"{base}-{zlib.crc32(key.encode()):08x}"
 
@@ -52,8 +53,8 @@ class Vault(NamedTuple):
     root: Path
     tier: str  # "home" or "project"
 
-    def path_for(self, scope: Scope, key: str) -> Path:
-        return self.root / scope.folder / f"{slug(key)}.md"
+    def path_for(self, scope: Scope, key: str, hashed: bool = False) -> Path:
+        return self.root / scope.folder / f"{slug(key, hashed)}.md"
 
     def folder(self, scope: Scope) -> Path:
         return self.root / scope.folder
