@@ -768,3 +768,25 @@ def test_list_all_include_hidden_shows_a_scope_with_only_archived_memories(cli: 
     ok(cli("archive", "project::billing::invoice-rounding"))
     listing = ok_json(cli("list", "--all", "--include-hidden", "--json"))
     assert keys_by_scope(listing) == {"project::billing": ["invoice-rounding"]}
+
+
+def test_a_damaged_index_is_reported_in_one_line_and_rebuild_repairs_it(cli: Run, home: Path, tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"scope": "repo::acme/checkout", "key": f"lesson-{i}", "value": f"lesson {i} about caches"})
+        for i in range(300)
+    ]
+    (tmp_path / "many.jsonl").write_text("\n".join(lines) + "\n")
+    ok(cli("import", str(tmp_path / "many.jsonl")))
+    db = home / "index.db"
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 16384] = b"\xff" * 16384
+    db.write_bytes(bytes(data))
+
+    damaged = cli("search", "caches")
+    assert damaged.returncode in (0, 1)
+    if damaged.returncode == 1:
+        assert damaged.stderr.count("\n") == 1 and "index rebuild" in damaged.stderr
+
+    ok(cli("index", "rebuild"))
+    assert len(ok_json(cli("search", "caches", "--limit", "500", "--json"))) == 300

@@ -68,6 +68,10 @@ Use pnpm, never npm, in this monorepo.
         ("---\nscope: global\nkey: k\nseen_count: many\n---\nx", "seen_count"),
         ("---\nscope: global\nkey: k\nupdated: yesterday\n---\nx", "ISO 8601"),
         ("---\n- a list\n---\nx", "mapping"),
+        ("---\nscope: global\nkey: k\nseen_count: 99999999999999999999\n---\nx", "out of range"),
+        ("---\nscope: global\nkey: k\nseen_count: .inf\n---\nx", "seen_count"),
+        ("---\nscope: global\nkey: k\ncreated: 0001-01-01 00:00:00+01:00\n---\nx", "ISO 8601"),
+        ("---\nscope: global\nkey: k\nexpires_at: 9999-12-31 23:59:59-01:00\n---\nx", "ISO 8601"),
     ],
 )
 def test_malformed_files_say_what_is_wrong(text: str, reason: str) -> None:

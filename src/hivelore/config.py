@@ -51,8 +51,8 @@ def _int_setting(name: str, sources: list[tuple[Path, dict[str, object]]]) -> in
     for path, data in sources:
         if name in data:
             value = data[name]
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{path}: '{name}' must be a positive whole number, not {value!r}.")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 1_000_000:
+                raise ConfigError(f"{path}: '{name}' must be a whole number from 1 to 1,000,000, not {value!r}.")
             return value
     return DEFAULTS[name]
 

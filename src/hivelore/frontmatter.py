@@ -12,7 +12,15 @@ import re
 from datetime import UTC, date, datetime
 from typing import Any
 
-from hivelore.memory import KINDS, PROVENANCE_FIELDS, STATES, Memory, validate_key
+from hivelore.memory import (
+    KINDS,
+    MAX_SEEN_COUNT,
+    PROVENANCE_FIELDS,
+    STATES,
+    Memory,
+    validate_key,
+    validate_timestamp,
+)
 from hivelore.scope import try_parse
 
 _PLAIN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9 ._/:@+-]*$")
@@ -84,17 +92,16 @@ def _timestamp(data: dict[str, Any], name: str, default: str | None) -> str | No
     value = data.get(name, default)
     if value is None or value == "":
         return default
-    if isinstance(value, datetime):
-        value = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, date):
-        return f"{value.isoformat()}T00:00:00Z"
-    text = str(value)
     try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise FrontmatterError(f"'{name}' is not an ISO 8601 timestamp: {text!r}") from exc
-    return text
+        if isinstance(value, datetime):
+            value = value if value.tzinfo else value.replace(tzinfo=UTC)
+            value = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        elif isinstance(value, date):
+            value = f"{value.isoformat()}T00:00:00Z"
+        return validate_timestamp(name, str(value))
+    except (ValueError, OverflowError) as exc:
+        shown = value.isoformat() if isinstance(value, date) else value
+        raise FrontmatterError(f"'{name}' is not a usable ISO 8601 timestamp: {shown!r}") from exc
 
 
 def _tags(raw: object) -> tuple[str, ...]:
@@ -138,8 +145,10 @@ def parse(text: str, fallback_time: str) -> Memory:
         raise FrontmatterError(f"its state '{state}' is not one of {', '.join(STATES)}")
     try:
         seen = int(data.get("seen_count") or 1)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise FrontmatterError("'seen_count' is not a number") from exc
+    if not 0 <= seen <= MAX_SEEN_COUNT:
+        raise FrontmatterError(f"'seen_count' {seen} is out of range (0 to {MAX_SEEN_COUNT:,})")
     provenance = data.get("provenance") or {}
     if not isinstance(provenance, dict):
         raise FrontmatterError("'provenance' must be a mapping")
@@ -153,7 +162,7 @@ def parse(text: str, fallback_time: str) -> Memory:
         tags=_tags(data.get("tags")),
         created=created,
         updated=_timestamp(data, "updated", created) or created,
-        seen_count=max(seen, 0),
+        seen_count=seen,
         expires_at=_timestamp(data, "expires_at", None),
         archived_at=_timestamp(data, "archived_at", None),
         provenance={str(k): str(v) for k, v in provenance.items() if k in PROVENANCE_FIELDS and v is not None},

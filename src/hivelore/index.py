@@ -293,12 +293,15 @@ class Index:
             if rows.get(relpath) == (st.st_mtime_ns, st.st_size) or skipped.get(relpath) == st.st_mtime_ns:
                 continue
             self.reload(vault, Path(entry.path))
+        gone = set(rows) - on_disk
+        gone_skips = {r for r in set(skipped) - on_disk if os.path.dirname(r) == folder}
+        if not gone and not gone_skips and known and tuple(known) == (mtime_ns, len(on_disk)):
+            return  # nothing to write: a read must not take the write lock for nothing
         with self.transaction():
-            for relpath in set(rows) - on_disk:
+            for relpath in gone:
                 self._delete_rows(root, relpath)
-            for relpath in set(skipped) - on_disk:
-                if os.path.dirname(relpath) == folder:
-                    self.conn.execute("DELETE FROM skipped WHERE root=? AND relpath=?", (root, relpath))
+            for relpath in gone_skips:
+                self.conn.execute("DELETE FROM skipped WHERE root=? AND relpath=?", (root, relpath))
             self.conn.execute(
                 "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)", (root, folder, mtime_ns, len(on_disk))
             )
@@ -449,9 +452,10 @@ class Index:
         next_expiry = self.conn.execute(
             "SELECT min(expires_ts) FROM memories WHERE expires_ts IS NOT NULL AND expires_ts > ?", (now,)
         ).fetchone()[0]
-        self.conn.execute(
-            "INSERT OR REPLACE INTO shadow_cache VALUES (?, ?, ?, ?)", (chain, generation, next_expiry, shadowed)
-        )
+        with contextlib.suppress(sqlite3.OperationalError):  # a busy index only costs the next read a recount
+            self.conn.execute(
+                "INSERT OR REPLACE INTO shadow_cache VALUES (?, ?, ?, ?)", (chain, generation, next_expiry, shadowed)
+            )
         return shadowed
 
     def stats(self) -> dict[str, int]:
@@ -468,7 +472,10 @@ class Index:
         ]
 
     def integrity(self) -> str:
-        return str(self.conn.execute("PRAGMA quick_check").fetchone()[0])
+        try:
+            return str(self.conn.execute("PRAGMA quick_check").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
 
     # -- rebuild ------------------------------------------------------------------------------
 
@@ -490,20 +497,26 @@ def folder_mtime(folder: Path) -> int:
         return 0
 
 
-def open_or_recreate(path: Path) -> Index:
-    """Open the index for a rebuild; a corrupt or outdated one is deleted first (it is derived)."""
-    try:
-        return Index.open(path, create=True)
-    except IndexUnavailable:
-        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-            stale.unlink(missing_ok=True)
-        return Index.open(path, create=True)
+def open_or_recreate(path: Path, discard: bool = False) -> Index:
+    """Open the index for a rebuild; a corrupt or outdated one (or any, with `discard`) is deleted
+    first: it is derived from the files."""
+    if not discard:
+        try:
+            return Index.open(path, create=True)
+        except IndexUnavailable:
+            pass
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+    return Index.open(path, create=True)
 
 
 def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
     """Re-read every file of the vaults in one transaction: readers see the old index until it commits."""
     started = time.perf_counter()
     index = open_or_recreate(path)
+    if index.integrity() != "ok":
+        index.close()
+        index = open_or_recreate(path, discard=True)
     files = indexed = 0
     try:
         with index.transaction():

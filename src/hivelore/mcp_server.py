@@ -8,6 +8,7 @@ call is re-raised as the SDK's `ToolError`: only that one reaches the client as 
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,6 +112,10 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             yield svc
         except (NotFound, ValueError, DriftError) as exc:
             raise ToolError(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise ToolError(f"the index is damaged ({exc}): run `hivelore index rebuild`.") from exc
+        except OSError as exc:
+            raise ToolError(f"cannot use {exc.filename}: {exc.strerror}.") from exc
         finally:
             if svc is not None:
                 svc.close()
@@ -121,7 +126,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         key: str,
         value: str,
         tags: list[str] | None = None,
-        kind: str = "lesson",
+        kind: str | None = None,
         ttl_days: float | None = None,
     ) -> WriteOut:
         """Write a lesson (or fact, decision, note) so the next session does not rediscover it.
@@ -142,7 +147,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             return MemoryOut.of(svc.read(scope, key))
 
     @server.tool(annotations=READ_ONLY)
-    def memory_search(query: str, scopes: list[str] | None = None, limit: int = 10) -> SearchOut:
+    def memory_search(query: str, scopes: list[str] | None = None, limit: int | None = None) -> SearchOut:
         """Search memories, best first. Without scopes, searches this folder's whole scope chain."""
         with service() as svc:
             hits = svc.search(query, scopes, limit)

@@ -13,6 +13,8 @@ KINDS = ("lesson", "fact", "decision", "note")
 STATES = ("staged", "committed")
 PROVENANCE_FIELDS = ("agent", "session", "repo", "branch", "commit", "imported_from")
 
+MAX_TTL_DAYS = 36_500
+MAX_SEEN_COUNT = 10**9  # far above any real count, far below SQLite's integer limit
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -71,14 +73,21 @@ def validate_kind(kind: str) -> str:
 
 
 def validate_timestamp(name: str, value: str | None) -> str | None:
-    """An optional ISO 8601 timestamp, or ValueError naming the field."""
+    """An optional ISO 8601 timestamp that can be turned into seconds, or ValueError naming the field."""
     if value is None:
         return None
     try:
         epoch_from_iso(str(value))
-    except ValueError as exc:
+    except (ValueError, OverflowError, OSError) as exc:
         raise ValueError(f"{name} '{value}' is not an ISO 8601 timestamp like 2026-11-30T10:00:00Z.") from exc
     return value
+
+
+def validate_ttl_days(ttl_days: float | None) -> float | None:
+    """A time to live in days: more than 0, at most a century (and so never infinite or NaN)."""
+    if ttl_days is not None and not 0 < ttl_days <= MAX_TTL_DAYS:
+        raise ValueError(f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS:,}, not {ttl_days}.")
+    return ttl_days
 
 
 def validate_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:

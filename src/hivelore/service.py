@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from hivelore.config import Settings, load_settings
 from hivelore.frontmatter import FrontmatterError
 from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
 from hivelore.memory import (
+    MAX_SEEN_COUNT,
     STATES,
     Memory,
     iso_from_epoch,
@@ -27,11 +29,13 @@ from hivelore.memory import (
     validate_kind,
     validate_tags,
     validate_timestamp,
+    validate_ttl_days,
 )
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.vault import Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
+MAX_SEARCH_LIMIT = 1000
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
@@ -330,12 +334,26 @@ class Hivelore:
             if memory is not None:
                 before = folder_mtime(path.parent)
                 new_stamp = vault.save(path, memory, stamp)
-                index = self.index()
-                if index is not None:
-                    with index.transaction():
-                        index.upsert(vault, path, memory, new_stamp)
-                        index.note_own_change(vault, path.parent, before, 0 if existing else 1)
+                added = 0 if existing else 1
+
+                def update(index: Index) -> None:
+                    index.upsert(vault, path, memory, new_stamp)
+                    index.note_own_change(vault, path.parent, before, added)
+
+                self._index_change(path, update)
         return path, existing, memory
+
+    def _index_change(self, path: Path, change: Callable[[Index], None]) -> None:
+        """Bring the index along after the file changed. The file is the truth and is already on disk,
+        so a failure here is a warning: the next read re-scans the folder and repairs the row."""
+        index = self.index()
+        if index is None:
+            return
+        try:
+            with index.transaction():
+                change(index)
+        except sqlite3.Error as exc:
+            self.warnings.append(f"{path} is saved, but the index was not updated ({exc}); the next read will.")
 
     def _rows_for_key(self, scopes: Sequence[str], key: str) -> list[Row]:
         """Every copy of `key` in these scopes (hidden ones too), project tier first within a scope."""
@@ -390,11 +408,12 @@ class Hivelore:
             _, stamp = vault.load(row.path)
             before = folder_mtime(row.path.parent)
             vault.delete(row.path, stamp)
-            index = self.index()
-            if index is not None:
-                with index.transaction():
-                    index.remove(vault, row.path)
-                    index.note_own_change(vault, row.path.parent, before, -1)
+
+            def update(index: Index) -> None:
+                index.remove(vault, row.path)
+                index.note_own_change(vault, row.path.parent, before, -1)
+
+            self._index_change(row.path, update)
 
     def purge(self, dry_run: bool = False) -> list[Memory]:
         """Delete the files of archived and expired memories in this folder's chain."""
@@ -420,8 +439,8 @@ class Hivelore:
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
         chosen = self.scopes_for(scopes)
-        if limit is not None and limit <= 0:
-            raise ValueError(f"limit must be at least 1, not {limit}.")
+        if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise ValueError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}.")
         limit = limit or self.settings.search_limit
         words = recall.query_words(query)
         if not words:
@@ -555,7 +574,7 @@ class Hivelore:
             tags=tags,
             created=record.created or now,
             updated=record.updated or record.created or now,
-            seen_count=max(record.seen_count or 1, 1),
+            seen_count=min(max(record.seen_count or 1, 1), MAX_SEEN_COUNT),
             expires_at=expires or record.expires_at,
             archived_at=record.archived_at,
             provenance={**self._provenance(), **dict(record.provenance)},
@@ -624,8 +643,7 @@ def _checked(
         validate_kind(kind)
     if state not in STATES:
         raise ValueError(f"state '{state}' is not one of {', '.join(STATES)}.")
-    if ttl_days is not None and ttl_days <= 0:
-        raise ValueError(f"ttl_days must be more than 0, not {ttl_days}.")
+    validate_ttl_days(ttl_days)
     value = value.strip()
     if not value:
         raise ValueError("the value is empty: say what was learned.")

@@ -88,6 +88,7 @@ def write(
             state="staged" if staged else "committed",
             tier=tier,
         )
+        print_warnings(service)
     if as_json:
         print_json(
             {**result.memory.to_dict(), "path": str(result.path), "tier": result.tier, "created": result.created}
@@ -179,7 +180,9 @@ def _address(address: str) -> tuple[str, str]:
 def forget(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
     """Delete a memory's file."""
     with reported_errors():
-        path = _service().forget(*_address(address))
+        service = _service()
+        path = service.forget(*_address(address))
+        print_warnings(service)
     if as_json:
         print_json({"forgotten": address, "path": str(path)})
     else:
@@ -190,7 +193,9 @@ def forget(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: 
 def archive(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
     """Hide a memory from reads; the file stays until purged."""
     with reported_errors():
-        memory = _service().archive(*_address(address))
+        service = _service()
+        memory = service.archive(*_address(address))
+        print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
     else:
@@ -201,7 +206,9 @@ def archive(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json:
 def restore(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
     """Make an archived or expired memory visible again."""
     with reported_errors():
-        memory = _service().restore(*_address(address))
+        service = _service()
+        memory = service.restore(*_address(address))
+        print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
     else:

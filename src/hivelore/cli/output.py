@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import sys
 from collections.abc import Iterator
 
 from hivelore.service import Hivelore, NotFound
 from hivelore.vault import DriftError
 
-EXIT_NOT_FOUND = 1
+EXIT_FAILED = 1  # not found, or the index is damaged
 EXIT_BAD_INPUT = 2
 EXIT_CONFLICT = 3
 
@@ -29,13 +30,15 @@ def reported_errors() -> Iterator[None]:
     try:
         yield
     except NotFound as exc:
-        fail(str(exc), EXIT_NOT_FOUND)
+        fail(str(exc), EXIT_FAILED)
     except DriftError as exc:
         fail(str(exc), EXIT_CONFLICT)
     except ValueError as exc:  # scope, key, guard and config errors are all ValueErrors
         fail(str(exc), EXIT_BAD_INPUT)
-    except FileNotFoundError as exc:
-        fail(f"cannot open {exc.filename}: {exc.strerror}." if exc.filename else str(exc), EXIT_BAD_INPUT)
+    except sqlite3.DatabaseError as exc:
+        fail(f"the index is damaged ({exc}): run `hivelore index rebuild` (the files are untouched).", EXIT_FAILED)
+    except OSError as exc:
+        fail(f"cannot use {exc.filename}: {exc.strerror}." if exc.filename else str(exc), EXIT_BAD_INPUT)
 
 
 def print_json(data: object) -> None:
