@@ -306,7 +306,7 @@ def test_context_does_not_blame_the_budget_when_only_shadowed_copies_are_left_ou
         hand_write(home, folder, "lint-command", f"lint with ruff check ({scope})", scope=scope)
     last = ok(cli("context")).splitlines()[-1]
     assert "1 shadowed by a winning copy of the same key" in last
-    assert "over budget" not in last
+    assert "below the budget" not in last
 
 
 # --- 3. re-writes and time-to-live ---------------------------------------------------------------------

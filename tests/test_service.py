@@ -210,3 +210,32 @@ def test_purge_deletes_exactly_the_hidden_copies(home: Path, repo: Path) -> None
     assert [m.value for m in hl.purge()] == ["old home copy"]
     assert team.path.exists() and hl.read("repo::acme/checkout", "db").value == "team copy"
     assert files(home) == []
+
+
+def test_a_shadowed_copy_never_shows_even_when_its_winner_ranks_low(hl: Hivelore) -> None:
+    old = hl.write("repo::acme/checkout", "pg-port", "postgres listens on 5433 in this repo")
+    path = old.path
+    path.write_text(path.read_text().replace(old.memory.updated, "2025-01-01T00:00:00Z"))  # old, seen once
+    for i in range(120):
+        hl.write("repo::acme/checkout", f"recent-{i}", f"recent lesson number {i} about topic{i}")
+    hl.write("global", "pg-port", "postgres listens on 5432 by default, zebra")
+
+    fresh = Hivelore.open(hl.chain.git.root)
+    shown = {r.row.memory.address for r in fresh.context(budget_chars=100_000).shown}
+    assert "global::pg-port" not in shown and "repo::acme/checkout::pg-port" in shown
+    assert fresh.search("zebra") == []  # the only match is shadowed by the repo copy
+    assert fresh.search("zebra", scopes=["global"])[0].row.memory.address == "global::pg-port"
+
+
+def test_a_memory_archived_by_hand_in_a_big_folder_disappears(hl: Hivelore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hivelore.index
+
+    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)
+    path = hl.write(*ADDRESS, LESSON).path
+    assert hl.search("ECONNREFUSED")
+    text = path.read_text().replace("archived_at: null", "archived_at: 2026-01-01T00:00:00Z")
+    path.write_text(text.replace("docker compose", "podman compose"))  # in place: the folder mtime stays
+    fresh = Hivelore.open(hl.chain.git.root)
+    assert fresh.search("ECONNREFUSED") == []
+    assert fresh.list() == {}
+    assert fresh.context().shown == []

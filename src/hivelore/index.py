@@ -374,6 +374,19 @@ class Index:
             for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
         ]
 
+    def copies(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
+        """Every visible row in `scopes` whose key is one of `keys`."""
+        found: list[Row] = []
+        keys = list(keys)
+        for start in range(0, len(keys), 500):  # stay far below SQLite's limit on bound parameters
+            chunk = keys[start : start + 500]
+            where, params = self._where(vaults, scopes, visible=True)
+            params.update({f"k{i}": key for i, key in enumerate(chunk)})
+            marks = ", ".join(f":k{i}" for i in range(len(chunk)))
+            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({marks})"
+            found.extend(_row(r) for r in self.conn.execute(sql, params))
+        return found
+
     def match(
         self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
     ) -> list[tuple[Row, float]]:

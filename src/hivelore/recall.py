@@ -98,13 +98,14 @@ def rank(
 
 
 def winners(ranked: Sequence[Ranked], scopes: Sequence[str], roots: Sequence[str]) -> tuple[list[Ranked], int]:
-    """Keep one copy per key: the narrowest scope's, and within a scope the first tier's (`roots` order)."""
+    """Keep one copy per key: the narrowest scope's, within a scope the first tier's (`roots` order), and
+    within a tier (two hand-made files with one key) the first file name's."""
 
-    def precedence(r: Ranked) -> tuple[int, int]:
+    def precedence(r: Ranked) -> tuple[int, int, str]:
         scope = str(r.row.memory.scope)
-        return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(r.row.root))
+        return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(r.row.root), r.row.relpath)
 
-    best: dict[str, tuple[int, int]] = {}
+    best: dict[str, tuple[int, int, str]] = {}
     for r in ranked:
         key = r.row.memory.key
         best[key] = min(best.get(key, precedence(r)), precedence(r))

@@ -195,7 +195,7 @@ class Hivelore:
         index.refresh(self.vaults, [parse(s) for s in scopes])
         rows = index.verified(self.vaults, index.rows(self.vaults, scopes, visible))
         self._collect_warnings()
-        return rows
+        return [r for r in rows if r.memory.is_visible()] if visible else rows
 
     def _scan(self, scopes: Sequence[str]) -> list[Row]:
         """Read the scopes' folders directly, up to FALLBACK_SCAN_LIMIT files."""
@@ -451,12 +451,28 @@ class Hivelore:
             pairs = [(r, s) for r, s in scored if s > 0]
         else:
             index.refresh(self.vaults, [parse(s) for s in chosen])
-            pairs = self._match(index, chosen, words, max(limit * 5, 50))
-            fresh = {(r.root, r.relpath) for r in index.verified(self.vaults, [r for r, _ in pairs])}
-            pairs = [(r, s) for r, s in pairs if (r.root, r.relpath) in fresh]
+            hits = self._match(index, chosen, words, max(limit * 5, 50))
+            pairs = []
+            for row, relevance in hits:
+                fresh = self._fresh_visible(index, row)
+                if fresh is not None:
+                    pairs.append((fresh, relevance))
+            # A hit loses to a narrower copy of its key even when that copy does not match the query.
+            pairs += [(r, 0.0) for r in self._rivals(index, chosen, [r for r, _ in pairs])]
             self._collect_warnings()
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots)
-        return ranked[:limit]
+        return [r for r in ranked if r.relevance > 0][:limit]
+
+    def _fresh_visible(self, index: Index, row: Row) -> Row | None:
+        """The row as its file is now, if it is still visible (an in-place edit may have archived it)."""
+        fresh = index.verify(self.vaults, row)
+        return fresh if fresh is not None and fresh.memory.is_visible() else None
+
+    def _rivals(self, index: Index, scopes: Sequence[str], rows: Sequence[Row]) -> list[Row]:
+        """The other visible copies of these rows' keys, so shadowing is decided over every copy."""
+        have = {(r.root, r.relpath) for r in rows}
+        copies = index.copies(self.vaults, scopes, {r.memory.key for r in rows})
+        return [r for r in copies if (r.root, r.relpath) not in have]
 
     def _match(self, index: Index, scopes: list[str], words: list[str], limit: int) -> list[tuple[Row, float]]:
         """Memories with every word first (a small set, quick to rank); then, if that is too few, with any
@@ -517,6 +533,7 @@ class Hivelore:
         else:
             per_scope = self._visible_counts(scopes)
             rows = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
+            rows += self._rivals(index, scopes, rows)
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
         ranked, shadowed = recall.winners(ranked, scopes, self.roots)
         if index is None:
@@ -525,7 +542,7 @@ class Hivelore:
             shadowed = index.shadowed(self.vaults, scopes)
             generation = index.generation()
             shown, duplicates = recall.fit_budget(
-                ranked, budget, self.settings.context_line_chars, lambda row: index.verify(self.vaults, row)
+                ranked, budget, self.settings.context_line_chars, lambda row: self._fresh_visible(index, row)
             )
             if index.generation() != generation:  # a file edited or deleted in place was re-read
                 per_scope = index.counts(self.vaults, scopes)
@@ -697,7 +714,7 @@ def render_context(selection: recall.Selection, chain: Chain, line_chars: int) -
             reasons.append(f"{selection.duplicates:,} near-duplicates")
         over_budget = sum(selection.left_out.values()) - selection.shadowed - selection.duplicates
         if over_budget > 0:
-            reasons.append(f"{over_budget:,} over budget")
+            reasons.append(f"{over_budget:,} ranked below the budget's cut")
         why = f" ({', '.join(reasons)})" if reasons else ""
         lines.append(f"left out: {parts}{why} — use memory_search to find them")
     else:
