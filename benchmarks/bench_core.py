@@ -188,8 +188,7 @@ class Bench:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     def warm_up(self) -> None:
-        """An untimed search: bytecode, OS caches, and the folder stamps a rebuild forgets (a read
-        refreshes every folder of the chain), plus a sanity check of what search finds."""
+        """An untimed search: bytecode and OS caches warm, plus a sanity check of what search finds."""
         started = time.perf_counter()
         proc = self.untimed([self.hivelore, "search", QUERY, "--json"])
         if proc is not None:
@@ -216,7 +215,7 @@ class Bench:
                 self.notes.append(f"context: {summary}; {lines[0][:100] if lines else ''}")
         if rebuild:
             self.timed(REBUILD, [hl, "index", "rebuild"])
-            # A rebuild forgets the folder stamps: let the next round's reads start from a warm index.
+            # A rebuild rewrites the whole index: warm it again, so every round's reads start alike.
             self.untimed([hl, "search", QUERY])
 
 

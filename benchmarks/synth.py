@@ -311,13 +311,15 @@ def generate(home: Path, count: int, seed: int = 1, now: float | None = None) ->
     rng = random.Random(seed)
     vault = Vault(home, "home")
     scopes: dict[str, Scope] = {}
-    used: dict[str, set[str]] = {}
+    used: dict[str, set[str]] = {}  # keys per scope
+    every_key: set[str] = set()  # keys are unique across scopes, except the deliberate shadowing copies
     written: list[Memory] = []
     stats = StoreStats(count=count, seconds=0.0)
     made_dirs: set[Path] = set()
 
     for i in range(count):
         roll = rng.random()
+        shadow = False
         if roll < 0.04 and written:
             # A near-duplicate: another session wrote the same lesson under a new key.
             original = rng.choice(written[-400:])
@@ -332,6 +334,7 @@ def generate(home: Path, count: int, seed: int = 1, now: float | None = None) ->
                 scope_name, stem = rng.choice(others), original.key
                 value, tags, kind = _near_duplicate(rng, original.value), original.tags, original.kind
                 stats.shadowing += 1
+                shadow = True
             else:
                 scope_name = _pick_scope(rng)
                 stem, value, tags, kind = _lesson(rng)
@@ -340,7 +343,8 @@ def generate(home: Path, count: int, seed: int = 1, now: float | None = None) ->
             stem, value, tags, kind = _lesson(rng)
 
         scope = scopes.setdefault(scope_name, parse(scope_name))
-        key = _unique_key(used.setdefault(scope_name, set()), stem)
+        key = stem if shadow else _unique_key(every_key, stem)
+        used.setdefault(scope_name, set()).add(key)
         created = now - rng.uniform(0.0, 365.0) * DAY
         updated = created + (now - created) * rng.random() ** 2
         fate = rng.random()
