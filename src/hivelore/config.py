@@ -60,6 +60,8 @@ def _int_setting(name: str, sources: list[tuple[Path, dict[str, object]]]) -> in
 def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     home = home_dir(env)
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"HIVELORE_HOME {home} is a file, not a folder: point it at a folder.")
     candidates = [p for p in (repo_root / ".hivelore.json" if repo_root else None, home / "config.json") if p]
     sources = [(p, _read_json(p)) for p in candidates]
     sources = [(p, d) for p, d in sources if d]

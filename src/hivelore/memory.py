@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
+from hivelore.scope import parse as parse_scope
 
 KINDS = ("lesson", "fact", "decision", "note")
 STATES = ("staged", "committed")
@@ -60,10 +61,19 @@ def parse_address(text: str) -> tuple[Scope, str]:
         scope = try_parse(text[:cut])
         if scope is not None:
             return scope, validate_key(text[cut + 2 :])
-    head = text.split("::", 1)[0]
     if "::" not in text:
         raise AddressError(f"'{text}' has no scope: write SCOPE::KEY, where SCOPE is {GRAMMAR}.")
-    raise AddressError(f"'{text}' does not start with a valid scope ('{head}…'): SCOPE is {GRAMMAR}.")
+    try:
+        parse_scope(text.rsplit("::", 1)[0])
+    except ScopeError as exc:
+        raise AddressError(f"'{text}' does not start with a valid scope: {exc}") from exc
+    raise AddressError(f"'{text}' does not start with a valid scope: SCOPE is {GRAMMAR}.")
+
+
+def looks_like_address(text: str) -> bool:
+    """Whether `text` was meant as SCOPE::KEY (it starts with a scope word), not as a bare key."""
+    head = text.split(":", 1)[0].strip().lower()
+    return ":" in text and head in {"global", "project", "repo", "branch"}
 
 
 def validate_kind(kind: str) -> str:

@@ -614,9 +614,13 @@ class Hivelore:
         checked: list[Memory] = []
         for record in records:
             try:
-                checked.append(self._check_record(record))
+                memory = self._check_record(record)
+                # The target must be writable too (a broken file there would stop the import midway).
+                self._locate(self._vault_for_write(memory.scope, memory.key, tier), memory.scope, memory.key)
             except ValueError as exc:
                 report.rejected.append(f"{record.source}: {exc}")
+            else:
+                checked.append(memory)
         if (report.rejected and not skip_invalid) or dry_run:
             if dry_run:
                 report.written.extend(m.address for m in checked)

@@ -81,7 +81,7 @@ class Vault(NamedTuple):
         """Read and parse one file; raises OSError or FrontmatterError."""
         data = path.read_bytes()
         stamp = stamp_of(path, data)
-        memory = parse(data.decode("utf-8"), fallback_time=iso_from_epoch(stamp.mtime_ns / 1e9))
+        memory = parse(data.decode("utf-8-sig"), fallback_time=iso_from_epoch(stamp.mtime_ns / 1e9))
         return memory, stamp
 
     def current_stamp(self, path: Path) -> Stamp | None:

@@ -15,7 +15,7 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import fast
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
-from hivelore.memory import AddressError, Memory, parse_address
+from hivelore.memory import Memory, looks_like_address, parse_address
 from hivelore.service import Hivelore, ImportRecord
 
 app = typer.Typer(
@@ -107,12 +107,11 @@ def read(
     """Print one memory in full."""
     with reported_errors():
         service = _service()
-        try:
+        if looks_like_address(address):
             scope, key = parse_address(address)
-        except AddressError:
-            memory = service.resolve(address)  # a bare key, which may itself contain "::"
-        else:
             memory = service.read(str(scope), key)
+        else:
+            memory = service.resolve(address)  # a bare key, which may itself contain "::"
         print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
@@ -321,6 +320,8 @@ def export(
         service = _service()
         lines = [json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in service.export(include_hidden)]
         print_warnings(service)
+        if output is not None and output.is_dir():
+            raise ValueError(f"{output} is a folder: give a file name for the export.")
         if output is None:
             sys.stdout.writelines(lines)
         else:

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import NoReturn
 
 from hivelore.cli.output import print_json, print_warnings, reported_errors
 from hivelore.service import Hivelore
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, like every other hivelore error, instead of argparse's usage block.
+        self.exit(2, f"hivelore: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=f"hivelore {prog}", description=description)
+    return _Parser(prog=f"hivelore {prog}", description=description)
 
 
 def search(argv: Sequence[str]) -> int:
