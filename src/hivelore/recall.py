@@ -38,7 +38,6 @@ class Selection(NamedTuple):
 
     shown: list[Ranked]
     total: int  # visible memories in the scopes read
-    per_scope_total: dict[str, int]
     duplicates: int
     shadowed: int
     left_out: dict[str, int]

@@ -130,10 +130,6 @@ class Chain(NamedTuple):
     def narrowest(self) -> Scope:
         return self.scopes[0]
 
-    def specificity(self, scope: Scope) -> int:
-        """0 for the narrowest scope of the chain, growing outward."""
-        return self.scopes.index(scope)
-
 
 def _project_name(folder: Path) -> str | None:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name).strip("-.")

@@ -551,7 +551,6 @@ class Hivelore:
         return recall.Selection(
             shown=shown,
             total=sum(per_scope.values()),
-            per_scope_total=per_scope,
             duplicates=duplicates,
             shadowed=shadowed,
             left_out=recall.left_out(scopes, per_scope, shown),
