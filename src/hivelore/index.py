@@ -383,7 +383,10 @@ class Index:
             where, params = self._where(vaults, scopes, visible=True)
             params.update({f"k{i}": key for i, key in enumerate(chunk)})
             marks = ", ".join(f":k{i}" for i in range(len(chunk)))
-            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({marks})"
+            sql = (
+                f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({marks})"
+                " AND m.key IN (SELECT key FROM key_totals WHERE copies > 1)"  # a lone copy has no rival
+            )
             found.extend(_row(r) for r in self.conn.execute(sql, params))
         return found
 
