@@ -239,3 +239,32 @@ def test_a_memory_archived_by_hand_in_a_big_folder_disappears(hl: Hivelore, monk
     assert fresh.search("ECONNREFUSED") == []
     assert fresh.list() == {}
     assert fresh.context().shown == []
+
+
+def test_forget_never_deletes_a_file_that_now_holds_another_key(
+    hl: Hivelore, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hivelore.index
+
+    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)  # in-place edits leave the folder stamp alone
+    path = hl.write("global", "k5", "five").path
+    assert hl.search("five")
+    path.write_text(path.read_text().replace("key: k5", "key: renamed-by-hand"))
+    fresh = Hivelore.open(hl.chain.git.root)
+    with pytest.raises(NotFound):
+        fresh.forget("global", "k5")
+    assert path.exists() and fresh.read("global", "renamed-by-hand").value == "five"
+
+
+def test_every_command_picks_the_same_copy_of_a_key_written_twice_by_hand(hl: Hivelore, home: Path) -> None:
+    folder = home / "global"
+    folder.mkdir(parents=True)
+    (folder / "a-old.md").write_text("---\nscope: global\nkey: k\nexpires_at: 2020-01-01T00:00:00Z\n---\nold copy\n")
+    (folder / "b-current.md").write_text("---\nscope: global\nkey: k\n---\ncurrent copy\n")
+    (folder / "c-hand.md").write_text("---\nscope: global\nkey: k\n---\nhand copy\n")
+    assert hl.read("global", "k").value == "current copy"
+    assert hl.resolve("k").value == "current copy"
+    assert [r.row.memory.value for r in hl.context().shown] == ["current copy"]
+    assert hl.archive("global", "k").value == "current copy"
+    assert "archived_at: null" not in (folder / "b-current.md").read_text()
+    assert hl.read("global", "k").value == "hand copy"

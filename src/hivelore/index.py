@@ -488,8 +488,12 @@ class Index:
         ]
 
     def integrity(self) -> str:
+        """'ok', or what is wrong: SQLite's quick check, then FTS5's own check of its index."""
         try:
-            return str(self.conn.execute("PRAGMA quick_check").fetchone()[0])
+            result = str(self.conn.execute("PRAGMA quick_check").fetchone()[0])
+            if result == "ok":
+                self.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+            return result
         except sqlite3.DatabaseError as exc:
             return str(exc)
 

@@ -115,7 +115,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         except sqlite3.DatabaseError as exc:
             raise ToolError(f"the index is damaged ({exc}): run `hivelore index rebuild`.") from exc
         except OSError as exc:
-            raise ToolError(f"cannot use {exc.filename}: {exc.strerror}.") from exc
+            raise ToolError(f"cannot use {exc.filename}: {exc.strerror}." if exc.filename else str(exc)) from exc
         finally:
             if svc is not None:
                 svc.close()

@@ -242,27 +242,33 @@ class Hivelore:
     def _vault_of(self, row: Row) -> Vault:
         return next(v for v in self.vaults if str(v.root) == row.root)
 
-    def _locate(self, vault: Vault, scope: Scope, key: str) -> tuple[Path, Memory | None, Stamp | None]:
+    def _locate(
+        self, vault: Vault, scope: Scope, key: str, prefer: Path | None = None
+    ) -> tuple[Path, Memory | None, Stamp | None]:
         """Where (scope, key) lives in `vault`, and what is there now. Call under the vault lock.
 
-        The file names are only a convention (people create files by hand, and slugs can collide), so
-        a file is (scope, key)'s only when its frontmatter says so; a name taken by another memory
-        falls back to the name with the key's hash."""
+        File names are only a convention (people create files by hand, and slugs can collide), so a
+        file is (scope, key)'s only when its frontmatter says so. `prefer` is the copy a read chose;
+        otherwise copies are tried in the order reads rank them (by file name)."""
         index = self.index()
-        known = [r.path for r in index.by_key([vault], [str(scope)], key)] if index else []
-        for path in (*known, vault.path_for(scope, key), vault.path_for(scope, key, hashed=True)):
+        known: list[Path] = []
+        if index is not None:
+            index.refresh([vault], [scope])
+            known = sorted(r.path for r in index.by_key([vault], [str(scope)], key))
+        names = vault.candidate_paths(scope, key)
+        for path in dict.fromkeys([*([prefer] if prefer else []), *known, *names]):
             if not path.exists():
                 continue
             try:
                 memory, stamp = vault.load(path)
-            except FrontmatterError as exc:
+            except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
                 raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
             if (memory.scope, memory.key) == (scope, key):
                 return path, memory, stamp
-        for path in (vault.path_for(scope, key), vault.path_for(scope, key, hashed=True)):
+        for path in names:
             if not path.exists():
                 return path, None, None
-        raise ValueError(f"both file names for {scope}::{key} in {vault.root} hold other memories: rename one.")
+        raise ValueError(f"every file name for {scope}::{key} in {vault.root} holds another memory: rename one.")
 
     def _provenance(self) -> dict[str, str]:
         git = self.chain.git
@@ -324,12 +330,17 @@ class Hivelore:
         return WriteResult(memory, path, vault.tier, existing is None, revived)
 
     def _store(
-        self, vault: Vault, scope: Scope, key: str, build: Callable[[Memory | None], Memory | None]
+        self,
+        vault: Vault,
+        scope: Scope,
+        key: str,
+        build: Callable[[Memory | None], Memory | None],
+        prefer: Path | None = None,
     ) -> tuple[Path, Memory | None, Memory | None]:
         """Read-modify-write one memory under the vault lock. `build` gets what is on disk now (None if
         nothing) and returns the memory to write, or None to leave the file as it is."""
         with vault.lock():
-            path, existing, stamp = self._locate(vault, scope, key)
+            path, existing, stamp = self._locate(vault, scope, key, prefer)
             memory = build(existing)
             if memory is not None:
                 before = folder_mtime(path.parent)
@@ -364,7 +375,13 @@ class Hivelore:
             index.refresh(self.vaults, [parse(s) for s in scopes])
             rows = index.verified(self.vaults, index.by_key(self.vaults, scopes, key))
             self._collect_warnings()
-        return sorted(rows, key=lambda r: (scopes.index(str(r.memory.scope)), self.roots.index(r.root)))
+        # A file edited in place may now hold another key: keep only what still is this key's copy.
+        rows = [r for r in rows if r.memory.key == key and str(r.memory.scope) in scopes]
+        return sorted(rows, key=lambda r: self._precedence(r, scopes))
+
+    def _precedence(self, row: Row, scopes: Sequence[str]) -> tuple[int, int, str]:
+        """The order in which copies of one key win: narrower scope, then project tier, then file name."""
+        return (scopes.index(str(row.memory.scope)), self.roots.index(row.root), row.relpath)
 
     def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
         target = str(parse(scope))
@@ -383,7 +400,7 @@ class Hivelore:
                 raise NotFound(f"{row.memory.address} was deleted while hivelore was changing it.")
             return existing.evolve(**change, updated=now_iso())
 
-        _, _, memory = self._store(vault, row.memory.scope, key, build)
+        _, _, memory = self._store(vault, row.memory.scope, key, build, prefer=row.path)
         return memory  # type: ignore[return-value]
 
     def archive(self, scope: str, key: str) -> Memory:
@@ -399,13 +416,20 @@ class Hivelore:
     def forget(self, scope: str, key: str) -> Path:
         """Delete the memory's file (archived and expired ones too)."""
         vault, row = self._find(scope, key, visible=False)
-        self._delete(vault, row)
+        if not self._delete(vault, row, lambda memory: True):
+            raise NotFound(f"{row.memory.address} changed while hivelore was deleting it; nothing was deleted.")
         return row.path
 
-    def _delete(self, vault: Vault, row: Row) -> None:
-        """Delete exactly this row's file, unless it changed since it was read."""
+    def _delete(self, vault: Vault, row: Row, still: Callable[[Memory], bool]) -> bool:
+        """Delete this row's file if, read again under the lock, it is still the same memory and `still`
+        holds for it (purge: still hidden; another agent may have just revived it). True if deleted."""
         with vault.lock():
-            _, stamp = vault.load(row.path)
+            try:
+                memory, stamp = vault.load(row.path)
+            except (OSError, UnicodeDecodeError, FrontmatterError):
+                return False
+            if (memory.scope, memory.key) != (row.memory.scope, row.memory.key) or not still(memory):
+                return False
             before = folder_mtime(row.path.parent)
             vault.delete(row.path, stamp)
 
@@ -414,14 +438,14 @@ class Hivelore:
                 index.note_own_change(vault, row.path.parent, before, -1)
 
             self._index_change(row.path, update)
+        return True
 
     def purge(self, dry_run: bool = False) -> list[Memory]:
         """Delete the files of archived and expired memories in this folder's chain."""
         hidden = [r for r in self._rows(self.scopes, visible=False) if not r.memory.is_visible()]
-        if not dry_run:
-            for row in hidden:
-                self._delete(self._vault_of(row), row)
-        return [r.memory for r in hidden]
+        if dry_run:
+            return [r.memory for r in hidden]
+        return [r.memory for r in hidden if self._delete(self._vault_of(r), r, lambda m: not m.is_visible())]
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -499,7 +523,7 @@ class Hivelore:
             by_key.setdefault(row.memory.key, []).append(row)
         entries = []
         for key in sorted(by_key):
-            rows = sorted(by_key[key], key=lambda r: (chosen.index(str(r.memory.scope)), self.roots.index(r.root)))
+            rows = sorted(by_key[key], key=lambda r: self._precedence(r, chosen))
             entries.append(TreeEntry(key, rows[0].memory, [r.memory for r in rows[1:]]))
         return entries
 

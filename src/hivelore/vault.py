@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from hivelore.frontmatter import parse, render
+from hivelore.frontmatter import FrontmatterError, parse, render
 from hivelore.memory import Memory, iso_from_epoch
 from hivelore.scope import Scope, try_parse
 
@@ -56,6 +56,13 @@ class Vault(NamedTuple):
     def path_for(self, scope: Scope, key: str, hashed: bool = False) -> Path:
         return self.root / scope.folder / f"{slug(key, hashed)}.md"
 
+    def candidate_paths(self, scope: Scope, key: str) -> list[Path]:
+        """The names a new file for (scope, key) may take, best first: the usual one, the hashed one,
+        then numbered ones (for when people renamed keys inside files by hand)."""
+        hashed = slug(key, hashed=True)
+        names = [slug(key), hashed, *(f"{hashed}-{n}" for n in range(2, 10))]
+        return [self.root / scope.folder / f"{name}.md" for name in dict.fromkeys(names)]
+
     def folder(self, scope: Scope) -> Path:
         return self.root / scope.folder
 
@@ -81,7 +88,11 @@ class Vault(NamedTuple):
         """Read and parse one file; raises OSError or FrontmatterError."""
         data = path.read_bytes()
         stamp = stamp_of(path, data)
-        memory = parse(data.decode("utf-8-sig"), fallback_time=iso_from_epoch(stamp.mtime_ns / 1e9))
+        try:
+            fallback = iso_from_epoch(stamp.mtime_ns / 1e9)
+        except (ValueError, OverflowError, OSError) as exc:
+            raise FrontmatterError(f"its modification time is out of range ({exc})") from exc
+        memory = parse(data.decode("utf-8-sig"), fallback_time=fallback)
         return memory, stamp
 
     def current_stamp(self, path: Path) -> Stamp | None:

@@ -22,6 +22,7 @@ def main() -> None:
         message = getattr(exc, "format_message", None)
         if message is None:
             raise
-        print(f"hivelore: {message()} (see `hivelore --help`)", file=sys.stderr)
+        if message():  # an empty one follows the help a group without a subcommand printed
+            print(f"hivelore: {message()} (see `hivelore --help`)", file=sys.stderr)
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
     raise SystemExit(result if isinstance(result, int) else 0)

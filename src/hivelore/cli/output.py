@@ -35,6 +35,10 @@ def reported_errors() -> Iterator[None]:
         fail(str(exc), EXIT_CONFLICT)
     except ValueError as exc:  # scope, key, guard and config errors are all ValueErrors
         fail(str(exc), EXIT_BAD_INPUT)
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        fail("the index is busy (another hivelore process is writing it): try again in a moment.", EXIT_FAILED)
     except sqlite3.DatabaseError as exc:
         fail(f"the index is damaged ({exc}): run `hivelore index rebuild` (the files are untouched).", EXIT_FAILED)
     except OSError as exc:
