@@ -268,3 +268,11 @@ def test_every_command_picks_the_same_copy_of_a_key_written_twice_by_hand(hl: Hi
     assert hl.archive("global", "k").value == "current copy"
     assert "archived_at: null" not in (folder / "b-current.md").read_text()
     assert hl.read("global", "k").value == "hand copy"
+
+
+def test_copies_in_unrelated_scopes_do_not_shadow_each_other(hl: Hivelore) -> None:
+    hl.write("repo::acme/checkout", "db-port", "checkout's postgres listens on 5433")
+    hl.write("repo::acme/api", "db-port", "the api's postgres listens on 5434")
+    hl.write("global", "db-port", "postgres listens on 5432 by default")
+    hits = hl.search("postgres listens", scopes=["repo::acme/checkout", "repo::acme/api", "global"])
+    assert sorted(h.row.memory.address for h in hits) == ["repo::acme/api::db-port", "repo::acme/checkout::db-port"]

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from hivelore.index import Row
 from hivelore.memory import epoch_from_iso
+from hivelore.scope import related
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
 # recency decide. Each part is in [0, 1].
@@ -96,19 +97,30 @@ def rank(
     return ranked
 
 
-def winners(ranked: Sequence[Ranked], scopes: Sequence[str], roots: Sequence[str]) -> tuple[list[Ranked], int]:
-    """Keep one copy per key: the narrowest scope's, within a scope the first tier's (`roots` order), and
-    within a tier (two hand-made files with one key) the first file name's."""
+def winners(
+    ranked: Sequence[Ranked], scopes: Sequence[str], roots: Sequence[str], chain: Sequence[str] = ()
+) -> tuple[list[Ranked], int]:
+    """Keep one copy per key among related scopes: the narrowest scope's, within a scope the first
+    tier's (`roots` order), within a tier the first file name's. Scopes are related when one
+    contains the other (see `scope.related`; the folder's `chain` is one line of them); copies in
+    unrelated scopes, like two repositories, do not shadow each other."""
 
     def precedence(r: Ranked) -> tuple[int, int, str]:
         scope = str(r.row.memory.scope)
         return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(r.row.root), r.row.relpath)
 
-    best: dict[str, tuple[int, int, str]] = {}
+    by_key: dict[str, list[Ranked]] = {}
     for r in ranked:
-        key = r.row.memory.key
-        best[key] = min(best.get(key, precedence(r)), precedence(r))
-    kept = [r for r in ranked if precedence(r) == best[r.row.memory.key]]
+        by_key.setdefault(r.row.memory.key, []).append(r)
+    losers: set[int] = set()
+    for copies in by_key.values():
+        if len(copies) < 2:
+            continue
+        copies = sorted(copies, key=precedence)
+        for i, r in enumerate(copies):
+            if any(related(w.row.memory.scope, r.row.memory.scope, chain) for w in copies[:i] if id(w) not in losers):
+                losers.add(id(r))
+    kept = [r for r in ranked if id(r) not in losers]
     return kept, len(ranked) - len(kept)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import NamedTuple
@@ -129,6 +130,17 @@ class Chain(NamedTuple):
     @property
     def narrowest(self) -> Scope:
         return self.scopes[0]
+
+
+def related(a: Scope, b: Scope, chain: Sequence[str] = ()) -> bool:
+    """Whether one of two scopes contains the other, so that a key in the narrower one shadows the
+    same key in the wider one: the same scope, global and anything, a branch and its repository, or
+    two scopes of one folder's chain (which alone knows that a project holds a repository)."""
+    if a == b or GLOBAL in (a, b):
+        return True
+    if {a.level, b.level} == {Level.BRANCH, Level.REPO} and a.name == b.name:
+        return True
+    return str(a) in chain and str(b) in chain
 
 
 def _project_name(folder: Path) -> str | None:

@@ -484,7 +484,7 @@ class Hivelore:
             # A hit loses to a narrower copy of its key even when that copy does not match the query.
             pairs += [(r, 0.0) for r in self._rivals(index, chosen, [r for r, _ in pairs])]
             self._collect_warnings()
-        ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots)
+        ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
         return [r for r in ranked if r.relevance > 0][:limit]
 
     def _fresh_visible(self, index: Index, row: Row) -> Row | None:
@@ -559,7 +559,7 @@ class Hivelore:
             rows = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
             rows += self._rivals(index, scopes, rows)
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
-        ranked, shadowed = recall.winners(ranked, scopes, self.roots)
+        ranked, shadowed = recall.winners(ranked, scopes, self.roots, scopes)
         if index is None:
             shown, duplicates = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
         else:
