@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 MODES = ("local",)
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
+MAXIMA = {"context_budget_chars": 1_000_000, "context_line_chars": 100_000, "search_limit": 1000}
 
 
 class ConfigError(ValueError):
@@ -51,8 +52,8 @@ def _int_setting(name: str, sources: list[tuple[Path, dict[str, object]]]) -> in
     for path, data in sources:
         if name in data:
             value = data[name]
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 1_000_000:
-                raise ConfigError(f"{path}: '{name}' must be a whole number from 1 to 1,000,000, not {value!r}.")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAXIMA[name]:
+                raise ConfigError(f"{path}: '{name}' must be a whole number from 1 to {MAXIMA[name]:,}, not {value!r}.")
             return value
     return DEFAULTS[name]
 
