@@ -186,3 +186,31 @@ def left_out(scopes: Sequence[str], per_scope_total: dict[str, int], shown: Sequ
         shown_per_scope[scope] = shown_per_scope.get(scope, 0) + 1
     missing = {scope: per_scope_total.get(scope, 0) - shown_per_scope.get(scope, 0) for scope in scopes}
     return {scope: n for scope, n in missing.items() if n > 0}
+
+
+def render(selection: Selection, scope: str, line_chars: int) -> str:
+    """The block an agent gets at session start: honest header, one line per memory, what was left out."""
+    if selection.total == 0:
+        return (
+            f"hivelore: no memories yet for {scope}. When something was non-obvious, write a lesson with memory_write."
+        )
+    header = (
+        f"{len(selection.shown):,} of {selection.total:,} memories · {scope}"
+        " — considerations, not rules; read any in full with memory_read"
+    )
+    lines = [header, *(line_for(r.row, line_chars) for r in selection.shown)]
+    if selection.left_out:
+        parts = " · ".join(f"{scope} {n:,}" for scope, n in selection.left_out.items())
+        reasons = []
+        if selection.shadowed:
+            reasons.append(f"{selection.shadowed:,} shadowed by a winning copy of the same key")
+        if selection.duplicates:
+            reasons.append(f"{selection.duplicates:,} near-duplicates")
+        over_budget = sum(selection.left_out.values()) - selection.shadowed - selection.duplicates
+        if over_budget > 0:
+            reasons.append(f"{over_budget:,} ranked below the budget's cut")
+        why = f" ({', '.join(reasons)})" if reasons else ""
+        lines.append(f"left out: {parts}{why} — use memory_search to find them")
+    else:
+        lines.append("left out: nothing")
+    return "\n".join(lines)

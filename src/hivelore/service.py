@@ -32,6 +32,7 @@ from hivelore.memory import (
     validate_ttl_days,
 )
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
+from hivelore.transfer import ImportRecord, ImportReport
 from hivelore.vault import Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
@@ -55,73 +56,6 @@ class TreeEntry(NamedTuple):
     key: str
     winner: Memory
     shadowed: list[Memory]
-
-
-class ImportReport(NamedTuple):
-    written: list[str]
-    unchanged: list[str]
-    rejected: list[str]  # "source: reason"
-
-
-class ImportRecord(NamedTuple):
-    """One memory to import, validated by the same rules as a write."""
-
-    source: str  # "file.jsonl:12" or a path, for error messages
-    scope: str
-    key: str
-    value: str
-    tags: tuple[str, ...] = ()
-    kind: str = "lesson"
-    state: str = "committed"
-    ttl_days: float | None = None
-    created: str | None = None
-    updated: str | None = None
-    seen_count: int | None = None
-    expires_at: str | None = None
-    archived_at: str | None = None
-    provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
-
-    @classmethod
-    def from_json(cls, data: object, source: str) -> ImportRecord:
-        """A record from one parsed JSONL line; ValueError naming the line and field if a type is wrong."""
-
-        def field(name: str, kinds: tuple[type, ...], default: object = None) -> object:
-            value = data.get(name, default)  # type: ignore[union-attr]
-            if value is None:
-                return default
-            if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
-                expected = " or ".join(k.__name__ for k in kinds)
-                raise ValueError(f"{source}: '{name}' must be {expected}, not {type(value).__name__}.")
-            return value
-
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: each line must be a JSON object with scope, key and value.")
-        for required in ("scope", "key", "value"):
-            if not isinstance(data.get(required), str):
-                raise ValueError(f"{source}: '{required}' is missing or not a string.")
-        tags = field("tags", (list,), [])
-        provenance = field("provenance", (dict,), {})
-        if not all(isinstance(t, str) for t in tags) or not all(  # type: ignore[union-attr]
-            isinstance(v, str)
-            for v in provenance.values()  # type: ignore[union-attr]
-        ):
-            raise ValueError(f"{source}: 'tags' and the values of 'provenance' must be strings.")
-        return cls(
-            source=source,
-            scope=data["scope"],
-            key=data["key"],
-            value=data["value"],
-            tags=tuple(tags),  # type: ignore[arg-type]
-            kind=field("kind", (str,), "lesson"),  # type: ignore[arg-type]
-            state=field("state", (str,), "committed"),  # type: ignore[arg-type]
-            ttl_days=field("ttl_days", (int, float)),  # type: ignore[arg-type]
-            created=field("created", (str,)),  # type: ignore[arg-type]
-            updated=field("updated", (str,)),  # type: ignore[arg-type]
-            seen_count=field("seen_count", (int,)),  # type: ignore[arg-type]
-            expires_at=field("expires_at", (str,)),  # type: ignore[arg-type]
-            archived_at=field("archived_at", (str,)),  # type: ignore[arg-type]
-            provenance=provenance,  # type: ignore[arg-type]
-        )
 
 
 class Hivelore:
@@ -581,7 +515,7 @@ class Hivelore:
         )
 
     def render_context(self, selection: recall.Selection) -> str:
-        return render_context(selection, self.chain, self.settings.context_line_chars)
+        return recall.render(selection, str(self.chain.narrowest), self.settings.context_line_chars)
 
     # -- import / export ------------------------------------------------------------------------
 
@@ -718,32 +652,3 @@ def _check_content(key: str, value: str, tags: Sequence[str]) -> None:
     from hivelore.guard import check_write
 
     check_write(key, value, tags)
-
-
-def render_context(selection: recall.Selection, chain: Chain, line_chars: int) -> str:
-    """The block an agent gets at session start: honest header, one line per memory, what was left out."""
-    if selection.total == 0:
-        return (
-            f"hivelore: no memories yet for {chain.narrowest}. When something was non-obvious, "
-            "write a lesson with memory_write."
-        )
-    header = (
-        f"{len(selection.shown):,} of {selection.total:,} memories · {chain.narrowest}"
-        " — considerations, not rules; read any in full with memory_read"
-    )
-    lines = [header, *(recall.line_for(r.row, line_chars) for r in selection.shown)]
-    if selection.left_out:
-        parts = " · ".join(f"{scope} {n:,}" for scope, n in selection.left_out.items())
-        reasons = []
-        if selection.shadowed:
-            reasons.append(f"{selection.shadowed:,} shadowed by a winning copy of the same key")
-        if selection.duplicates:
-            reasons.append(f"{selection.duplicates:,} near-duplicates")
-        over_budget = sum(selection.left_out.values()) - selection.shadowed - selection.duplicates
-        if over_budget > 0:
-            reasons.append(f"{over_budget:,} ranked below the budget's cut")
-        why = f" ({', '.join(reasons)})" if reasons else ""
-        lines.append(f"left out: {parts}{why} — use memory_search to find them")
-    else:
-        lines.append("left out: nothing")
-    return "\n".join(lines)

@@ -16,7 +16,8 @@ from hivelore import __version__
 from hivelore.cli import fast
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.memory import Memory, looks_like_address, parse_address
-from hivelore.service import Hivelore, ImportRecord
+from hivelore.service import Hivelore
+from hivelore.transfer import ImportRecord
 
 app = typer.Typer(
     name="hivelore",

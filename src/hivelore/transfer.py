@@ -1,0 +1,74 @@
+"""What an import carries: one record per memory (from JSONL or a LoreKit store), each field's
+type checked before the service validates it like any write, and the report of what happened."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+
+class ImportReport(NamedTuple):
+    written: list[str]
+    unchanged: list[str]
+    rejected: list[str]  # "source: reason"
+
+
+class ImportRecord(NamedTuple):
+    """One memory to import, validated by the same rules as a write."""
+
+    source: str  # "file.jsonl:12" or a path, for error messages
+    scope: str
+    key: str
+    value: str
+    tags: tuple[str, ...] = ()
+    kind: str = "lesson"
+    state: str = "committed"
+    ttl_days: float | None = None
+    created: str | None = None
+    updated: str | None = None
+    seen_count: int | None = None
+    expires_at: str | None = None
+    archived_at: str | None = None
+    provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> ImportRecord:
+        """A record from one parsed JSONL line; ValueError naming the line and field if a type is wrong."""
+
+        def field(name: str, kinds: tuple[type, ...], default: object = None) -> object:
+            value = data.get(name, default)  # type: ignore[union-attr]
+            if value is None:
+                return default
+            if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+                expected = " or ".join(k.__name__ for k in kinds)
+                raise ValueError(f"{source}: '{name}' must be {expected}, not {type(value).__name__}.")
+            return value
+
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: each line must be a JSON object with scope, key and value.")
+        for required in ("scope", "key", "value"):
+            if not isinstance(data.get(required), str):
+                raise ValueError(f"{source}: '{required}' is missing or not a string.")
+        tags = field("tags", (list,), [])
+        provenance = field("provenance", (dict,), {})
+        if not all(isinstance(t, str) for t in tags) or not all(  # type: ignore[union-attr]
+            isinstance(v, str)
+            for v in provenance.values()  # type: ignore[union-attr]
+        ):
+            raise ValueError(f"{source}: 'tags' and the values of 'provenance' must be strings.")
+        return cls(
+            source=source,
+            scope=data["scope"],
+            key=data["key"],
+            value=data["value"],
+            tags=tuple(tags),  # type: ignore[arg-type]
+            kind=field("kind", (str,), "lesson"),  # type: ignore[arg-type]
+            state=field("state", (str,), "committed"),  # type: ignore[arg-type]
+            ttl_days=field("ttl_days", (int, float)),  # type: ignore[arg-type]
+            created=field("created", (str,)),  # type: ignore[arg-type]
+            updated=field("updated", (str,)),  # type: ignore[arg-type]
+            seen_count=field("seen_count", (int,)),  # type: ignore[arg-type]
+            expires_at=field("expires_at", (str,)),  # type: ignore[arg-type]
+            archived_at=field("archived_at", (str,)),  # type: ignore[arg-type]
+            provenance=provenance,  # type: ignore[arg-type]
+        )
