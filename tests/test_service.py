@@ -276,3 +276,12 @@ def test_copies_in_unrelated_scopes_do_not_shadow_each_other(hl: Hivelore) -> No
     hl.write("global", "db-port", "postgres listens on 5432 by default")
     hits = hl.search("postgres listens", scopes=["repo::acme/checkout", "repo::acme/api", "global"])
     assert sorted(h.row.memory.address for h in hits) == ["repo::acme/api::db-port", "repo::acme/checkout::db-port"]
+
+
+def test_not_found_names_the_unreadable_file_the_memory_may_be_in(hl: Hivelore, home: Path) -> None:
+    (home / "global").mkdir(parents=True)
+    broken = home / "global" / "k.md"
+    broken.write_text("---\nscope: global\nkey: k\ntags: [broken\n---\nx\n")
+    with pytest.raises(NotFound, match=f"files skipped as unreadable: {broken}: its frontmatter is not valid YAML"):
+        hl.read("global", "k")
+    assert broken.read_text().startswith("---\nscope: global")  # never rewritten

@@ -324,7 +324,7 @@ class Hivelore:
             if row.memory.is_visible() or not visible:
                 return self._vault_of(row), row
         hidden = " (archived or expired ones are hidden)" if visible else ""
-        raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`.")
+        raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}.")
 
     def _modify(self, scope: str, key: str, visible: bool, change: dict[str, object]) -> Memory:
         vault, row = self._find(scope, key, visible)
@@ -392,7 +392,13 @@ class Hivelore:
         for row in self._rows_for_key(self.scopes, key):
             if row.memory.is_visible():
                 return row.memory
-        raise NotFound(f"no memory with key '{key}' in {' → '.join(self.scopes)}: see `hivelore list`.")
+        raise NotFound(f"no memory with key '{key}' in {' → '.join(self.scopes)}: see `hivelore list`{self._unread()}.")
+
+    def _unread(self) -> str:
+        """For a 'not found': the files this read had to skip, since the memory may be in one of them
+        (the warnings themselves are not printed when a command fails)."""
+        skipped = [w.removeprefix("skipped ") for w in self.warnings if w.startswith("skipped ")]
+        return f" (files skipped as unreadable: {'; '.join(skipped)})" if skipped else ""
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
