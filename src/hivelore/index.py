@@ -20,10 +20,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from hivelore.frontmatter import FrontmatterError
 from hivelore.memory import Memory, epoch_from_iso
 from hivelore.scope import Scope
-from hivelore.vault import Stamp, Vault
+from hivelore.vault import UNREADABLE, Stamp, Vault
 
 SCHEMA_VERSION = "6"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
@@ -248,7 +247,7 @@ class Index:
         except FileNotFoundError:
             self.remove(vault, path)
             return None
-        except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+        except UNREADABLE as exc:
             reason = f"skipped {path}: {exc}"
             mtime = path.stat().st_mtime_ns if path.exists() else 0
             self._skip(vault, path, mtime, reason)

@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from hivelore import recall
 from hivelore.config import Settings, load_settings
-from hivelore.frontmatter import FrontmatterError
 from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
 from hivelore.memory import (
     MAX_SEEN_COUNT,
@@ -33,7 +32,7 @@ from hivelore.memory import (
 )
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
-from hivelore.vault import Stamp, Vault
+from hivelore.vault import UNREADABLE, Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 MAX_SEARCH_LIMIT = 1000
@@ -142,7 +141,7 @@ class Hivelore:
                         return rows
                     try:
                         memory, stamp = vault.load(Path(entry.path))
-                    except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+                    except UNREADABLE as exc:
                         self.warnings.append(f"skipped {entry.path}: {exc}")
                         continue
                     relpath = str(Path(entry.path).relative_to(vault.root))
@@ -195,7 +194,7 @@ class Hivelore:
                 continue
             try:
                 memory, stamp = vault.load(path)
-            except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+            except UNREADABLE as exc:
                 raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
             if (memory.scope, memory.key) == (scope, key):
                 return path, memory, stamp
@@ -326,26 +325,26 @@ class Hivelore:
         hidden = " (archived or expired ones are hidden)" if visible else ""
         raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}.")
 
-    def _modify(self, scope: str, key: str, visible: bool, change: dict[str, object]) -> Memory:
-        vault, row = self._find(scope, key, visible)
+    def _modify(self, vault: Vault, row: Row, change: dict[str, object]) -> Memory:
+        """Change fields of the copy a read found (`_find`), under the lock, with `updated` bumped."""
 
         def build(existing: Memory | None) -> Memory:
             if existing is None:
                 raise NotFound(f"{row.memory.address} was deleted while hivelore was changing it.")
             return existing.evolve(**change, updated=now_iso())
 
-        _, _, memory = self._store(vault, row.memory.scope, key, build, prefer=row.path)
+        _, _, memory = self._store(vault, row.memory.scope, row.memory.key, build, prefer=row.path)
         return memory  # type: ignore[return-value]
 
     def archive(self, scope: str, key: str) -> Memory:
-        return self._modify(scope, key, True, {"archived_at": now_iso()})
+        return self._modify(*self._find(scope, key, visible=True), {"archived_at": now_iso()})
 
     def restore(self, scope: str, key: str) -> Memory:
         """Make an archived or expired memory visible again."""
         vault, row = self._find(scope, key, visible=False)
         if row.memory.is_visible():
             raise ValueError(f"{row.memory.address} is not archived or expired: nothing to restore.")
-        return self._modify(scope, key, False, {"archived_at": None, "expires_at": None})
+        return self._modify(vault, row, {"archived_at": None, "expires_at": None})
 
     def forget(self, scope: str, key: str) -> Path:
         """Delete the memory's file (archived and expired ones too)."""
@@ -360,7 +359,7 @@ class Hivelore:
         with vault.lock():
             try:
                 memory, stamp = vault.load(row.path)
-            except (OSError, UnicodeDecodeError, FrontmatterError):
+            except UNREADABLE:
                 return False
             if (memory.scope, memory.key) != (row.memory.scope, row.memory.key) or not still(memory):
                 return False
@@ -531,7 +530,7 @@ class Hivelore:
             for path in vault.iter_files():
                 try:
                     memory, _ = vault.load(path)
-                except (OSError, UnicodeDecodeError, FrontmatterError) as exc:
+                except UNREADABLE as exc:
                     self.warnings.append(f"skipped {path}: {exc}")
                     continue
                 if include_hidden or memory.is_visible():
@@ -574,22 +573,22 @@ class Hivelore:
         Re-importing is idempotent: a memory whose value, kind and tags already match is unchanged.
         """
         report = ImportReport(written=[], unchanged=[], rejected=list(unreadable))
-        checked: list[Memory] = []
+        checked: list[tuple[Memory, Vault]] = []
         for record in records:
             try:
                 memory = self._check_record(record)
+                vault = self._vault_for_write(memory.scope, memory.key, tier)
                 # The target must be writable too (a broken file there would stop the import midway).
-                self._locate(self._vault_for_write(memory.scope, memory.key, tier), memory.scope, memory.key)
+                self._locate(vault, memory.scope, memory.key)
             except ValueError as exc:
                 report.rejected.append(f"{record.source}: {exc}")
             else:
-                checked.append(memory)
+                checked.append((memory, vault))
         if (report.rejected and not skip_invalid) or dry_run:
             if dry_run:
-                report.written.extend(m.address for m in checked)
+                report.written.extend(m.address for m, _ in checked)
             return report
-        for memory in checked:
-            vault = self._vault_for_write(memory.scope, memory.key, tier)
+        for memory, vault in checked:
             _, _, written = self._store(vault, memory.scope, memory.key, functools.partial(_merge_import, memory))
             (report.written if written else report.unchanged).append(memory.address)
         return report

@@ -21,6 +21,8 @@ from hivelore.memory import Memory, iso_from_epoch
 from hivelore.scope import Scope, try_parse
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
+# What `Vault.load` raises for a file that cannot be used as a memory: catch these to skip it.
+UNREADABLE = (OSError, UnicodeDecodeError, FrontmatterError)
 
 
 class DriftError(RuntimeError):
