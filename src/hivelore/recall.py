@@ -97,6 +97,13 @@ def rank(
     return ranked
 
 
+def precedence(row: Row, scopes: Sequence[str], roots: Sequence[str]) -> tuple[int, int, str]:
+    """The order in which copies of one key win: narrower scope (`scopes` narrowest first), then the
+    first tier (`roots` order), then the first file name."""
+    scope = str(row.memory.scope)
+    return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(row.root), row.relpath)
+
+
 def winners(
     ranked: Sequence[Ranked], scopes: Sequence[str], roots: Sequence[str], chain: Sequence[str] = ()
 ) -> tuple[list[Ranked], int]:
@@ -105,10 +112,6 @@ def winners(
     contains the other (see `scope.related`; the folder's `chain` is one line of them); copies in
     unrelated scopes, like two repositories, do not shadow each other."""
 
-    def precedence(r: Ranked) -> tuple[int, int, str]:
-        scope = str(r.row.memory.scope)
-        return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(r.row.root), r.row.relpath)
-
     by_key: dict[str, list[Ranked]] = {}
     for r in ranked:
         by_key.setdefault(r.row.memory.key, []).append(r)
@@ -116,7 +119,7 @@ def winners(
     for copies in by_key.values():
         if len(copies) < 2:
             continue
-        copies = sorted(copies, key=precedence)
+        copies = sorted(copies, key=lambda r: precedence(r.row, scopes, roots))
         for i, r in enumerate(copies):
             if any(related(w.row.memory.scope, r.row.memory.scope, chain) for w in copies[:i] if id(w) not in losers):
                 losers.add(id(r))

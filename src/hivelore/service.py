@@ -310,11 +310,7 @@ class Hivelore:
             self._collect_warnings()
         # A file edited in place may now hold another key: keep only what still is this key's copy.
         rows = [r for r in rows if r.memory.key == key and str(r.memory.scope) in scopes]
-        return sorted(rows, key=lambda r: self._precedence(r, scopes))
-
-    def _precedence(self, row: Row, scopes: Sequence[str]) -> tuple[int, int, str]:
-        """The order in which copies of one key win: narrower scope, then project tier, then file name."""
-        return (scopes.index(str(row.memory.scope)), self.roots.index(row.root), row.relpath)
+        return sorted(rows, key=lambda r: recall.precedence(r, scopes, self.roots))
 
     def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
         target = str(parse(scope))
@@ -462,7 +458,7 @@ class Hivelore:
             by_key.setdefault(row.memory.key, []).append(row)
         entries = []
         for key in sorted(by_key):
-            rows = sorted(by_key[key], key=lambda r: self._precedence(r, chosen))
+            rows = sorted(by_key[key], key=lambda r: recall.precedence(r, chosen, self.roots))
             entries.append(TreeEntry(key, rows[0].memory, [r.memory for r in rows[1:]]))
         return entries
 
