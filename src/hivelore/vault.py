@@ -55,8 +55,9 @@ class Vault(NamedTuple):
     root: Path
     tier: str  # "home" or "project"
 
-    def path_for(self, scope: Scope, key: str, hashed: bool = False) -> Path:
-        return self.root / scope.folder / f"{slug(key, hashed)}.md"
+    def path_for(self, scope: Scope, key: str) -> Path:
+        """The usual file of (scope, key); see `candidate_paths` for when it is taken."""
+        return self.root / scope.folder / f"{slug(key)}.md"
 
     def candidate_paths(self, scope: Scope, key: str) -> list[Path]:
         """The names a new file for (scope, key) may take, best first: the usual one, the hashed one,
