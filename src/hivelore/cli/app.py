@@ -63,6 +63,11 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
         raise typer.Exit()
 
 
+def _address(address: str) -> tuple[str, str]:
+    scope, key = parse_address(address)
+    return str(scope), key
+
+
 @app.command()
 def write(
     address: Annotated[str, typer.Argument(help="SCOPE::KEY, e.g. repo::acme/checkout::tests-need-local-postgres")],
@@ -76,11 +81,11 @@ def write(
 ) -> None:
     """Write a memory (a re-write of the same key updates it and bumps seen_count)."""
     with reported_errors():
-        scope, key = parse_address(address)
+        scope, key = _address(address)
         text = sys.stdin.read() if value == "-" else value
         service = _service()
         result = service.write(
-            str(scope),
+            scope,
             key,
             text,
             tags=[t for t in tags.split(",") if t.strip()],
@@ -108,11 +113,8 @@ def read(
     """Print one memory in full."""
     with reported_errors():
         service = _service()
-        if looks_like_address(address):
-            scope, key = parse_address(address)
-            memory = service.read(str(scope), key)
-        else:
-            memory = service.resolve(address)  # a bare key, which may itself contain "::"
+        # A bare key (which may itself contain "::") resolves along the folder's chain.
+        memory = service.read(*_address(address)) if looks_like_address(address) else service.resolve(address)
         print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
@@ -169,11 +171,6 @@ def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
         out.print(f"  [green]✓ {escape(str(entry.winner.scope))}[/green]: {escape(entry.winner.value[:80])}")
         for shadow in entry.shadowed:
             out.print(f"  [dim]  shadowed: {escape(str(shadow.scope))}: {escape(shadow.value[:80])}[/dim]")
-
-
-def _address(address: str) -> tuple[str, str]:
-    scope, key = parse_address(address)
-    return str(scope), key
 
 
 @app.command()
