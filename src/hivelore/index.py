@@ -24,7 +24,7 @@ from hivelore.memory import Memory, epoch_from_iso
 from hivelore.scope import Scope
 from hivelore.vault import UNREADABLE, Stamp, Vault
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
 SMALL_FOLDER = 256
@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS memories (
     state TEXT NOT NULL,
     updated_ts REAL NOT NULL,
     seen_count INTEGER NOT NULL,
+    value_chars INTEGER NOT NULL,
     expires_ts REAL,
     archived INTEGER NOT NULL,
     doc TEXT NOT NULL,
@@ -98,19 +99,90 @@ class IndexUnavailable(RuntimeError):
     """The index file is missing, corrupt or from another version."""
 
 
-class Row(NamedTuple):
-    """A memory as the index knows it, and where its file is."""
+class Row:
+    """A memory as the index knows it, and where its file is.
 
-    memory: Memory
+    Ranking needs only the indexed columns (scope, key, kind, state, updated, seen_count); the
+    memory itself is decoded from its stored JSON the first time it is asked for, so a session
+    start that ranks hundreds of rows decodes only the ten it shows."""
+
+    __slots__ = (
+        "root",
+        "relpath",
+        "mtime_ns",
+        "size",
+        "checksum",
+        "scope",
+        "key",
+        "kind",
+        "state",
+        "updated_ts",
+        "seen_count",
+        "value_chars",
+        "_doc",
+        "_memory",
+    )
     root: str
     relpath: str
     mtime_ns: int
     size: int
     checksum: str
+    scope: str
+    key: str
+    kind: str
+    state: str
+    updated_ts: float
+    seen_count: int
+    value_chars: int  # of the value with its whitespace collapsed: a line's length without decoding
+
+    def __init__(self, *columns: object, memory: Memory | None = None) -> None:
+        """The columns in `_COLUMNS` order: root, relpath, mtime_ns, size, checksum, scope, key, kind,
+        state, updated_ts, seen_count, value_chars and the memory's JSON (None when `memory` is given)."""
+        (
+            self.root,
+            self.relpath,
+            self.mtime_ns,
+            self.size,
+            self.checksum,
+            self.scope,
+            self.key,
+            self.kind,
+            self.state,
+            self.updated_ts,
+            self.seen_count,
+            self.value_chars,
+            self._doc,
+        ) = columns
+        self._memory = memory
+
+    @classmethod
+    def of(cls, memory: Memory, root: str, relpath: str, stamp: Stamp) -> Row:
+        """A row for a memory just read from its file."""
+        scope, updated = str(memory.scope), epoch_from_iso(memory.updated)
+        columns = (stamp.mtime_ns, stamp.size, stamp.checksum, scope, memory.key, memory.kind, memory.state)
+        return cls(root, relpath, *columns, updated, memory.seen_count, value_chars(memory.value), None, memory=memory)
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            self._memory = Memory.from_dict(json.loads(self._doc or "{}"))
+        return self._memory
 
     @property
     def path(self) -> Path:
         return Path(self.root, self.relpath)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Row) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def _identity(self) -> tuple[str, str, int]:
+        return (self.root, self.relpath, self.mtime_ns)
+
+    def __repr__(self) -> str:
+        return f"Row({self.scope}::{self.key} at {self.root}/{self.relpath})"
 
 
 class Skip(NamedTuple):
@@ -125,12 +197,16 @@ class RebuildStats(NamedTuple):
     seconds: float
 
 
-_COLUMNS = "root, relpath, mtime_ns, size, checksum, doc"
+_COLUMNS = "root, relpath, mtime_ns, size, checksum, scope, key, kind, state, updated_ts, seen_count, value_chars, doc"
 
 
-def _row(record: sqlite3.Row | tuple) -> Row:
-    root, relpath, mtime_ns, size, checksum, doc = record[:6]
-    return Row(Memory.from_dict(json.loads(doc)), root, relpath, mtime_ns, size, checksum)
+def _row(record: tuple) -> Row:
+    return Row(*record[:13])
+
+
+def value_chars(value: str) -> int:
+    """The length of a value as one line shows it (whitespace runs collapsed)."""
+    return len(" ".join(value.split()))
 
 
 class Index:
@@ -197,8 +273,8 @@ class Index:
             self.conn.execute("DELETE FROM skipped WHERE root = ? AND relpath = ?", (root, relpath))
             cur = self.conn.execute(
                 "INSERT INTO memories (root, folder, relpath, scope, key, kind, state, updated_ts, seen_count,"
-                " expires_ts, archived, doc, mtime_ns, size, checksum)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " value_chars, expires_ts, archived, doc, mtime_ns, size, checksum)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     root,
                     os.path.dirname(relpath),
@@ -209,6 +285,7 @@ class Index:
                     memory.state,
                     epoch_from_iso(memory.updated),
                     memory.seen_count,
+                    value_chars(memory.value),
                     epoch_from_iso(memory.expires_at) if memory.expires_at else None,
                     1 if memory.archived_at else 0,
                     json.dumps(memory.to_dict(), ensure_ascii=False),
@@ -379,13 +456,17 @@ class Index:
         keys = list(keys)
         for start in range(0, len(keys), 500):  # stay far below SQLite's limit on bound parameters
             chunk = keys[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            # A key with one copy in the whole index has no rival: looked up by primary key, this
+            # leaves out most keys before the memories are searched.
+            sql = f"SELECT key FROM key_totals WHERE key IN ({marks}) AND copies > 1"
+            shared = [key for (key,) in self.conn.execute(sql, chunk)]
+            if not shared:
+                continue
             where, params = self._where(vaults, scopes, visible=True)
-            params.update({f"k{i}": key for i, key in enumerate(chunk)})
-            marks = ", ".join(f":k{i}" for i in range(len(chunk)))
-            sql = (
-                f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({marks})"
-                " AND m.key IN (SELECT key FROM key_totals WHERE copies > 1)"  # a lone copy has no rival
-            )
+            params.update({f"k{i}": key for i, key in enumerate(shared)})
+            names = ", ".join(f":k{i}" for i in range(len(shared)))
+            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({names})"
             found.extend(_row(r) for r in self.conn.execute(sql, params))
         return found
 
@@ -401,7 +482,7 @@ class Index:
             f" FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH :q AND {where} ORDER BY rank LIMIT :limit"
         )
-        return [(_row(r), -float(r[6])) for r in self.conn.execute(sql, params)]
+        return [(_row(r), -float(r[13])) for r in self.conn.execute(sql, params)]
 
     def candidates(self, vaults: Sequence[Vault], scopes: Sequence[str], per_scope: int) -> list[Row]:
         """For query-less recall: per scope, the most recent and the most seen visible rows."""

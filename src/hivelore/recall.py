@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from hivelore.index import Row
-from hivelore.memory import epoch_from_iso
-from hivelore.scope import related
+from hivelore.scope import parse, related
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
 # recency decide. Each part is in [0, 1].
@@ -63,18 +62,17 @@ def word_overlap(memory_row: Row, words: Sequence[str]) -> float:
 
 
 def score(row: Row, relevance: float, specificity: float, weights: dict[str, float], now: float) -> float:
-    memory = row.memory
-    age_days = max(0.0, now - epoch_from_iso(memory.updated)) / 86400
+    age_days = max(0.0, now - row.updated_ts) / 86400
     recency = 1.0 / (1.0 + age_days / RECENCY_HALF_LIFE_DAYS)
-    seen = memory.seen_count / (memory.seen_count + 3.0)
+    seen = row.seen_count / (row.seen_count + 3.0)
     total = (
         weights["relevance"] * relevance
         + weights["scope"] * specificity
         + weights["recency"] * recency
         + weights["seen"] * seen
-        + KIND_BONUS.get(memory.kind, 0.0)
+        + KIND_BONUS.get(row.kind, 0.0)
     )
-    return total * (STAGED_FACTOR if memory.state == "staged" else 1.0)
+    return total * (STAGED_FACTOR if row.state == "staged" else 1.0)
 
 
 def rank(
@@ -90,17 +88,17 @@ def rank(
     span = max(len(scopes) - 1, 1)
     ranked = []
     for row, rel in rows:
-        position = scopes.index(str(row.memory.scope)) if str(row.memory.scope) in scopes else len(scopes) - 1
+        position = scopes.index(row.scope) if row.scope in scopes else len(scopes) - 1
         specificity = 1.0 - 0.75 * position / span
         ranked.append(Ranked(row, score(row, rel / best, specificity, weights, now), rel / best))
-    ranked.sort(key=lambda r: (-r.score, str(r.row.memory.scope), r.row.memory.key))
+    ranked.sort(key=lambda r: (-r.score, r.row.scope, r.row.key))
     return ranked
 
 
 def precedence(row: Row, scopes: Sequence[str], roots: Sequence[str]) -> tuple[int, int, str]:
     """The order in which copies of one key win: narrower scope (`scopes` narrowest first), then the
     first tier (`roots` order), then the first file name."""
-    scope = str(row.memory.scope)
+    scope = row.scope
     return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(row.root), row.relpath)
 
 
@@ -114,14 +112,15 @@ def winners(
 
     by_key: dict[str, list[Ranked]] = {}
     for r in ranked:
-        by_key.setdefault(r.row.memory.key, []).append(r)
+        by_key.setdefault(r.row.key, []).append(r)
     losers: set[int] = set()
     for copies in by_key.values():
         if len(copies) < 2:
             continue
         copies = sorted(copies, key=lambda r: precedence(r.row, scopes, roots))
         for i, r in enumerate(copies):
-            if any(related(w.row.memory.scope, r.row.memory.scope, chain) for w in copies[:i] if id(w) not in losers):
+            scope = parse(r.row.scope)
+            if any(related(parse(w.row.scope), scope, chain) for w in copies[:i] if id(w) not in losers):
                 losers.add(id(r))
     kept = [r for r in ranked if id(r) not in losers]
     return kept, len(ranked) - len(kept)
@@ -148,6 +147,15 @@ def line_for(memory_row: Row, max_value_chars: int) -> str:
     return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
 
 
+def line_chars_at_least(row: Row, max_value_chars: int) -> int:
+    """The fewest characters `line_for` can give this row, from its index columns alone (a cut value
+    ends one character short when the cut fell after a space)."""
+    staged = " [staged]" if row.state == "staged" else ""
+    seen = f" (seen {row.seen_count}×)" if row.seen_count > 1 else ""
+    value = row.value_chars if row.value_chars <= max_value_chars else max_value_chars - 1
+    return len(f"- {row.scope}::{row.key} [{row.kind}]{staged}: ") + value + len(seen)
+
+
 def fit_budget(
     ranked: Sequence[Ranked],
     budget_chars: int,
@@ -157,15 +165,18 @@ def fit_budget(
     """The best-ranked memories whose lines fit in the budget, and how many near-duplicates of a shown
     memory were passed over on the way. A long line is skipped, not cut off; the scan stops once no
     line could fit any more, so its cost does not grow with the store. `fresh` re-checks a row just
-    before it is considered (None drops it), so only what may be shown pays for a look at its file."""
+    before it is considered, so only what may be shown pays for a look at its file: it gives the row to
+    show in the candidate's place (the winning copy of its key, say) or None to drop it."""
     shown: list[Ranked] = []
     shown_words: list[frozenset[str]] = []
     duplicates = used = 0
     for candidate in ranked:
         if budget_chars - used < MIN_LINE_CHARS:
             break
+        if used + line_chars_at_least(candidate.row, max_value_chars) + 1 > budget_chars:
+            continue
         row = fresh(candidate.row)
-        if row is None:
+        if row is None or any((row.root, row.relpath) == (r.row.root, r.row.relpath) for r in shown):
             continue
         r = candidate._replace(row=row)
         cost = len(line_for(r.row, max_value_chars)) + 1
@@ -185,7 +196,7 @@ def left_out(scopes: Sequence[str], per_scope_total: dict[str, int], shown: Sequ
     """Per scope (narrowest first), how many visible memories were not shown."""
     shown_per_scope: dict[str, int] = {}
     for r in shown:
-        scope = str(r.row.memory.scope)
+        scope = r.row.scope
         shown_per_scope[scope] = shown_per_scope.get(scope, 0) + 1
     missing = {scope: per_scope_total.get(scope, 0) - shown_per_scope.get(scope, 0) for scope in scopes}
     return {scope: n for scope, n in missing.items() if n > 0}

@@ -145,7 +145,7 @@ class Hivelore:
                         self.warnings.append(f"skipped {entry.path}: {exc}")
                         continue
                     relpath = str(Path(entry.path).relative_to(vault.root))
-                    rows.append(Row(memory, str(vault.root), relpath, stamp.mtime_ns, stamp.size, stamp.checksum))
+                    rows.append(Row.of(memory, str(vault.root), relpath, stamp))
         return rows
 
     def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
@@ -303,13 +303,13 @@ class Hivelore:
         """Every copy of `key` in these scopes (hidden ones too), project tier first within a scope."""
         index = self.index()
         if index is None:
-            rows = [r for r in self._scan(scopes) if r.memory.key == key]
+            rows = [r for r in self._scan(scopes) if r.key == key]
         else:
             index.refresh(self.vaults, [parse(s) for s in scopes])
             rows = index.verified(self.vaults, index.by_key(self.vaults, scopes, key))
             self._collect_warnings()
         # A file edited in place may now hold another key: keep only what still is this key's copy.
-        rows = [r for r in rows if r.memory.key == key and str(r.memory.scope) in scopes]
+        rows = [r for r in rows if r.key == key and r.scope in scopes]
         return sorted(rows, key=lambda r: recall.precedence(r, scopes, self.roots))
 
     def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
@@ -427,10 +427,27 @@ class Hivelore:
         fresh = index.verify(self.vaults, row)
         return fresh if fresh is not None and fresh.memory.is_visible() else None
 
+    def _fresh_winner(self, index: Index, scopes: Sequence[str], row: Row) -> Row | None:
+        """The copy of the row's key that wins in `scopes` (narrowest scope, then first tier), as its
+        file is now, or None if no copy is visible. Asked only of the rows a budgeted read is about to
+        show, so the copies of the hundreds of candidates it ranks are never looked up; a key takes
+        the place its best-ranked copy earned, and shows its winning copy there."""
+        fresh = self._fresh_visible(index, row)
+        rivals = [
+            r for r in index.copies(self.vaults, scopes, [row.key]) if r.relpath != row.relpath or r.root != row.root
+        ]
+        for copy in sorted(
+            [*([fresh] if fresh else []), *rivals], key=lambda r: recall.precedence(r, scopes, self.roots)
+        ):
+            winner = copy if copy is fresh else self._fresh_visible(index, copy)
+            if winner is not None:
+                return winner
+        return None
+
     def _rivals(self, index: Index, scopes: Sequence[str], rows: Sequence[Row]) -> list[Row]:
         """The other visible copies of these rows' keys, so shadowing is decided over every copy."""
         have = {(r.root, r.relpath) for r in rows}
-        copies = index.copies(self.vaults, scopes, {r.memory.key for r in rows})
+        copies = index.copies(self.vaults, scopes, {r.key for r in rows})
         return [r for r in copies if (r.root, r.relpath) not in have]
 
     def _match(self, index: Index, scopes: list[str], words: list[str], limit: int) -> list[tuple[Row, float]]:
@@ -455,7 +472,7 @@ class Hivelore:
         chosen = self.scopes_for(scopes)
         by_key: dict[str, list[Row]] = {}
         for row in self._rows(chosen):
-            by_key.setdefault(row.memory.key, []).append(row)
+            by_key.setdefault(row.key, []).append(row)
         entries = []
         for key in sorted(by_key):
             rows = sorted(by_key[key], key=lambda r: recall.precedence(r, chosen, self.roots))
@@ -492,16 +509,15 @@ class Hivelore:
         else:
             per_scope = self._visible_counts(scopes)
             rows = index.candidates(self.vaults, scopes, CANDIDATES_PER_SCOPE)
-            rows += self._rivals(index, scopes, rows)
         ranked = recall.rank([(r, 0.0) for r in rows], scopes, recall.CONTEXT_WEIGHTS)
-        ranked, shadowed = recall.winners(ranked, scopes, self.roots, scopes)
         if index is None:
+            ranked, shadowed = recall.winners(ranked, scopes, self.roots, scopes)
             shown, duplicates = recall.fit_budget(ranked, budget, self.settings.context_line_chars)
         else:
             shadowed = index.shadowed(self.vaults, scopes)
             generation = index.generation()
             shown, duplicates = recall.fit_budget(
-                ranked, budget, self.settings.context_line_chars, lambda row: self._fresh_visible(index, row)
+                ranked, budget, self.settings.context_line_chars, lambda row: self._fresh_winner(index, scopes, row)
             )
             if index.generation() != generation:  # a file edited or deleted in place was re-read
                 per_scope = index.counts(self.vaults, scopes)
@@ -643,7 +659,7 @@ def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
 def _count_by_scope(rows: Iterable[Row]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in rows:
-        counts[str(row.memory.scope)] = counts.get(str(row.memory.scope), 0) + 1
+        counts[row.scope] = counts.get(row.scope, 0) + 1
     return counts
 
 

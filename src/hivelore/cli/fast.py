@@ -1,50 +1,115 @@
 """The commands an agent runs on every session or failure: `search` and `context`.
 
-They parse their own arguments with argparse instead of typer, because importing typer and
-rich alone costs several times a bare Python start-up (see benchmarks/).
+They parse their own arguments instead of using typer or argparse: importing typer and rich
+costs several times a bare Python start-up, and argparse alone (with the gettext, locale and
+shutil it pulls in) a large share of one (see benchmarks/).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
-from typing import NoReturn
 
-from hivelore.cli.output import print_json, print_warnings, reported_errors
+from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.service import Hivelore
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One line, like every other hivelore error, instead of argparse's usage block.
-        self.exit(2, f"hivelore: {message} (see `{self.prog} --help`)\n")
+class Command:
+    """A command's options (name → (kind, help), kind "flag", "int", "text" or "texts" for a
+    repeatable one) and its one positional argument, if any."""
+
+    def __init__(self, name: str, summary: str, options: dict[str, tuple[str, str]], positional: str = "") -> None:
+        self.name, self.summary, self.options, self.positional = name, summary, options, positional
+
+    def usage(self) -> str:
+        lines = [f"usage: hivelore {self.name} [options]{f' {self.positional.upper()}' if self.positional else ''}"]
+        lines += ["", self.summary, "", "options:"]
+        for name, (kind, help_text) in self.options.items():
+            label = name if kind == "flag" else f"{name} {'N' if kind == 'int' else 'TEXT'}"
+            lines.append(f"  {label:<16} {help_text}")
+        return "\n".join([*lines, "  --help           show this message"])
+
+    def parse(self, argv: Sequence[str]) -> dict:
+        """The values by option name without dashes (and the positional's name); --help prints usage
+        and exits 0."""
+        values: dict = {name[2:]: [] if kind == "texts" else None for name, (kind, _) in self.options.items()}
+        args = list(argv)
+        while args:
+            arg = args.pop(0)
+            if arg in ("-h", "--help"):
+                print(self.usage())
+                raise SystemExit(0)
+            if arg == "--":
+                for rest in args:
+                    self._positional(values, rest)
+                break
+            if arg.startswith("--"):
+                self._option(values, arg, args)
+            else:
+                self._positional(values, arg)
+        if self.positional and values.get(self.positional) is None:
+            self.refuse(f"missing argument {self.positional.upper()}")
+        return values
+
+    def _positional(self, values: dict, arg: str) -> None:
+        if not self.positional or values.get(self.positional) is not None:
+            self.refuse(f"unexpected extra argument '{arg}'")
+        values[self.positional] = arg
+
+    def _option(self, values: dict, arg: str, args: list[str]) -> None:
+        name, has_value, text = arg.partition("=")
+        if name not in self.options:
+            self.refuse(f"no such option: {name}")
+        kind = self.options[name][0]
+        if kind == "flag":
+            if has_value:
+                self.refuse(f"option {name} does not take a value")
+            values[name[2:]] = True
+            return
+        if not has_value:
+            if not args:
+                self.refuse(f"option {name} requires a value")
+            text = args.pop(0)
+        if kind == "texts":
+            values[name[2:]].append(text)
+        elif kind == "int":
+            if not text.strip().lstrip("+-").isdigit():
+                self.refuse(f"option {name}: '{text}' is not a whole number")
+            values[name[2:]] = int(text)
+        else:
+            values[name[2:]] = text
+
+    def refuse(self, message: str) -> None:
+        fail(f"{message} (see `hivelore {self.name} --help`)", EXIT_BAD_INPUT)
 
 
-def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return _Parser(prog=f"hivelore {prog}", description=description)
+SEARCH = Command(
+    "search",
+    "Search memories of this folder's scope chain, best first.",
+    {
+        "--scope": ("texts", "search only this scope (repeatable); default: the folder's whole chain"),
+        "--limit": ("int", "at most this many hits (default 10)"),
+        "--json": ("flag", "print JSON"),
+    },
+    positional="query",
+)
+CONTEXT = Command(
+    "context",
+    "Print the block an agent gets at session start for this folder.",
+    {"--budget": ("int", "character budget (default 2000)"), "--json": ("flag", "print JSON")},
+)
 
 
 def search(argv: Sequence[str]) -> int:
-    parser = _parser("search", "Search memories of this folder's scope chain, best first.")
-    parser.add_argument("query", help="words to look for")
-    parser.add_argument(
-        "--scope",
-        action="append",
-        dest="scopes",
-        metavar="SCOPE",
-        help="search only this scope (repeatable); default: the folder's whole chain",
-    )
-    parser.add_argument("--limit", type=int, default=None, help="at most this many hits (default 10)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    args = parser.parse_args(argv)
+    args = SEARCH.parse(argv)
+    query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
         service = Hivelore.open()
-        hits = service.search(args.query, args.scopes, args.limit)
+        hits = service.search(query, scopes, limit)
         print_warnings(service)
-    if args.json:
+    if args["json"]:
         print_json([{**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path)} for h in hits])
     elif not hits:
-        print(f"no memories match '{args.query}' in {' → '.join(service.scopes_for(args.scopes))}")
+        print(f"no memories match '{query}' in {' → '.join(service.scopes_for(scopes))}")
     else:
         for hit in hits:
             memory = hit.row.memory
@@ -55,17 +120,15 @@ def search(argv: Sequence[str]) -> int:
 
 
 def context(argv: Sequence[str]) -> int:
-    parser = _parser("context", "Print the block an agent gets at session start for this folder.")
-    parser.add_argument("--budget", type=int, default=None, help="character budget (default 2000)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    args = parser.parse_args(argv)
+    args = CONTEXT.parse(argv)
+    budget = args["budget"]
     with reported_errors():
-        if args.budget is not None and args.budget <= 0:
+        if budget is not None and budget <= 0:
             raise ValueError("--budget must be a positive number of characters.")
         service = Hivelore.open()
-        selection = service.context(args.budget)
+        selection = service.context(budget)
         print_warnings(service)
-    if args.json:
+    if args["json"]:
         print_json(
             {
                 "scopes": service.scopes,

@@ -1,0 +1,789 @@
+"""Wire hivelore into the agents' configuration files, and take it out again.
+
+API (the `install`, `uninstall` and `doctor` commands call exactly this)::
+
+    target = Target(where="project", project_root=repo, home=Path.home(), agents=("claude", "codex"),
+                    hooks="all", entry=default_entry())
+    edits = plan_install(target)      # or plan_uninstall(target): reads files, writes nothing
+    changes = apply(edits)            # one Change (path, action, summary) per planned file
+    wired = wiring(target)            # for doctor: our MCP entry, hook commands and skills, per agent
+
+`plan_install`/`plan_uninstall` raise `InstallError` (a ValueError whose message is one sentence
+naming the file) when a file cannot be read or merged: nothing is written then, anywhere. `apply`
+first checks that no planned file changed on disk since it was planned, then writes each file
+atomically (temp file in the same folder, fsync, rename; a symlinked file is written through its
+link). A file whose content would not change is not written and is reported "unchanged".
+
+What goes where (`<base>` is the project root for `where="project"`, the home for "global"):
+
+| agent  | MCP server `hivelore`                          | hooks                                   | skills             |
+|--------|------------------------------------------------|-----------------------------------------|--------------------|
+| claude | `.mcp.json` / `~/.claude.json`, `mcpServers`   | `<base>/.claude/settings.json`          | `.claude/skills`   |
+| codex  | `<base>/.codex/config.toml`, `[mcp_servers]`   | `<base>/.codex/hooks.json`              | `.agents/skills`   |
+| kiro   | `<base>/.kiro/settings/mcp.json`, `mcpServers` | agent `<base>/.kiro/agents/hivelore.json` | `.kiro/skills`   |
+| gemini | `<base>/.gemini/settings.json`, `mcpServers`   | the same file, `hooks`                  | `.gemini/skills`   |
+| cursor | `<base>/.cursor/mcp.json`, `mcpServers`        | `<base>/.cursor/hooks.json`             | `.cursor/skills`   |
+
+Skills go under `<base>`. A project install also writes `.hivelore.json` with `{"mode": "local"}`
+(only the key `mode`, only when absent). Commands are absolute (`default_entry`): the MCP server runs
+`<entry> mcp`, a hook runs `<entry> hook --agent A --event E [--read-only]`.
+
+Install sets the desired state: re-running it with other `hooks` replaces our hook entries (our
+entries are recognised by their command: a `hivelore` program followed by `hook --agent`, whatever
+its path, so a moved installation is cleaned up too), and never touches any other entry.
+
+Uninstall removes exactly that: our MCP entry, our hook entries, containers that became empty
+because of it, our skills unless edited since (those are left and reported "skip"), and the files
+and folders install created once they hold nothing else. Which files and folders install created
+is recorded in `<hivelore home>/installed.json` (the ledger), so a file the user had before is never
+deleted, even when it is empty again. `.hivelore.json` always stays: it is the committable project
+setting that teammates share, and it holds no secret.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shlex
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from hivelore.hooks.catalog import AGENTS, events_for
+
+SERVER = "hivelore"
+SKILLS = ("hivelore-memory", "hivelore-setup", "hivelore-groom")
+SKILLS_SOURCE = Path(__file__).parent / "skills"
+HOOK_MODES = ("all", "read-only", "none")
+LEDGER = "installed.json"
+# Hooks only read the SQLite index and queue anything slow (DESIGN.md); 10 s is generous and keeps a
+# wedged hook from stalling the agent for the default minute or more.
+HOOK_TIMEOUT_S = 10
+
+
+class InstallError(ValueError):
+    """A configuration file that cannot be read or merged, or a target that makes no sense."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where to install: `where` is "project" or "global"; `home` is the user's home folder (the
+    agents' global files live there); `hivelore_home` holds the ledger (default `<home>/.hivelore`,
+    the CLI passes the HIVELORE_HOME in force)."""
+
+    where: str
+    project_root: Path | None
+    home: Path
+    agents: tuple[str, ...]
+    hooks: str
+    entry: tuple[str, ...]
+    hivelore_home: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.where not in ("project", "global"):
+            raise InstallError(f"where must be 'project' or 'global', not {self.where!r}.")
+        if self.where == "project" and (self.project_root is None or not self.project_root.is_dir()):
+            raise InstallError(f"a project install needs an existing project folder, not {self.project_root}.")
+        unknown = [a for a in self.agents if a not in AGENTS]
+        if unknown:
+            raise InstallError(f"unknown agent {unknown[0]!r}: choose from {', '.join(AGENTS)}.")
+        if self.hooks not in HOOK_MODES:
+            raise InstallError(f"hooks must be one of {', '.join(HOOK_MODES)}, not {self.hooks!r}.")
+        if not self.entry:
+            raise InstallError("the hivelore command to wire in is empty.")
+
+    @property
+    def base(self) -> Path:
+        return self.project_root if self.where == "project" and self.project_root else self.home
+
+    @property
+    def ledger_path(self) -> Path:
+        return (self.hivelore_home or self.home / ".hivelore") / LEDGER
+
+
+@dataclass(frozen=True)
+class Change:
+    path: Path
+    action: str  # create | update | unchanged | remove | skip
+    summary: str
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """One planned file: its bytes now (`before`, None: absent) and after (`after`, None: delete)."""
+
+    path: Path
+    action: str
+    summary: str
+    before: bytes | None
+    after: bytes | None
+    new_dirs: tuple[Path, ...] = ()  # folders `apply` creates first (they did not exist when planned)
+    old_dirs: tuple[Path, ...] = ()  # folders install created that `apply` removes last, once empty
+
+    @property
+    def change(self) -> Change:
+        return Change(self.path, self.action, self.summary)
+
+
+@dataclass(frozen=True)
+class Wired:
+    """What of hivelore one agent has: the MCP command line (None: no `hivelore` server), our hook
+    commands per wire event, our skills found, and a file that could not be read (`problem`)."""
+
+    agent: str
+    mcp_file: Path
+    mcp_command: tuple[str, ...] | None
+    hooks_file: Path
+    hook_commands: tuple[tuple[str, str], ...]
+    skills: tuple[Path, ...]
+    problem: str | None = None
+
+
+def default_entry() -> tuple[str, ...]:
+    """The absolute command that runs this hivelore: the console script next to the interpreter, or
+    the interpreter with `-m hivelore`. The interpreter path is not resolved: a virtual
+    environment's python is a symlink whose target lies outside the environment."""
+    python = Path(sys.executable).absolute()
+    script = python.with_name("hivelore.exe" if os.name == "nt" else "hivelore")
+    return (str(script),) if script.is_file() else (str(python), "-m", "hivelore")
+
+
+def hook_command(entry: tuple[str, ...], agent: str, event: str, read_only: bool) -> str:
+    words = [*entry, "hook", "--agent", agent, "--event", event]
+    return shlex.join([*words, "--read-only"] if read_only else words)
+
+
+def is_hook_command(command: object) -> bool:
+    """Whether a hook command is one of ours: a `hivelore` program (or `-m hivelore`), then
+    `hook --agent A --event E`. Any install location counts, so stale entries are found too."""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for i in range(1, len(words) - 4):
+        if words[i : i + 2] == ["hook", "--agent"] and words[i + 3] == "--event":
+            program = words[:i]
+            return Path(program[-1]).name in ("hivelore", "hivelore.exe") or program[-2:] == ["-m", "hivelore"]
+    return False
+
+
+# --- the JSON parts: one job each, applied to a parsed file ---------------------------------------------
+
+
+def _object(doc: dict[str, Any], key: str, path: Path, create: bool) -> dict[str, Any] | None:
+    value = doc.get(key)
+    if value is None and create:
+        value = doc[key] = {}
+    if value is not None and not isinstance(value, dict):
+        raise InstallError(f"{path}: '{key}' must be a JSON object, not {type(value).__name__}: fix it and run again.")
+    return value
+
+
+@dataclass(frozen=True)
+class _Mcp:
+    """The `hivelore` entry of an `mcpServers` object."""
+
+    server: dict[str, Any]
+    key: str = "mcpServers"
+
+    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
+        servers = _object(doc, self.key, path, create=True)
+        assert servers is not None
+        current = servers.get(SERVER)
+        if isinstance(current, dict):
+            if all(current.get(k) == v for k, v in self.server.items()):
+                return []
+            current.update(copy.deepcopy(self.server))  # keeps what the user added, like env
+            return [f"updated MCP server '{SERVER}'"]
+        servers[SERVER] = copy.deepcopy(self.server)
+        return [f"added MCP server '{SERVER}'"]
+
+    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
+        servers = _object(doc, self.key, path, create=False)
+        if not servers or SERVER not in servers:
+            return []
+        del servers[SERVER]
+        if not servers:
+            del doc[self.key]
+        return [f"removed MCP server '{SERVER}'"]
+
+    def found(self, doc: dict[str, Any]) -> tuple[str, ...] | None:
+        servers = doc.get(self.key)
+        current = servers.get(SERVER) if isinstance(servers, dict) else None
+        return _command_line(current.get("command"), current.get("args")) if isinstance(current, dict) else None
+
+
+def _command_line(command: object, args: object) -> tuple[str, ...] | None:
+    if not isinstance(command, str):
+        return None
+    return (command, *(str(a) for a in args)) if isinstance(args, list) else (command,)
+
+
+@dataclass(frozen=True)
+class _Hooks:
+    """Our entries in a `hooks` object: event -> list of entries (`grouped=False`, Cursor and Kiro)
+    or event -> list of `{matcher?, hooks: [entries]}` groups (Claude Code, Codex, Gemini CLI)."""
+
+    entries: dict[str, dict[str, Any]]  # wire event -> the entry we want there
+    grouped: bool
+
+    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
+        if not self.entries:
+            return self.uninstall(doc, path)
+        hooks = _object(doc, "hooks", path, create=True)
+        assert hooks is not None
+        removed = [event for event in list(hooks) if event not in self.entries and self._strip(hooks, event)]
+        outcome: dict[str, list[str]] = {"added": [], "updated": []}
+        for event, entry in self.entries.items():
+            status = self._ensure(hooks, event, entry, path)
+            if status:
+                outcome[status].append(event)
+        phrases = [f"{verb} hooks {', '.join(events)}" for verb, events in outcome.items() if events]
+        return phrases + ([f"removed hooks {', '.join(removed)}"] if removed else [])
+
+    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
+        hooks = _object(doc, "hooks", path, create=False)
+        if not hooks:
+            return []
+        removed = [event for event in list(hooks) if self._strip(hooks, event)]
+        if removed and not hooks:
+            del doc["hooks"]
+        return [f"removed hooks {', '.join(removed)}"] if removed else []
+
+    def found(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
+        hooks = doc.get("hooks")
+        if not isinstance(hooks, dict):
+            return []
+        return [(event, entry["command"]) for event in hooks for _, entry in self._ours(hooks[event])]
+
+    def _ours(self, items: object) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+        """(the list holding it, entry) for each of our entries in one event's list."""
+        if not isinstance(items, list):
+            return
+        lists = [g["hooks"] for g in items if isinstance(g, dict) and isinstance(g.get("hooks"), list)]
+        for holder in lists if self.grouped else [items]:
+            for entry in holder:
+                if isinstance(entry, dict) and is_hook_command(entry.get("command")):
+                    yield holder, entry
+
+    def _ensure(self, hooks: dict[str, Any], event: str, entry: dict[str, Any], path: Path) -> str | None:
+        items = hooks.setdefault(event, [])
+        if not isinstance(items, list):
+            raise InstallError(f"{path}: hooks '{event}' must be a JSON list: fix it and run again.")
+        mine = list(self._ours(items))
+        if not mine:
+            items.append({"hooks": [dict(entry)]} if self.grouped else dict(entry))
+            return "added"
+        holder, first = mine[0]
+        same = first.get("command") == entry["command"]
+        if not same:  # a stale path or other flags: replace it where it stands
+            holder[next(i for i, e in enumerate(holder) if e is first)] = dict(entry)
+        self._drop(hooks, event, [e for _, e in mine[1:]])
+        return None if same and len(mine) == 1 else "updated"
+
+    def _strip(self, hooks: dict[str, Any], event: str) -> bool:
+        mine = [e for _, e in self._ours(hooks[event])]
+        self._drop(hooks, event, mine)
+        return bool(mine)
+
+    def _drop(self, hooks: dict[str, Any], event: str, doomed: list[dict[str, Any]]) -> None:
+        """Remove these entries, then the groups and the event list that only they had filled."""
+        if not doomed:
+            return
+        items = hooks[event]
+        for holder, entry in list(self._ours(items)):
+            if any(entry is d for d in doomed):
+                holder.remove(entry)
+                if self.grouped and not holder:
+                    items[:] = [g for g in items if not (isinstance(g, dict) and g.get("hooks") is holder)]
+        if not items:
+            del hooks[event]
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """`.hivelore.json`: the mode is set to local only when the file does not choose one."""
+
+    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
+        if "mode" in doc:
+            return []
+        doc["mode"] = "local"
+        return ['set "mode": "local"']
+
+    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
+        return []
+
+
+_Part = _Mcp | _Hooks | _Mode
+
+
+@dataclass(frozen=True)
+class _File:
+    """A configuration file we merge into: what it holds when we create it, and our parts of it."""
+
+    path: Path
+    parts: tuple[_Part, ...]
+    skeleton: dict[str, Any] = field(default_factory=dict)
+    toml_server: dict[str, Any] | None = None  # Codex config.toml: merged with tomlkit instead
+    note: str = ""  # what the user still has to do, said when we create or change the file
+    removable: bool = True  # uninstall may touch it (never `.hivelore.json`)
+
+
+# --- per agent: files, formats and the documentation each decision rests on --------------------------------
+
+
+def _entries(target: Target, agent: str, make: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    read_only = target.hooks == "read-only"
+    return {e: make(hook_command(target.entry, agent, e, read_only)) for e in events_for(agent, target.hooks)}
+
+
+def _server(target: Target, **extra: Any) -> dict[str, Any]:
+    return {**extra, "command": target.entry[0], "args": [*target.entry[1:], "mcp"]}
+
+
+def _claude(target: Target) -> tuple[list[_File], Path]:
+    # Claude Code (code.claude.com/docs/en/mcp, /settings, /hooks): project servers in `.mcp.json`
+    # ({"mcpServers": {name: {"type": "stdio", "command", "args"}}}, approved once by the user), user
+    # servers in `~/.claude.json` top-level "mcpServers"; hooks in `.claude/settings.json` as
+    # {"hooks": {Event: [{"matcher"?, "hooks": [{"type": "command", "command", "timeout" (s)}]}]}};
+    # no matcher = every tool / every session source. Skills: `.claude/skills/<name>/SKILL.md`.
+    base, project = target.base, target.where == "project"
+    mcp = base / ".mcp.json" if project else target.home / ".claude.json"
+    note = "Claude Code asks once to approve this project's MCP server" if project else ""
+    hooks = _Hooks(_entries(target, "claude", lambda c: {"type": "command", "command": c, "timeout": HOOK_TIMEOUT_S}), True)
+    files = [_File(mcp, (_Mcp(_server(target, type="stdio")),), note=note), _File(base / ".claude/settings.json", (hooks,))]
+    return files, base / ".claude/skills"
+
+
+def _codex(target: Target) -> tuple[list[_File], Path]:
+    # Codex (developers.openai.com/codex/config-reference, /codex/hooks, /codex/skills): MCP servers are
+    # `[mcp_servers.<name>]` command/args tables in `~/.codex/config.toml`, or `<repo>/.codex/config.toml`
+    # for a trusted project. Hooks are read from `hooks.json` next to each config layer, in Claude Code's
+    # shape (timeout in seconds); we use hooks.json rather than an inline [hooks] table so the user's
+    # TOML keeps only the one line group we own. Skills: `.agents/skills` (repo) and `~/.agents/skills`.
+    base, project = target.base, target.where == "project"
+    trust = "Codex reads a project's .codex/ only once the project is trusted; " if project else ""
+    hooks = _Hooks(_entries(target, "codex", lambda c: {"type": "command", "command": c, "timeout": HOOK_TIMEOUT_S}), True)
+    files = [
+        _File(base / ".codex/config.toml", (), toml_server=_server(target), note=trust.rstrip("; ")),
+        _File(base / ".codex/hooks.json", (hooks,), note=trust + "Codex asks you to review new hooks (/hooks)"),
+    ]
+    return files, base / ".agents/skills"
+
+
+def _kiro(target: Target) -> tuple[list[_File], Path]:
+    # Kiro CLI (kiro.dev/docs/cli/mcp, /cli/hooks, /cli/custom-agents/configuration-reference, /cli/skills):
+    # MCP servers in `.kiro/settings/mcp.json` / `~/.kiro/settings/mcp.json` ({"mcpServers": ...}). Hooks
+    # exist only in an agent configuration, {"hooks": {"agentSpawn": [{"command", "timeout_ms"}], ...}},
+    # and the built-in default agent cannot be edited: we add our own agent `hivelore`, a full-tool agent
+    # (an agent without "tools" has none) that includes mcp.json and the skills folders.
+    # Skills: `.kiro/skills/<name>/SKILL.md` and `~/.kiro/skills`.
+    base = target.base
+    hooks = _Hooks(_entries(target, "kiro", lambda c: {"command": c, "timeout_ms": HOOK_TIMEOUT_S * 1000}), False)
+    agent = {
+        "name": SERVER,
+        "description": "Kiro's tools with hivelore memory: lessons at start and after failures.",
+        "tools": ["*"],
+        "includeMcpJson": True,
+        "resources": ["skill://.kiro/skills/**/SKILL.md", "skill://~/.kiro/skills/**/SKILL.md"],
+    }
+    note = f"hooks run in the '{SERVER}' agent: kiro-cli chat --agent {SERVER} (or kiro-cli agent set-default {SERVER})"
+    files = [
+        _File(base / ".kiro/settings/mcp.json", (_Mcp(_server(target)),)),
+        _File(base / f".kiro/agents/{SERVER}.json", (hooks,), skeleton=agent, note=note),
+    ]
+    return files, base / ".kiro/skills"
+
+
+def _gemini(target: Target) -> tuple[list[_File], Path]:
+    # Gemini CLI (geminicli.com/docs/reference/configuration, /docs/hooks/reference, /docs/cli/skills):
+    # one settings.json per layer (`.gemini/settings.json`, `~/.gemini/settings.json`) holds "mcpServers"
+    # and "hooks" ({Event: [{"matcher"?, "hooks": [{"type": "command", "command", "name", "timeout" (ms)}]}]}).
+    # Skills: `.gemini/skills/<name>/SKILL.md` and `~/.gemini/skills`.
+    base = target.base
+
+    def entry(command: str) -> dict[str, Any]:
+        return {"type": "command", "command": command, "name": SERVER, "timeout": HOOK_TIMEOUT_S * 1000}
+
+    parts = (_Mcp(_server(target)), _Hooks(_entries(target, "gemini", entry), True))
+    return [_File(base / ".gemini/settings.json", parts)], base / ".gemini/skills"
+
+
+def _cursor(target: Target) -> tuple[list[_File], Path]:
+    # Cursor (cursor.com/docs/context/mcp, /docs/agent/hooks, /docs/context/skills): `.cursor/mcp.json` and
+    # `~/.cursor/mcp.json` ({"mcpServers": ...}); `.cursor/hooks.json` and `~/.cursor/hooks.json` as
+    # {"version": 1, "hooks": {event: [{"command", "timeout" (s)}]}}. Skills: `.cursor/skills`, `~/.cursor/skills`.
+    base = target.base
+    hooks = _Hooks(_entries(target, "cursor", lambda c: {"command": c, "timeout": HOOK_TIMEOUT_S}), False)
+    files = [
+        _File(base / ".cursor/mcp.json", (_Mcp(_server(target)),)),
+        _File(base / ".cursor/hooks.json", (hooks,), skeleton={"version": 1}),
+    ]
+    return files, base / ".cursor/skills"
+
+
+_LAYOUTS: dict[str, Callable[[Target], tuple[list[_File], Path]]] = {
+    "claude": _claude,
+    "codex": _codex,
+    "kiro": _kiro,
+    "gemini": _gemini,
+    "cursor": _cursor,
+}
+
+
+# --- reading and rendering -------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InstallError(f"cannot read {path} ({exc.strerror}): fix its permissions and run again.") from exc
+
+
+def _text(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path} is not UTF-8 text: fix or move it away, then run again.") from exc
+
+
+def _parse_json(path: Path, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}  # an empty file (`touch settings.json`) is an empty object to every agent we know
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}): "
+            "fix or move it away, then run again; nothing was changed."
+        ) from exc
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} must hold a JSON object, not {type(data).__name__}: nothing was changed.")
+    return data
+
+
+def _render_json(data: dict[str, Any], like: str | None) -> str:
+    """indent=2 and a final newline for a new file; an existing file keeps its indent, its line ends
+    and whether it ends with a newline, so removing what we added restores its bytes."""
+    match = re.search(r"\n([ \t]+)\S", like or "")
+    text = json.dumps(data, indent=match.group(1) if match else 2, ensure_ascii=False)
+    if like is None or like.endswith("\n") or not like.strip():
+        text += "\n"
+    return text.replace("\n", "\r\n") if like and "\r\n" in like else text
+
+
+def _parse_toml(path: Path, text: str) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise InstallError(f"{path} is not valid TOML ({exc}): fix or move it away, then run again.") from exc
+
+
+def _toml_servers(path: Path, doc: tomlkit.TOMLDocument) -> Any:
+    servers = doc.get("mcp_servers")
+    if servers is not None and not hasattr(servers, "keys"):
+        raise InstallError(f"{path}: 'mcp_servers' must be a table: fix it and run again.")
+    return servers
+
+
+def _toml_install(path: Path, text: str, server: dict[str, Any]) -> tuple[str, list[str]]:
+    doc = _parse_toml(path, text)
+    servers = _toml_servers(path, doc)
+    current = servers.get(SERVER) if servers is not None else None
+    if current is not None and hasattr(current, "keys"):
+        if all(current.get(k) == v for k, v in server.items()):
+            return text, []
+        for key, value in server.items():
+            current[key] = value  # in place: the table keeps its position, comments and other keys
+        return tomlkit.dumps(doc), [f"updated MCP server '{SERVER}'"]
+    # A new table goes at the end as text, after one blank line: every byte of the user's file stays,
+    # and uninstall can take exactly this tail off again.
+    block = f"[mcp_servers.{SERVER}]\n" + "".join(f"{k} = {tomlkit.item(v).as_string()}\n" for k, v in server.items())
+    head = text if not text or text.endswith("\n") else text + "\n"
+    appended = head + ("\n" if head else "") + block
+    try:
+        tomlkit.parse(appended)
+    except TOMLKitError:  # e.g. `mcp_servers = {...}` inline: a [table] cannot extend it, tomlkit can
+        if servers is None:
+            raise
+        servers[SERVER] = server
+        appended = tomlkit.dumps(doc)
+    return appended, [f"added MCP server '{SERVER}'"]
+
+
+def _toml_uninstall(path: Path, text: str) -> tuple[str, list[str]]:
+    doc = _parse_toml(path, text)
+    servers = _toml_servers(path, doc)
+    if servers is None or SERVER not in servers:
+        return text, []
+    del servers[SERVER]
+    if not servers and getattr(servers, "is_super_table", lambda: False)():
+        del doc["mcp_servers"]  # an implicit [mcp_servers] that only our table defined
+    out = tomlkit.dumps(doc)
+    if text.startswith(out) and out.endswith("\n\n"):
+        out = out[:-1]  # we cut the tail install appended: drop the blank line it put before it
+    return out, [f"removed MCP server '{SERVER}'"]
+
+
+def _toml_found(doc: tomlkit.TOMLDocument) -> tuple[str, ...] | None:
+    servers = doc.get("mcp_servers")
+    current = servers.get(SERVER) if hasattr(servers, "keys") else None
+    if not hasattr(current, "keys"):
+        return None
+    return _command_line(current.get("command"), list(current.get("args", [])))
+
+
+# --- planning ----------------------------------------------------------------------------------------------
+
+
+class _Ledger:
+    """What install created: path -> "" (a file or folder), or the sha256 of a skill file we wrote."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.before = _read(path)
+        data = _parse_json(path, _text(path, self.before)) if self.before is not None else {}
+        created = data.get("created", {})
+        if not isinstance(created, dict):
+            raise InstallError(f"{path}: 'created' must be a JSON object: fix or delete it.")
+        self.created: dict[str, str] = {str(k): str(v) for k, v in created.items()}
+
+    def has(self, path: Path) -> bool:
+        return str(path) in self.created
+
+    def edit(self) -> FileEdit | None:
+        after = _render_json({"created": dict(sorted(self.created.items()))}, None).encode() if self.created else None
+        if self.before is None and after is None:
+            return None
+        summary = "the record of what hivelore install created"
+        return _file_edit(self.path, self.before, after, summary, _missing_dirs(self.path))
+
+
+def _missing_dirs(path: Path) -> tuple[Path, ...]:
+    """The folders above `path` that do not exist yet, outermost first."""
+    missing = [p for p in path.parents if not p.exists()]
+    return tuple(reversed(missing))
+
+
+def _action(before: bytes | None, after: bytes | None) -> str:
+    if before == after:
+        return "unchanged"
+    return "create" if before is None else "remove" if after is None else "update"
+
+
+def _file_edit(
+    path: Path, before: bytes | None, after: bytes | None, summary: str, new_dirs: tuple[Path, ...] = ()
+) -> FileEdit:
+    action = _action(before, after)
+    return FileEdit(path, action, summary if action != "unchanged" else "already as wanted", before, after,
+                    new_dirs if action == "create" else ())
+
+
+def _merge(spec: _File, installing: bool) -> tuple[bytes | None, bytes | None, list[str], bool]:
+    """(before, after, phrases, holds-only-its-skeleton) for one configuration file."""
+    before = _read(spec.path)
+    text = _text(spec.path, before) if before is not None else None
+    if spec.toml_server is not None:
+        base = text or ""
+        out, phrases = _toml_install(spec.path, base, spec.toml_server) if installing else _toml_uninstall(spec.path, base)
+        return before, out.encode() if phrases else before, phrases, not out.strip()
+    doc = _parse_json(spec.path, text) if text is not None else copy.deepcopy(spec.skeleton)
+    phrases = [p for part in spec.parts for p in (part.install if installing else part.uninstall)(doc, spec.path)]
+    after = _render_json(doc, text).encode() if phrases else before
+    return before, after, phrases, doc == spec.skeleton
+
+
+def _plan_file(spec: _File, installing: bool, ledger: _Ledger) -> FileEdit | None:
+    before, after, phrases, empty = _merge(spec, installing)
+    if before is None and not phrases:
+        return None  # nothing of ours to put there, nothing to take away
+    if installing and before is None and spec.removable:
+        ledger.created[str(spec.path)] = ""
+    if not installing and empty and ledger.has(spec.path):
+        after = None  # a file we created that holds nothing of anyone else now
+        ledger.created.pop(str(spec.path))
+    summary = "; ".join(phrases) + (f" ({spec.note})" if installing and spec.note else "")
+    return _file_edit(spec.path, before, after, summary, _missing_dirs(spec.path))
+
+
+def _skill_bytes(name: str) -> bytes:
+    return (SKILLS_SOURCE / name / "SKILL.md").read_bytes()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _plan_skill(path: Path, ours: bytes, installing: bool, ledger: _Ledger) -> FileEdit | None:
+    before = _read(path)
+    recorded = ledger.created.get(str(path))
+    pristine = before is not None and (before == ours or _sha(before) == recorded)
+    if installing and before is not None and not pristine:
+        return FileEdit(path, "skip", "edited since install, or not ours: left as it is", before, before)
+    if not installing and before is not None and not pristine:
+        return FileEdit(path, "skip", "edited since install: left in place", before, before)
+    if not installing:
+        ledger.created.pop(str(path), None)
+        return _file_edit(path, before, None, "removed skill") if before is not None else None
+    if before != ours:
+        ledger.created[str(path)] = _sha(ours)
+    return _file_edit(path, before, ours, "installed skill", _missing_dirs(path))
+
+
+def _specs(target: Target) -> tuple[list[_File], list[Path]]:
+    files: list[_File] = []
+    skill_dirs: list[Path] = []
+    for agent in target.agents:
+        agent_files, skills = _LAYOUTS[agent](target)
+        files += agent_files
+        skill_dirs.append(skills)
+    return files, skill_dirs
+
+
+def _grouped(files: list[_File]) -> list[_File]:
+    """One spec per path: two agents (or parts) naming one file are merged in one read and one write."""
+    by_path: dict[Path, _File] = {}
+    for spec in files:
+        seen = by_path.get(spec.path)
+        by_path[spec.path] = spec if seen is None else _File(spec.path, seen.parts + spec.parts, seen.skeleton,
+                                                             seen.toml_server or spec.toml_server, seen.note)
+    return list(by_path.values())
+
+
+def _plan(target: Target, installing: bool) -> list[FileEdit]:
+    ledger = _Ledger(target.ledger_path)
+    files, skill_dirs = _specs(target)
+    if installing and target.where == "project":
+        files.append(_File(target.base / ".hivelore.json", (_Mode(),), removable=False))
+    edits = [_plan_file(spec, installing, ledger) for spec in _grouped(files)]
+    skills = {folder / name / "SKILL.md": _skill_bytes(name) for folder in skill_dirs for name in SKILLS}
+    edits += [_plan_skill(path, ours, installing, ledger) for path, ours in skills.items()]
+    planned = [e for e in edits if e is not None]
+    if installing:
+        for edit in planned:
+            ledger.created.update({str(d): "" for d in edit.new_dirs})
+    else:
+        planned = _with_old_dirs(planned, ledger)
+    ledger_edit = ledger.edit()
+    return planned + ([ledger_edit] if ledger_edit else [])
+
+
+def _with_old_dirs(edits: list[FileEdit], ledger: _Ledger) -> list[FileEdit]:
+    """Attach to each removed file the folders install created above it that will then be empty."""
+    gone = {e.path for e in edits if e.action == "remove"}
+    candidates = sorted({p for path in gone for p in path.parents if ledger.has(p)}, key=lambda p: -len(p.parts))
+    for folder in candidates:
+        if folder.is_dir() and all(child in gone for child in folder.iterdir()):
+            gone.add(folder)
+            ledger.created.pop(str(folder))
+    result = []
+    for edit in edits:
+        dirs = tuple(p for p in edit.path.parents if p in gone) if edit.action == "remove" else ()
+        result.append(FileEdit(edit.path, edit.action, edit.summary, edit.before, edit.after, (), dirs))
+    return result
+
+
+def plan_install(target: Target) -> list[FileEdit]:
+    """Everything install would write, computed in memory from the files as they are now."""
+    return _plan(target, installing=True)
+
+
+def plan_uninstall(target: Target) -> list[FileEdit]:
+    """Everything uninstall would write or delete, computed in memory."""
+    return _plan(target, installing=False)
+
+
+# --- applying ----------------------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    real = path.resolve() if path.is_symlink() else path  # keep a dotfile manager's link a link
+    try:
+        mode = stat.S_IMODE(real.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def apply(edits: list[FileEdit]) -> list[Change]:
+    """Write the plan: check every file is still as planned, create folders, write or delete each
+    file atomically, then remove the folders install had created and that are now empty."""
+    for edit in edits:
+        if _read(edit.path) != edit.before:
+            raise InstallError(f"{edit.path} changed since it was planned: run the command again; nothing was written.")
+    for folder in sorted({d for e in edits for d in e.new_dirs}, key=lambda p: len(p.parts)):
+        folder.mkdir(exist_ok=True)
+    for edit in edits:
+        if edit.after is None and edit.before is not None:
+            edit.path.unlink()
+        elif edit.after is not None and edit.after != edit.before:
+            _write_atomic(edit.path, edit.after)
+    for folder in sorted({d for e in edits for d in e.old_dirs}, key=lambda p: -len(p.parts)):
+        try:
+            folder.rmdir()
+        except OSError:  # something new appeared in it since planning: it stays
+            pass
+    return [edit.change for edit in edits]
+
+
+# --- doctor ------------------------------------------------------------------------------------------------
+
+
+def _wired(target: Target, agent: str) -> Wired:
+    files, skills_dir = _LAYOUTS[agent](target)
+    mcp_spec = next(f for f in files if f.toml_server is not None or any(isinstance(p, _Mcp) for p in f.parts))
+    hooks_spec = next(f for f in files if any(isinstance(p, _Hooks) for p in f.parts))
+    skills = tuple(p for name in SKILLS if (p := skills_dir / name / "SKILL.md").is_file())
+    mcp_command: tuple[str, ...] | None = None
+    hooks: list[tuple[str, str]] = []
+    try:
+        mcp_command = _mcp_found(mcp_spec)
+        hook_part = next(p for p in hooks_spec.parts if isinstance(p, _Hooks))
+        data = _read(hooks_spec.path)
+        hooks = hook_part.found(_parse_json(hooks_spec.path, _text(hooks_spec.path, data))) if data else []
+    except InstallError as exc:
+        return Wired(agent, mcp_spec.path, mcp_command, hooks_spec.path, (), skills, str(exc))
+    return Wired(agent, mcp_spec.path, mcp_command, hooks_spec.path, tuple(hooks), skills)
+
+
+def _mcp_found(spec: _File) -> tuple[str, ...] | None:
+    data = _read(spec.path)
+    if data is None:
+        return None
+    text = _text(spec.path, data)
+    if spec.toml_server is not None:
+        return _toml_found(_parse_toml(spec.path, text))
+    part = next(p for p in spec.parts if isinstance(p, _Mcp))
+    return part.found(_parse_json(spec.path, text))
+
+
+def wiring(target: Target) -> list[Wired]:
+    """Per agent of the target, which MCP entry, hook commands and skills of hivelore are in place."""
+    return [_wired(target, agent) for agent in target.agents]
