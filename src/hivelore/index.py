@@ -197,6 +197,12 @@ class RebuildStats(NamedTuple):
     seconds: float
 
 
+# Key, value and tags: a word in the key weighs most, then a tag, then the value.
+_BM25 = "bm25(memories_fts, 3.0, 1.0, 2.0)"
+# A search first ranks this many matches per wanted hit, then keeps those in the scopes read.
+SHORTLIST_FACTOR = 8
+MAX_SHORTLIST = 4000  # bound parameters of one query stay far below SQLite's limit
+
 _COLUMNS = "root, relpath, mtime_ns, size, checksum, scope, key, kind, state, updated_ts, seen_count, value_chars, doc"
 
 
@@ -429,15 +435,18 @@ class Index:
     # -- queries ------------------------------------------------------------------------------
 
     def _where(
-        self, vaults: Sequence[Vault], scopes: Sequence[str], visible: bool, alias: str = "m"
+        self, vaults: Sequence[Vault], scopes: Sequence[str], visible: bool, alias: str = "m", indexed: bool = True
     ) -> tuple[str, dict[str, object]]:
-        """A WHERE clause over table alias `alias`, with its named parameters (prefixed by alias)."""
+        """A WHERE clause over table alias `alias`, with its named parameters (prefixed by alias).
+        Not `indexed`: the scope and root tests only filter rows found another way (SQLite's unary
+        `+` keeps the planner from searching by them instead)."""
         params: dict[str, object] = {"now": time.time()}
         params.update({f"{alias}r{i}": str(v.root) for i, v in enumerate(vaults)})
         params.update({f"{alias}s{i}": s for i, s in enumerate(scopes)})
         roots = ", ".join(f":{alias}r{i}" for i in range(len(vaults)))
         names = ", ".join(f":{alias}s{i}" for i in range(len(scopes)))
-        where = f"{alias}.root IN ({roots}) AND {alias}.scope IN ({names})"
+        plus = "" if indexed else "+"
+        where = f"{plus}{alias}.root IN ({roots}) AND {plus}{alias}.scope IN ({names})"
         if visible:
             where += f" AND {alias}.archived = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > :now)"
         return where, params
@@ -473,12 +482,44 @@ class Index:
     def match(
         self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
     ) -> list[tuple[Row, float]]:
-        """Visible rows matching an FTS5 query, best BM25 first, with their relevance (> 0)."""
+        """Visible rows in `scopes` matching an FTS5 query, best BM25 first, with their relevance (> 0).
+
+        FTS5 ranks every match either way, but joining each one to its row to check its scope costs
+        as much again; so the best few hundred matches are taken first, and only if too few of them
+        are in `scopes` is every match joined."""
+        size = limit * SHORTLIST_FACTOR
+        if size > MAX_SHORTLIST:
+            return self._match_all(vaults, scopes, fts_query, limit)
+        shortlist = self.conn.execute(
+            f"SELECT rowid, -{_BM25} AS relevance FROM memories_fts WHERE memories_fts MATCH ?"
+            " ORDER BY relevance DESC LIMIT ?",
+            (fts_query, size + 1),
+        ).fetchall()
+        kept = self._in_scopes(vaults, scopes, shortlist[:size])
+        if len(kept) >= limit or len(shortlist) <= size:  # enough, or every match was on the shortlist
+            return kept[:limit]
+        return self._match_all(vaults, scopes, fts_query, limit)
+
+    def _in_scopes(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], scored: list[tuple[int, float]]
+    ) -> list[tuple[Row, float]]:
+        """The visible rows in `scopes` among these (row id, relevance) pairs, in their order."""
+        if not scored:
+            return []
+        where, params = self._where(vaults, scopes, visible=True, indexed=False)
+        params.update({f"i{n}": row_id for n, (row_id, _) in enumerate(scored)})
+        ids = ", ".join(f":i{n}" for n in range(len(scored)))
+        sql = f"SELECT m.id, {_COLUMNS} FROM memories m WHERE m.id IN ({ids}) AND {where}"
+        rows = {record[0]: _row(record[1:]) for record in self.conn.execute(sql, params)}
+        return [(rows[row_id], relevance) for row_id, relevance in scored if row_id in rows]
+
+    def _match_all(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
+    ) -> list[tuple[Row, float]]:
         where, params = self._where(vaults, scopes, visible=True)
         params.update({"q": fts_query, "limit": limit})
         sql = (
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))},"
-            " bm25(memories_fts, 3.0, 1.0, 2.0) AS rank"
+            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, {_BM25} AS rank"
             f" FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
             f" WHERE memories_fts MATCH :q AND {where} ORDER BY rank LIMIT :limit"
         )

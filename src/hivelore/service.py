@@ -423,9 +423,10 @@ class Hivelore:
         return [r for r in ranked if r.relevance > 0][:limit]
 
     def _fresh_visible(self, index: Index, row: Row) -> Row | None:
-        """The row as its file is now, if it is still visible (an in-place edit may have archived it)."""
+        """The row, found visible by the index, as its file is now, if it is still visible (an in-place
+        edit may have archived it; an unchanged file need not be decoded to know)."""
         fresh = index.verify(self.vaults, row)
-        return fresh if fresh is not None and fresh.memory.is_visible() else None
+        return fresh if fresh is row or (fresh is not None and fresh.memory.is_visible()) else None
 
     def _fresh_winner(self, index: Index, scopes: Sequence[str], row: Row) -> Row | None:
         """The copy of the row's key that wins in `scopes` (narrowest scope, then first tier), as its
