@@ -26,6 +26,8 @@ gate); 1 when a command failed, with its output printed.
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import platform
@@ -328,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     if not hivelore.exists():
         parser.error(f"{hivelore} does not exist: run this with the Python of hivelore's venv")
 
+    # A regular `pip install` compiles the package's bytecode; an editable one leaves that to the
+    # first import, which PYTHONDONTWRITEBYTECODE (set on some machines) forbids. Without this,
+    # every timed run would compile hivelore from source.
+    package = Path(importlib.util.find_spec("hivelore").origin).parent
+    compileall.compile_dir(package, quiet=1)
     try:
         version = metadata.version("hivelore")
     except metadata.PackageNotFoundError:
