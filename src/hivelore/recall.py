@@ -48,6 +48,35 @@ def query_words(text: str) -> list[str]:
     return list(dict.fromkeys(_WORD_RE.findall(text.lower())))
 
 
+# Words that say nothing about which lesson applies: question words, pronouns, glue, and the
+# verbs every prompt and error uses.
+_STOPWORD_TEXT = (
+    "a about after all also an and any are as at be been but by can could did do does doing done for from get"
+    " got had has have how i if in into is it its just let me my no not now of on once or our please should so"
+    " some than that the their them then there these they this to too us use was we were what when where which"
+    " while who why will with would you your error errors failed fail fails failing run running ran"
+)
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+MAX_KEYWORDS = 8
+
+
+def keywords(text: str) -> list[str]:
+    """The words of a prompt or an error that can pick out a lesson: distinct, lower-cased, no stop
+    words, at most MAX_KEYWORDS, favouring the rarer-looking ones (words with digits, then longer
+    words, like 5432 or econnrefused), in the text's order."""
+    words = [w for w in query_words(text[:20_000]) if _is_keyword(w)]
+    if len(words) <= MAX_KEYWORDS:
+        return words
+    chosen = set(sorted(words, key=lambda w: (not any(c.isdigit() for c in w), -len(w)))[:MAX_KEYWORDS])
+    return [w for w in words if w in chosen]
+
+
+def _is_keyword(word: str) -> bool:
+    if word.isdigit():
+        return len(word) >= 3  # a port like 5432 picks out a lesson; an exit status like 1 does not
+    return len(word) > 1 and word not in STOPWORDS
+
+
 def fts_query(words: Sequence[str], every_word: bool) -> str:
     """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
     terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]

@@ -36,6 +36,7 @@ from hivelore.vault import UNREADABLE, Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 MAX_SEARCH_LIMIT = 1000
+MAX_RELATED_HITS = 20  # search hits looked at for memories related to a prompt or an error
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
@@ -60,10 +61,11 @@ class TreeEntry(NamedTuple):
 class Hivelore:
     """One user's memory as seen from one working folder."""
 
-    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli") -> None:
+    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli", session: str = "") -> None:
         self.settings = settings
         self.chain = chain
         self.agent = agent
+        self.session = session
         self.home = Vault(settings.home, "home")
         project_root = chain.git.root / ".hivelore" if chain.git else None
         self.project = Vault(project_root, "project") if project_root and project_root.is_dir() else None
@@ -74,11 +76,14 @@ class Hivelore:
         self.index_problem: str | None = None
 
     @classmethod
-    def open(cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli") -> Hivelore:
+    def open(
+        cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli", session: str = ""
+    ) -> Hivelore:
         env = os.environ if env is None else env
         chain = chain_for(cwd or Path.cwd())
         settings = load_settings(chain.git.root if chain.git else None, env)
-        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent))
+        session = session or env.get("HIVELORE_SESSION", "")
+        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent), session=session)
 
     @property
     def index_path(self) -> Path:
@@ -207,7 +212,7 @@ class Hivelore:
         git = self.chain.git
         found = {
             "agent": self.agent,
-            "session": os.environ.get("HIVELORE_SESSION", ""),
+            "session": self.session,
             "repo": git.owner_repo if git and git.owner_repo else "",
             "branch": git.branch if git and git.branch else "",
             "commit": git.commit if git and git.commit else "",
@@ -421,6 +426,21 @@ class Hivelore:
             self._collect_warnings()
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
         return [r for r in ranked if r.relevance > 0][:limit]
+
+    def related(self, text: str, exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
+        """Memories that bear on a piece of text (a prompt, an error): the best search hits for its
+        keywords that contain at least two of them (all of them when there are fewer), leaving out
+        the addresses in `exclude` (already shown). Empty when nothing is relevant."""
+        words = recall.keywords(text)
+        if not words:
+            return []
+        needed = min(2, len(words))
+        excluded = set(exclude)
+        found = []
+        for hit in self.search(" ".join(words), limit=MAX_RELATED_HITS):
+            if hit.row.memory.address not in excluded and recall.word_overlap(hit.row, words) >= needed:
+                found.append(hit)
+        return found[:limit]
 
     def _fresh_visible(self, index: Index, row: Row) -> Row | None:
         """The row, found visible by the index, as its file is now, if it is still visible (an in-place

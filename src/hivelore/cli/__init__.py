@@ -1,4 +1,4 @@
-"""The `hivelore` command. `search` and `context` take a fast path that never imports typer."""
+"""The `hivelore` command. `hook`, `search` and `context` take fast paths that never import typer."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import sys
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "hook":  # runs on every agent event: nothing more is imported
+        from hivelore.hooks.command import main as hook
+
+        raise SystemExit(hook(sys.argv[2:]))
     from hivelore.cli.fast import COMMANDS
 
     if len(sys.argv) > 1 and sys.argv[1] in COMMANDS:

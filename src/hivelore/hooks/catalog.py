@@ -19,6 +19,7 @@ HOOK_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("PostToolUse", "post_tool"),
         ("PostToolUseFailure", "tool_failure"),
         ("PreCompact", "compact"),
+        ("PostCompact", "compact"),
         ("Stop", "stop"),
         ("SessionEnd", "session_end"),
     ),
@@ -51,9 +52,10 @@ HOOK_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
         ("sessionStart", "session_start"),
         ("beforeSubmitPrompt", "prompt"),
         ("beforeShellExecution", "pre_tool"),
-        ("afterShellExecution", "post_tool"),
-        ("afterFileEdit", "post_tool"),
-        ("afterMCPExecution", "post_tool"),
+        # postToolUse/postToolUseFailure, not the older after* events: only they carry a failure and
+        # can answer with additional_context (cursor.com/docs/hooks, "Hook events").
+        ("postToolUse", "post_tool"),
+        ("postToolUseFailure", "tool_failure"),
         ("preCompact", "compact"),
         ("stop", "stop"),
         ("sessionEnd", "session_end"),

@@ -1,0 +1,127 @@
+"""`hivelore hook --agent A --event E [--read-only]`: one agent hook event, payload on stdin.
+
+A hook must never fail or stall the agent: whatever arrives (garbage, nothing, megabytes, the
+wrong agent), it exits 0, prints only what the agent's parser accepts, and writes what went wrong
+to `HIVELORE_HOME/logs/hooks.log` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from hivelore.hooks.adapters import Event, answer, normalise
+from hivelore.hooks.catalog import AGENTS
+
+MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
+LOG_CAP = 1_000_000  # bytes of hooks.log before it is rotated to hooks.log.1
+USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
+
+
+def main(argv: list[str]) -> int:
+    try:
+        agent, event_name, read_only = _arguments(argv)
+    except ValueError as exc:
+        print(f"hivelore: {exc} ({USAGE})", file=sys.stderr)
+        return 0
+    event = normalise(agent, event_name, _payload(agent, event_name))
+    text = ""
+    if event.kind != "other":
+        try:
+            text = _handle(event, read_only)
+        except Exception as exc:  # a hook never fails the agent: the log says what went wrong
+            _log(agent, event_name, f"{type(exc).__name__}: {exc}")
+    reply = answer(event, text)
+    if reply:
+        sys.stdout.write(reply + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _arguments(argv: list[str]) -> tuple[str, str, bool]:
+    values = {"--agent": "", "--event": ""}
+    read_only = False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        name, has_value, text = arg.partition("=")
+        if arg == "--read-only":
+            read_only = True
+        elif name in values and (has_value or args):
+            values[name] = text if has_value else args.pop(0)
+        else:
+            raise ValueError(f"unexpected argument '{arg}'")
+    if values["--agent"] not in AGENTS:
+        raise ValueError(f"--agent must be one of {', '.join(AGENTS)}, not '{values['--agent']}'")
+    if not values["--event"]:
+        raise ValueError("--event is missing")
+    return values["--agent"], values["--event"], read_only
+
+
+def _payload(agent: str, event_name: str) -> object:
+    """The JSON on stdin, or None when there is none or it is not JSON (logged)."""
+    try:
+        raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+        while sys.stdin.buffer.read(1 << 20):  # drain the rest, so the agent's write never blocks
+            pass
+    except (OSError, ValueError, AttributeError) as exc:
+        _log(agent, event_name, f"cannot read stdin: {exc}")
+        return None
+    if len(raw) > MAX_PAYLOAD:
+        _log(agent, event_name, f"payload over {MAX_PAYLOAD:,} bytes: ignored")
+        return None
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:  # includes a payload that is not UTF-8
+        _log(agent, event_name, f"payload is not JSON ({exc})")
+        return None
+
+
+def _handle(event: Event, read_only: bool) -> str:
+    from hivelore.eventstore import EventStore, EventStoreBusy, EventStoreUnavailable, reset
+    from hivelore.hooks.handlers import HANDLERS, HookContext
+    from hivelore.service import Hivelore
+
+    cwd = event.cwd if event.cwd and os.path.isdir(event.cwd) else os.getcwd()
+    event.cwd = cwd
+    service = Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
+    home = str(service.settings.home)
+    store = None
+    try:
+        store = EventStore.open(home)
+    except EventStoreBusy as exc:
+        _log(event.agent, event.name, f"event store busy, event not recorded: {exc}")
+    except EventStoreUnavailable as exc:
+        _log(event.agent, event.name, f"event store unusable, recreated: {exc}")
+        store = reset(home)
+    try:
+        return HANDLERS[event.kind](HookContext(event, service, store, read_only))
+    finally:
+        for warning in service.warnings:
+            _log(event.agent, event.name, f"warning: {warning}")
+        service.close()
+        if store is not None:
+            store.close()
+
+
+def log_path() -> str:
+    home = os.environ.get("HIVELORE_HOME") or os.path.join(os.path.expanduser("~"), ".hivelore")
+    return os.path.join(os.path.expanduser(home), "logs", "hooks.log")
+
+
+def _log(agent: str, event_name: str, message: str) -> None:
+    path = log_path()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:
+            os.replace(path, path + ".1")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{stamp} {agent} {event_name}: {' '.join(message.split())[:2000]}\n")
+    except OSError:
+        pass  # nowhere to write: staying silent is all a hook can do

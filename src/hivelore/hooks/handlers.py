@@ -1,0 +1,220 @@
+"""What hivelore does on each normalised hook event, and the text it answers with.
+
+Every handler takes the event, the memory service for the event's folder and the event store, and
+returns the text for the agent ("" to stay silent). Lessons are framed as considerations, not
+rules; nudges name the scope to write into. A session is identified by agent + session id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from hivelore import recall
+from hivelore.eventstore import EventStore, Failure, error_lines
+from hivelore.hooks.adapters import Event
+from hivelore.service import Hivelore
+
+PROMPT_LESSONS = 3  # at most this many lessons under a prompt
+FAILURE_LESSONS = 3
+NOTE_TTL_DAYS = 14  # captured session notes expire unless someone commits them
+NOTE_CHARS = 3_000
+REPEATED_CALLS = 3  # the same call this many times in a session is friction
+RETROSPECTIVE = "nudge:retrospective"  # kept among a session's shown addresses, so it is given once
+FRAMING = "considerations, not rules; read any in full with memory_read"
+
+
+class HookContext:
+    """What a handler works with: the event, the service for its folder, the event store (None when
+    events.db cannot be used), and whether this hook may record anything (`--hooks read-only`)."""
+
+    __slots__ = ("event", "service", "store", "read_only")
+
+    def __init__(self, event: Event, service: Hivelore, store: EventStore | None, read_only: bool) -> None:
+        self.event, self.service, self.store, self.read_only = event, service, store, read_only
+
+    @property
+    def recording(self) -> bool:
+        return self.store is not None and not self.read_only
+
+    def shown(self) -> set[str]:
+        return self.store.shown(self.event.agent, self.event.session_id) if self.store else set()
+
+    def mark_shown(self, addresses: Sequence[str]) -> None:
+        if self.store is not None and addresses:
+            self.store.mark_shown(self.event.agent, self.event.session_id, addresses)
+
+
+def session_start(ctx: HookContext) -> str:
+    """The ranked, budgeted lessons of the folder's chain: once per session, again after compaction."""
+    event, store = ctx.event, ctx.store
+    if store is not None:
+        store.touch_session(event.agent, event.session_id, event.cwd, event.subagent)
+        if event.source == "compact":
+            store.mark_compacted(event.agent, event.session_id)
+        if not store.context_due(event.agent, event.session_id):
+            return ""
+    selection = ctx.service.context()
+    if store is not None:
+        store.mark_context_given(event.agent, event.session_id)
+        ctx.mark_shown([r.row.memory.address for r in selection.shown])
+    return ctx.service.render_context(selection)
+
+
+def prompt(ctx: HookContext) -> str:
+    """Up to three lessons the prompt bears on that this session has not seen; the prompt is kept
+    (user-role, direct input) for promotion later."""
+    event = ctx.event
+    if ctx.recording and event.prompt and not event.subagent:
+        ctx.store.record_prompt(event.agent, event.session_id, event.prompt, root_session=True)
+    hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
+    if not hits:
+        return ""
+    ctx.mark_shown([h.row.memory.address for h in hits])
+    return _lesson_block("hivelore: lessons that may bear on this request", hits, ctx)
+
+
+def tool_failure(ctx: HookContext) -> str:
+    """Matching lessons ("you have hit something like this before"), else what fixed this failure
+    before, else a nudge to write a lesson into the repo scope. The failure signature is staged."""
+    event = ctx.event
+    if event.interrupted:
+        return ""
+    failure = _stage_failure(ctx)
+    text = f"{event.command}\n{event.error or event.output}"
+    if failure is not None:
+        text = f"{event.command}\n{failure.summary}\n" + "\n".join(error_lines(event.error or event.output))
+    hits = ctx.service.related(text, exclude=ctx.shown(), limit=FAILURE_LESSONS)
+    if hits:
+        ctx.mark_shown([h.row.memory.address for h in hits])
+        return _lesson_block("hivelore: you have hit something like this before", hits, ctx)
+    nudge_key = f"nudge:{failure.fingerprint}" if failure else ""
+    if nudge_key and nudge_key in ctx.shown():
+        return ""  # this session was already told about this failure
+    ctx.mark_shown([nudge_key] if nudge_key else [])
+    return _known_fix(failure) if failure is not None and failure.fix else _nudge(ctx, failure)
+
+
+def post_tool(ctx: HookContext) -> str:
+    """A call that succeeded: a shell command may resolve an earlier failure (remembered as its fix);
+    identical calls are counted as friction. Silent."""
+    event = ctx.event
+    if not ctx.recording or event.subagent:
+        return ""
+    if event.action == "shell" and event.command:
+        ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
+    _count_call(ctx)
+    return ""
+
+
+def compact(ctx: HookContext) -> str:
+    """Compaction: the session-start block is due again; a summary, if the agent sent one, is kept."""
+    event = ctx.event
+    if ctx.store is not None:
+        ctx.store.mark_compacted(event.agent, event.session_id)
+    _capture_note(ctx, event.summary)
+    return ""
+
+
+def stop(ctx: HookContext) -> str:
+    """A retrospective nudge once per session, only when it had friction; the last message is kept
+    as a staged note when the session ends."""
+    event = ctx.event
+    if event.kind == "session_end":
+        _capture_note(ctx, event.last_message or event.summary)
+    if ctx.store is None or event.subagent:
+        return ""
+    friction = ctx.store.friction(event.agent, event.session_id)
+    if friction.failures == 0 and friction.max_repeats < REPEATED_CALLS or RETROSPECTIVE in ctx.shown():
+        return ""
+    ctx.mark_shown([RETROSPECTIVE])
+    what = []
+    if friction.failures:
+        what.append(f"{friction.failures} failed command{'s' if friction.failures > 1 else ''}")
+    if friction.max_repeats >= REPEATED_CALLS:
+        what.append(f"one call repeated {friction.max_repeats} times")
+    return (
+        f"hivelore: this session had friction ({', '.join(what)}). If the cause or the fix was non-obvious, "
+        f"save it for next time with memory_write (scope {_write_scope(ctx)!r}, a short kebab-case key naming "
+        "the problem, the value: symptom → cause → fix)."
+    )
+
+
+HANDLERS: dict[str, Callable[[HookContext], str]] = {
+    "session_start": session_start,
+    "prompt": prompt,
+    "tool_failure": tool_failure,
+    "post_tool": post_tool,
+    "compact": compact,
+    "stop": stop,
+    "session_end": stop,
+}
+
+
+def _stage_failure(ctx: HookContext) -> Failure | None:
+    event = ctx.event
+    if not ctx.recording or event.subagent:
+        return None
+    _count_call(ctx)
+    exit_code = event.exit_code if event.exit_code is not None else -1
+    command = event.command or event.tool
+    return ctx.store.record_failure(
+        event.agent, event.session_id, event.cwd, event.tool, command, exit_code, event.error or event.output
+    )
+
+
+def _count_call(ctx: HookContext) -> None:
+    event = ctx.event
+    call = event.command or " ".join(event.paths)
+    if call:
+        ctx.store.record_call(event.agent, event.session_id, event.tool, call)
+
+
+def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -> str:
+    lines = [recall.line_for(h.row, ctx.service.settings.context_line_chars) for h in hits]
+    return "\n".join([f"{title} ({FRAMING}):", *lines])
+
+
+def _known_fix(failure: Failure) -> str:
+    times = f"{failure.seen_before} time{'s' if failure.seen_before != 1 else ''} before"
+    if failure.rerun:
+        return f"hivelore: `{failure.command}` failed like this {times}; it passed when simply run again."
+    steps = "; then ".join(f"`{command}`" for command in failure.fix)
+    return f"hivelore: `{failure.command}` failed like this {times}; what fixed it then: {steps}."
+
+
+def _nudge(ctx: HookContext, failure: Failure | None) -> str:
+    before = failure.seen_before if failure else 0
+    seen = f" (seen {before} time{'s' if before > 1 else ''} before)" if before else ""
+    what = f"`{ctx.event.command}`" if ctx.event.command else f"the {ctx.event.tool or 'tool'} call"
+    return (
+        f"hivelore: {what} failed{seen} and no stored lesson matches. Once you know the fix, if it was "
+        f"non-obvious, save it with memory_write into scope {_write_scope(ctx)!r} (a short kebab-case key "
+        "naming the problem; the value: symptom → cause → fix)."
+    )
+
+
+def _write_scope(ctx: HookContext) -> str:
+    """Where a lesson from this folder belongs by default: the repository, else global."""
+    repo = [s for s in ctx.service.scopes if s.startswith("repo::")]
+    return repo[0] if repo else "global"
+
+
+def _capture_note(ctx: HookContext, text: str) -> None:
+    """Keep an agent's summary as a staged note (a new key per capture, expiring), guard permitting."""
+    event = ctx.event
+    if not ctx.recording or event.subagent or not text.strip():
+        return
+    value = text.strip()
+    if len(value) > NOTE_CHARS:
+        value = value[: NOTE_CHARS - 1] + "…"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    key = f"session-{_slug(event.session_id) or 'unknown'}-{stamp}"
+    scope = ctx.service.scopes[0]
+    ctx.service.write(
+        scope, key, value, kind="note", state="staged", ttl_days=NOTE_TTL_DAYS, tags=("session-note", event.agent)
+    )
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text[:24]).strip("-").lower()
