@@ -357,7 +357,8 @@ def test_kiro_session_prompt_stop_and_subagent() -> None:
 def test_cursor_shell_events() -> None:
     after = normalise("cursor", "afterShellExecution", example("cursor", "afterShellExecution", "pytest"))
 
-    assert (after.kind, after.tool, after.action) == ("post_tool", "Shell", "shell")
+    # hivelore hooks Cursor's postToolUse instead (catalog.py), but the older event still normalises.
+    assert (after.kind, after.tool, after.action) == ("other", "Shell", "shell")
     assert (after.command, after.output) == ("pytest -q", "3 passed in 0.41s\n")
     assert after.exit_code is None  # Cursor's afterShellExecution documents no exit code
     assert after.session_id == "c0f1e2d3-b4a5-4968-8778-695a4b3c2d1e"  # conversation_id
@@ -385,13 +386,21 @@ def test_cursor_file_mcp_agent_and_subagent_events() -> None:
     assert normalise("cursor", "subagentStop", example("cursor", "subagentStop", "subagent finished")).subagent
 
 
-def test_cursor_mcp_error_result_is_a_failure() -> None:
-    payload = example("cursor", "afterMCPExecution", "stdio server")
-    payload["result_json"] = json.dumps({"content": [{"type": "text", "text": "db down"}], "isError": True})
+def test_cursor_generic_post_tool_events_carry_failures() -> None:
+    """hivelore hooks Cursor's generic postToolUse / postToolUseFailure (documented, no fixture yet)."""
+    common = {"conversation_id": "c1", "workspace_roots": ["/home/dev/src/acme-api"]}
+    failed = normalise(
+        "cursor",
+        "postToolUseFailure",
+        {**common, "tool_name": "Shell", "tool_input": {"command": "pnpm test"}, "error_message": "db down"}
+        | {"failure_type": "error"},
+    )
+    assert (failed.kind, failed.action, failed.command) == ("tool_failure", "shell", "pnpm test")
+    assert failed.error == "db down"
 
-    event = normalise("cursor", "afterMCPExecution", payload)
-
-    assert (event.kind, event.error) == ("tool_failure", "db down")
+    result = json.dumps({"content": [{"type": "text", "text": "db down"}], "isError": True})
+    mcp = normalise("cursor", "postToolUse", {**common, "tool_name": "mcp__db__query", "tool_output": result})
+    assert (mcp.kind, mcp.action, mcp.error) == ("tool_failure", "mcp", "db down")
 
 
 def test_gemini_after_tool_failure() -> None:
@@ -524,6 +533,7 @@ EXPECTED_ANSWERS = {
     ("claude", "PostToolUse"): _context("PostToolUse"),
     ("claude", "PostToolUseFailure"): _context("PostToolUseFailure"),
     ("claude", "PreCompact"): "",
+    ("claude", "PostCompact"): "",
     ("claude", "Stop"): SYSTEM,
     ("claude", "SessionEnd"): "",
     ("codex", "SessionStart"): _context("SessionStart"),
@@ -548,9 +558,8 @@ EXPECTED_ANSWERS = {
     ("cursor", "sessionStart"): {"additional_context": TEXT},
     ("cursor", "beforeSubmitPrompt"): {"continue": True},
     ("cursor", "beforeShellExecution"): {"permission": "allow", "agent_message": TEXT},
-    ("cursor", "afterShellExecution"): "",
-    ("cursor", "afterFileEdit"): "",
-    ("cursor", "afterMCPExecution"): "",
+    ("cursor", "postToolUse"): {"additional_context": TEXT},
+    ("cursor", "postToolUseFailure"): {"additional_context": TEXT},
     ("cursor", "preCompact"): {"user_message": TEXT},
     ("cursor", "stop"): "",
     ("cursor", "sessionEnd"): "",

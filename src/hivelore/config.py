@@ -10,7 +10,8 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+
+from hivelore.records import record
 
 MODES = ("local",)
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
@@ -21,7 +22,8 @@ class ConfigError(ValueError):
     """A configuration file or variable that cannot be used."""
 
 
-class Settings(NamedTuple):
+@record
+class Settings:
     home: Path
     mode: str
     mode_source: str

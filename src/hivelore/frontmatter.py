@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, date, datetime
-from typing import Any
 
 from hivelore.memory import (
     KINDS,
@@ -88,7 +87,7 @@ def _split(text: str) -> tuple[str, str]:
     return match.group(1), text[match.end() :]
 
 
-def _timestamp(data: dict[str, Any], name: str, default: str | None) -> str | None:
+def _timestamp(data: dict[str, object], name: str, default: str | None) -> str | None:
     value = data.get(name, default)
     if value is None or value == "":
         return default

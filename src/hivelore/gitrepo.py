@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple
+
+from hivelore.records import record
 
 
-class GitInfo(NamedTuple):
+@record
+class GitInfo:
     root: Path  # top of the work tree
     project_root: Path  # the main work tree, shared by linked worktrees
     remote_url: str | None

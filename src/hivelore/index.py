@@ -18,9 +18,9 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from hivelore.memory import Memory, epoch_from_iso
+from hivelore.records import record
 from hivelore.scope import Scope
 from hivelore.vault import UNREADABLE, Stamp, Vault
 
@@ -185,12 +185,14 @@ class Row:
         return f"Row({self.scope}::{self.key} at {self.root}/{self.relpath})"
 
 
-class Skip(NamedTuple):
+@record
+class Skip:
     path: Path
     reason: str
 
 
-class RebuildStats(NamedTuple):
+@record
+class RebuildStats:
     files: int
     indexed: int
     skipped: list[Skip]
@@ -533,8 +535,8 @@ class Index:
             params["n"] = per_scope
             for order in ("m.updated_ts DESC", "m.seen_count DESC"):
                 sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {order} LIMIT :n"
-                for record in self.conn.execute(sql, params):
-                    row = _row(record)
+                for columns in self.conn.execute(sql, params):
+                    row = _row(columns)
                     found[(row.root, row.relpath)] = row
         return list(found.values())
 

@@ -3,46 +3,53 @@
 API (the `install`, `uninstall` and `doctor` commands call exactly this)::
 
     target = Target(where="project", project_root=repo, home=Path.home(), agents=("claude", "codex"),
-                    hooks="all", entry=default_entry())
+                    hooks="all", entry=default_entry(), hivelore_home=settings.home)
     edits = plan_install(target)      # or plan_uninstall(target): reads files, writes nothing
-    changes = apply(edits)            # one Change (path, action, summary) per planned file
-    wired = wiring(target)            # for doctor: our MCP entry, hook commands and skills, per agent
+    changes = apply(edits)            # one Change(path, action, summary) per planned file
+    wired = wiring(target)            # for doctor: per agent, our MCP command, hook commands, skills
 
 `plan_install`/`plan_uninstall` raise `InstallError` (a ValueError whose message is one sentence
 naming the file) when a file cannot be read or merged: nothing is written then, anywhere. `apply`
 first checks that no planned file changed on disk since it was planned, then writes each file
 atomically (temp file in the same folder, fsync, rename; a symlinked file is written through its
-link). A file whose content would not change is not written and is reported "unchanged".
+link). A file whose content would not change is not written and is reported "unchanged"; an
+edited skill is reported "skip". `hook_command` renders one hook command line, `is_hook_command`
+recognises ours (doctor can run each command of `Wired.hook_commands` once).
 
 What goes where (`<base>` is the project root for `where="project"`, the home for "global"):
 
-| agent  | MCP server `hivelore`                          | hooks                                   | skills             |
-|--------|------------------------------------------------|-----------------------------------------|--------------------|
-| claude | `.mcp.json` / `~/.claude.json`, `mcpServers`   | `<base>/.claude/settings.json`          | `.claude/skills`   |
-| codex  | `<base>/.codex/config.toml`, `[mcp_servers]`   | `<base>/.codex/hooks.json`              | `.agents/skills`   |
-| kiro   | `<base>/.kiro/settings/mcp.json`, `mcpServers` | agent `<base>/.kiro/agents/hivelore.json` | `.kiro/skills`   |
-| gemini | `<base>/.gemini/settings.json`, `mcpServers`   | the same file, `hooks`                  | `.gemini/skills`   |
-| cursor | `<base>/.cursor/mcp.json`, `mcpServers`        | `<base>/.cursor/hooks.json`             | `.cursor/skills`   |
+| agent  | MCP server `hivelore`                       | hooks                            | skills           |
+|--------|---------------------------------------------|----------------------------------|------------------|
+| claude | `.mcp.json` / `~/.claude.json` `mcpServers` | `.claude/settings.json`          | `.claude/skills` |
+| codex  | `.codex/config.toml` `[mcp_servers]`        | `.codex/hooks.json`              | `.agents/skills` |
+| kiro   | `.kiro/settings/mcp.json` `mcpServers`      | agent `.kiro/agents/hivelore.json` | `.kiro/skills` |
+| gemini | `.gemini/settings.json` `mcpServers`        | the same file, `hooks`           | `.gemini/skills` |
+| cursor | `.cursor/mcp.json` `mcpServers`             | `.cursor/hooks.json`             | `.cursor/skills` |
 
-Skills go under `<base>`. A project install also writes `.hivelore.json` with `{"mode": "local"}`
-(only the key `mode`, only when absent). Commands are absolute (`default_entry`): the MCP server runs
-`<entry> mcp`, a hook runs `<entry> hook --agent A --event E [--read-only]`.
+Every path is under `<base>` except the global Claude `~/.claude.json`. A project install also
+writes `.hivelore.json` with `{"mode": "local"}` (only the key `mode`, only when absent). Commands
+are absolute (`default_entry`): the MCP server runs `<entry> mcp`, a hook runs
+`<entry> hook --agent A --event E [--read-only]`. JSON files keep their key order, indent, line
+ends and final newline; Codex's TOML keeps every byte (tomlkit), our table is appended at its end.
 
-Install sets the desired state: re-running it with other `hooks` replaces our hook entries (our
-entries are recognised by their command: a `hivelore` program followed by `hook --agent`, whatever
-its path, so a moved installation is cleaned up too), and never touches any other entry.
+Install sets the desired state: re-running it with other `hooks` replaces our hook entries (ours
+are recognised by their command: a `hivelore` program followed by `hook --agent`, whatever its
+path, so a moved installation is cleaned up too), and never touches any other entry.
 
-Uninstall removes exactly that: our MCP entry, our hook entries, containers that became empty
-because of it, our skills unless edited since (those are left and reported "skip"), and the files
-and folders install created once they hold nothing else. Which files and folders install created
-is recorded in `<hivelore home>/installed.json` (the ledger), so a file the user had before is never
-deleted, even when it is empty again. `.hivelore.json` always stays: it is the committable project
-setting that teammates share, and it holds no secret.
+Uninstall removes exactly what install added: our MCP entry, our hook entries, the objects and
+lists install had to create for them once empty, our skills unless edited since (left, reported
+"skip"), and the files and folders install created once they hold nothing else. What install
+created is recorded in `<hivelore home>/installed.json` (the ledger), so a file, object or list the
+user had before is never deleted, even when it is empty again; without the ledger (say, on a
+teammate's machine) uninstall removes our entries and unedited skills only. `.hivelore.json`
+always stays: it is the committable project setting that teammates share, and it holds no secret.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -175,20 +182,39 @@ def is_hook_command(command: object) -> bool:
     for i in range(1, len(words) - 4):
         if words[i : i + 2] == ["hook", "--agent"] and words[i + 3] == "--event":
             program = words[:i]
-            return Path(program[-1]).name in ("hivelore", "hivelore.exe") or program[-2:] == ["-m", "hivelore"]
+            if Path(program[-1]).name in ("hivelore", "hivelore.exe") or program[-2:] == ["-m", "hivelore"]:
+                return True
     return False
 
 
 # --- the JSON parts: one job each, applied to a parsed file ---------------------------------------------
 
 
-def _object(doc: dict[str, Any], key: str, path: Path, create: bool) -> dict[str, Any] | None:
-    value = doc.get(key)
-    if value is None and create:
-        value = doc[key] = {}
-    if value is not None and not isinstance(value, dict):
-        raise InstallError(f"{path}: '{key}' must be a JSON object, not {type(value).__name__}: fix it and run again.")
-    return value
+@dataclass
+class _Ctx:
+    """The file being merged, and which of its containers ("mcpServers", "hooks", "hooks/<event>")
+    install created: uninstall removes exactly those once empty, never an empty one the user had."""
+
+    path: Path
+    made: set[str]
+
+    def child(self, parent: dict[str, Any], key: str, name: str, kind: type, create: bool) -> Any:
+        value = parent.get(key)
+        if value is None and create:
+            value = parent[key] = kind()
+            self.made.add(name)
+        if value is not None and not isinstance(value, kind):
+            wanted = "an object" if kind is dict else "a list"
+            raise InstallError(
+                f"{self.path}: '{name}' must be {wanted}, not {type(value).__name__}: fix it and run again."
+            )
+        return value
+
+    def prune(self, parent: dict[str, Any], key: str, name: str) -> None:
+        """Called after removing our entries from parent[key]: drop it if now empty and ours."""
+        if not parent[key] and name in self.made:
+            del parent[key]
+            self.made.discard(name)
 
 
 @dataclass(frozen=True)
@@ -198,9 +224,8 @@ class _Mcp:
     server: dict[str, Any]
     key: str = "mcpServers"
 
-    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
-        servers = _object(doc, self.key, path, create=True)
-        assert servers is not None
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        servers = ctx.child(doc, self.key, self.key, dict, create=True)
         current = servers.get(SERVER)
         if isinstance(current, dict):
             if all(current.get(k) == v for k, v in self.server.items()):
@@ -210,13 +235,12 @@ class _Mcp:
         servers[SERVER] = copy.deepcopy(self.server)
         return [f"added MCP server '{SERVER}'"]
 
-    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
-        servers = _object(doc, self.key, path, create=False)
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        servers = ctx.child(doc, self.key, self.key, dict, create=False)
         if not servers or SERVER not in servers:
             return []
         del servers[SERVER]
-        if not servers:
-            del doc[self.key]
+        ctx.prune(doc, self.key, self.key)
         return [f"removed MCP server '{SERVER}'"]
 
     def found(self, doc: dict[str, Any]) -> tuple[str, ...] | None:
@@ -239,27 +263,26 @@ class _Hooks:
     entries: dict[str, dict[str, Any]]  # wire event -> the entry we want there
     grouped: bool
 
-    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
         if not self.entries:
-            return self.uninstall(doc, path)
-        hooks = _object(doc, "hooks", path, create=True)
-        assert hooks is not None
-        removed = [event for event in list(hooks) if event not in self.entries and self._strip(hooks, event)]
+            return self.uninstall(doc, ctx)
+        hooks = ctx.child(doc, "hooks", "hooks", dict, create=True)
+        removed = [event for event in list(hooks) if event not in self.entries and self._strip(hooks, event, ctx)]
         outcome: dict[str, list[str]] = {"added": [], "updated": []}
         for event, entry in self.entries.items():
-            status = self._ensure(hooks, event, entry, path)
+            status = self._ensure(hooks, event, entry, ctx)
             if status:
                 outcome[status].append(event)
         phrases = [f"{verb} hooks {', '.join(events)}" for verb, events in outcome.items() if events]
         return phrases + ([f"removed hooks {', '.join(removed)}"] if removed else [])
 
-    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
-        hooks = _object(doc, "hooks", path, create=False)
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        hooks = ctx.child(doc, "hooks", "hooks", dict, create=False)
         if not hooks:
             return []
-        removed = [event for event in list(hooks) if self._strip(hooks, event)]
-        if removed and not hooks:
-            del doc["hooks"]
+        removed = [event for event in list(hooks) if self._strip(hooks, event, ctx)]
+        if removed:
+            ctx.prune(doc, "hooks", "hooks")
         return [f"removed hooks {', '.join(removed)}"] if removed else []
 
     def found(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -278,10 +301,8 @@ class _Hooks:
                 if isinstance(entry, dict) and is_hook_command(entry.get("command")):
                     yield holder, entry
 
-    def _ensure(self, hooks: dict[str, Any], event: str, entry: dict[str, Any], path: Path) -> str | None:
-        items = hooks.setdefault(event, [])
-        if not isinstance(items, list):
-            raise InstallError(f"{path}: hooks '{event}' must be a JSON list: fix it and run again.")
+    def _ensure(self, hooks: dict[str, Any], event: str, entry: dict[str, Any], ctx: _Ctx) -> str | None:
+        items = ctx.child(hooks, event, f"hooks/{event}", list, create=True)
         mine = list(self._ours(items))
         if not mine:
             items.append({"hooks": [dict(entry)]} if self.grouped else dict(entry))
@@ -290,16 +311,16 @@ class _Hooks:
         same = first.get("command") == entry["command"]
         if not same:  # a stale path or other flags: replace it where it stands
             holder[next(i for i, e in enumerate(holder) if e is first)] = dict(entry)
-        self._drop(hooks, event, [e for _, e in mine[1:]])
+        self._drop(hooks, event, [e for _, e in mine[1:]], ctx)
         return None if same and len(mine) == 1 else "updated"
 
-    def _strip(self, hooks: dict[str, Any], event: str) -> bool:
+    def _strip(self, hooks: dict[str, Any], event: str, ctx: _Ctx) -> bool:
         mine = [e for _, e in self._ours(hooks[event])]
-        self._drop(hooks, event, mine)
+        self._drop(hooks, event, mine, ctx)
         return bool(mine)
 
-    def _drop(self, hooks: dict[str, Any], event: str, doomed: list[dict[str, Any]]) -> None:
-        """Remove these entries, then the groups and the event list that only they had filled."""
+    def _drop(self, hooks: dict[str, Any], event: str, doomed: list[dict[str, Any]], ctx: _Ctx) -> None:
+        """Remove these entries, the groups only they filled, and the event list if we made it."""
         if not doomed:
             return
         items = hooks[event]
@@ -308,21 +329,20 @@ class _Hooks:
                 holder.remove(entry)
                 if self.grouped and not holder:
                     items[:] = [g for g in items if not (isinstance(g, dict) and g.get("hooks") is holder)]
-        if not items:
-            del hooks[event]
+        ctx.prune(hooks, event, f"hooks/{event}")
 
 
 @dataclass(frozen=True)
 class _Mode:
     """`.hivelore.json`: the mode is set to local only when the file does not choose one."""
 
-    def install(self, doc: dict[str, Any], path: Path) -> list[str]:
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
         if "mode" in doc:
             return []
         doc["mode"] = "local"
         return ['set "mode": "local"']
 
-    def uninstall(self, doc: dict[str, Any], path: Path) -> list[str]:
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
         return []
 
 
@@ -353,6 +373,10 @@ def _server(target: Target, **extra: Any) -> dict[str, Any]:
     return {**extra, "command": target.entry[0], "args": [*target.entry[1:], "mcp"]}
 
 
+def _claude_style(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+
+
 def _claude(target: Target) -> tuple[list[_File], Path]:
     # Claude Code (code.claude.com/docs/en/mcp, /settings, /hooks): project servers in `.mcp.json`
     # ({"mcpServers": {name: {"type": "stdio", "command", "args"}}}, approved once by the user), user
@@ -362,8 +386,11 @@ def _claude(target: Target) -> tuple[list[_File], Path]:
     base, project = target.base, target.where == "project"
     mcp = base / ".mcp.json" if project else target.home / ".claude.json"
     note = "Claude Code asks once to approve this project's MCP server" if project else ""
-    hooks = _Hooks(_entries(target, "claude", lambda c: {"type": "command", "command": c, "timeout": HOOK_TIMEOUT_S}), True)
-    files = [_File(mcp, (_Mcp(_server(target, type="stdio")),), note=note), _File(base / ".claude/settings.json", (hooks,))]
+    hooks = _Hooks(_entries(target, "claude", _claude_style), True)
+    files = [
+        _File(mcp, (_Mcp(_server(target, type="stdio")),), note=note),
+        _File(base / ".claude/settings.json", (hooks,)),
+    ]
     return files, base / ".claude/skills"
 
 
@@ -375,7 +402,7 @@ def _codex(target: Target) -> tuple[list[_File], Path]:
     # TOML keeps only the one line group we own. Skills: `.agents/skills` (repo) and `~/.agents/skills`.
     base, project = target.base, target.where == "project"
     trust = "Codex reads a project's .codex/ only once the project is trusted; " if project else ""
-    hooks = _Hooks(_entries(target, "codex", lambda c: {"type": "command", "command": c, "timeout": HOOK_TIMEOUT_S}), True)
+    hooks = _Hooks(_entries(target, "codex", _claude_style), True)
     files = [
         _File(base / ".codex/config.toml", (), toml_server=_server(target), note=trust.rstrip("; ")),
         _File(base / ".codex/hooks.json", (hooks,), note=trust + "Codex asks you to review new hooks (/hooks)"),
@@ -481,7 +508,13 @@ def _render_json(data: dict[str, Any], like: str | None) -> str:
     """indent=2 and a final newline for a new file; an existing file keeps its indent, its line ends
     and whether it ends with a newline, so removing what we added restores its bytes."""
     match = re.search(r"\n([ \t]+)\S", like or "")
-    text = json.dumps(data, indent=match.group(1) if match else 2, ensure_ascii=False)
+    stripped = (like or "").strip()
+    if stripped and "\n" not in stripped and not re.fullmatch(r"\{\s*\}", stripped):
+        # a machine-written one-line file stays one line (`{}` grows like a new file)
+        separators = (", ", ": ") if '": ' in stripped else (",", ":")
+        text = json.dumps(data, separators=separators, ensure_ascii=False)
+    else:
+        text = json.dumps(data, indent=match.group(1) if match else 2, ensure_ascii=False)
     if like is None or like.endswith("\n") or not like.strip():
         text += "\n"
     return text.replace("\n", "\r\n") if like and "\r\n" in like else text
@@ -518,10 +551,13 @@ def _toml_install(path: Path, text: str, server: dict[str, Any]) -> tuple[str, l
     appended = head + ("\n" if head else "") + block
     try:
         tomlkit.parse(appended)
-    except TOMLKitError:  # e.g. `mcp_servers = {...}` inline: a [table] cannot extend it, tomlkit can
-        if servers is None:
-            raise
-        servers[SERVER] = server
+    except TOMLKitError:
+        if not isinstance(servers, tomlkit.items.InlineTable):
+            raise InstallError(
+                f"cannot add [mcp_servers.{SERVER}] to {path}: fix its mcp_servers and run again."
+            ) from None
+        servers[SERVER] = tomlkit.inline_table()  # `mcp_servers = {...}` can only grow inline
+        servers[SERVER].update(server)
         appended = tomlkit.dumps(doc)
     return appended, [f"added MCP server '{SERVER}'"]
 
@@ -552,7 +588,8 @@ def _toml_found(doc: tomlkit.TOMLDocument) -> tuple[str, ...] | None:
 
 
 class _Ledger:
-    """What install created: path -> "" (a file or folder), or the sha256 of a skill file we wrote."""
+    """What install created: path -> "" for a file or folder, `path#container` -> "" for an object or
+    list it added inside a file, and a skill file's path -> the sha256 of the bytes it wrote."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -565,6 +602,20 @@ class _Ledger:
 
     def has(self, path: Path) -> bool:
         return str(path) in self.created
+
+    def containers(self, path: Path) -> set[str]:
+        prefix = f"{path}#"
+        return {key.removeprefix(prefix) for key in self.created if key.startswith(prefix)}
+
+    def set_containers(self, path: Path, names: set[str]) -> None:
+        for name in self.containers(path) - names:
+            del self.created[f"{path}#{name}"]
+        self.created.update({f"{path}#{name}": "" for name in names})
+
+    def forget(self, path: Path) -> None:
+        """Drop a file and the containers recorded inside it."""
+        self.created.pop(str(path), None)
+        self.set_containers(path, set())
 
     def edit(self) -> FileEdit | None:
         after = _render_json({"created": dict(sorted(self.created.items()))}, None).encode() if self.created else None
@@ -590,34 +641,47 @@ def _file_edit(
     path: Path, before: bytes | None, after: bytes | None, summary: str, new_dirs: tuple[Path, ...] = ()
 ) -> FileEdit:
     action = _action(before, after)
-    return FileEdit(path, action, summary if action != "unchanged" else "already as wanted", before, after,
-                    new_dirs if action == "create" else ())
+    return FileEdit(
+        path,
+        action,
+        summary if action != "unchanged" else "nothing to change",
+        before,
+        after,
+        new_dirs if action == "create" else (),
+    )
 
 
-def _merge(spec: _File, installing: bool) -> tuple[bytes | None, bytes | None, list[str], bool]:
+def _merge(spec: _File, installing: bool, ledger: _Ledger) -> tuple[bytes | None, bytes | None, list[str], bool]:
     """(before, after, phrases, holds-only-its-skeleton) for one configuration file."""
     before = _read(spec.path)
     text = _text(spec.path, before) if before is not None else None
     if spec.toml_server is not None:
         base = text or ""
-        out, phrases = _toml_install(spec.path, base, spec.toml_server) if installing else _toml_uninstall(spec.path, base)
+        out, phrases = (
+            _toml_install(spec.path, base, spec.toml_server) if installing else _toml_uninstall(spec.path, base)
+        )
         return before, out.encode() if phrases else before, phrases, not out.strip()
     doc = _parse_json(spec.path, text) if text is not None else copy.deepcopy(spec.skeleton)
-    phrases = [p for part in spec.parts for p in (part.install if installing else part.uninstall)(doc, spec.path)]
+    ctx = _Ctx(spec.path, ledger.containers(spec.path))
+    phrases = [p for part in spec.parts for p in (part.install if installing else part.uninstall)(doc, ctx)]
+    ledger.set_containers(spec.path, ctx.made)
     after = _render_json(doc, text).encode() if phrases else before
     return before, after, phrases, doc == spec.skeleton
 
 
 def _plan_file(spec: _File, installing: bool, ledger: _Ledger) -> FileEdit | None:
-    before, after, phrases, empty = _merge(spec, installing)
+    before, after, phrases, empty = _merge(spec, installing, ledger)
     if before is None and not phrases:
+        if not installing:
+            ledger.forget(spec.path)  # deleted by hand: nothing left to remember
         return None  # nothing of ours to put there, nothing to take away
     if installing and before is None and spec.removable:
         ledger.created[str(spec.path)] = ""
-    if not installing and empty and ledger.has(spec.path):
-        after = None  # a file we created that holds nothing of anyone else now
-        ledger.created.pop(str(spec.path))
-    summary = "; ".join(phrases) + (f" ({spec.note})" if installing and spec.note else "")
+    if empty and before is not None and ledger.has(spec.path):
+        after = None  # a file we created that holds nothing of anyone else now (also `install --hooks none`)
+        ledger.forget(spec.path)
+    summary = "; ".join(phrases) or "nothing but what install had put there"
+    summary += f" ({spec.note})" if installing and spec.note and after is not None else ""
     return _file_edit(spec.path, before, after, summary, _missing_dirs(spec.path))
 
 
@@ -655,30 +719,18 @@ def _specs(target: Target) -> tuple[list[_File], list[Path]]:
     return files, skill_dirs
 
 
-def _grouped(files: list[_File]) -> list[_File]:
-    """One spec per path: two agents (or parts) naming one file are merged in one read and one write."""
-    by_path: dict[Path, _File] = {}
-    for spec in files:
-        seen = by_path.get(spec.path)
-        by_path[spec.path] = spec if seen is None else _File(spec.path, seen.parts + spec.parts, seen.skeleton,
-                                                             seen.toml_server or spec.toml_server, seen.note)
-    return list(by_path.values())
-
-
 def _plan(target: Target, installing: bool) -> list[FileEdit]:
     ledger = _Ledger(target.ledger_path)
     files, skill_dirs = _specs(target)
     if installing and target.where == "project":
         files.append(_File(target.base / ".hivelore.json", (_Mode(),), removable=False))
-    edits = [_plan_file(spec, installing, ledger) for spec in _grouped(files)]
+    edits = [_plan_file(spec, installing, ledger) for spec in files]
     skills = {folder / name / "SKILL.md": _skill_bytes(name) for folder in skill_dirs for name in SKILLS}
     edits += [_plan_skill(path, ours, installing, ledger) for path, ours in skills.items()]
     planned = [e for e in edits if e is not None]
-    if installing:
-        for edit in planned:
-            ledger.created.update({str(d): "" for d in edit.new_dirs})
-    else:
-        planned = _with_old_dirs(planned, ledger)
+    for edit in planned:
+        ledger.created.update({str(d): "" for d in edit.new_dirs})
+    planned = _with_old_dirs(planned, ledger)
     ledger_edit = ledger.edit()
     return planned + ([ledger_edit] if ledger_edit else [])
 
@@ -686,16 +738,18 @@ def _plan(target: Target, installing: bool) -> list[FileEdit]:
 def _with_old_dirs(edits: list[FileEdit], ledger: _Ledger) -> list[FileEdit]:
     """Attach to each removed file the folders install created above it that will then be empty."""
     gone = {e.path for e in edits if e.action == "remove"}
-    candidates = sorted({p for path in gone for p in path.parents if ledger.has(p)}, key=lambda p: -len(p.parts))
-    for folder in candidates:
+    skill_dirs = {p.parent for p in gone if p.name == "SKILL.md" and p.parent.name in SKILLS}  # ours by name
+    candidates = {p for path in gone for p in path.parents if ledger.has(p)} | skill_dirs
+    for folder in sorted(candidates, key=lambda p: -len(p.parts)):
         if folder.is_dir() and all(child in gone for child in folder.iterdir()):
             gone.add(folder)
-            ledger.created.pop(str(folder))
-    result = []
-    for edit in edits:
-        dirs = tuple(p for p in edit.path.parents if p in gone) if edit.action == "remove" else ()
-        result.append(FileEdit(edit.path, edit.action, edit.summary, edit.before, edit.after, (), dirs))
-    return result
+            ledger.created.pop(str(folder), None)
+    return [
+        dataclasses.replace(edit, old_dirs=tuple(p for p in edit.path.parents if p in gone))
+        if edit.action == "remove"
+        else edit
+        for edit in edits
+    ]
 
 
 def plan_install(target: Target) -> list[FileEdit]:
@@ -746,10 +800,8 @@ def apply(edits: list[FileEdit]) -> list[Change]:
         elif edit.after is not None and edit.after != edit.before:
             _write_atomic(edit.path, edit.after)
     for folder in sorted({d for e in edits for d in e.old_dirs}, key=lambda p: -len(p.parts)):
-        try:
+        with contextlib.suppress(OSError):  # something new appeared in it since planning: it stays
             folder.rmdir()
-        except OSError:  # something new appeared in it since planning: it stays
-            pass
     return [edit.change for edit in edits]
 
 

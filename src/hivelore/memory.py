@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime
-from typing import NamedTuple
 
+from hivelore.records import record
 from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
 from hivelore.scope import parse as parse_scope
 
@@ -113,7 +113,8 @@ def validate_tags(tags: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
-class Memory(NamedTuple):
+@record
+class Memory:
     """One memory. A NamedTuple, not a dataclass: on the hook path each dataclass costs a
     measurable share of start-up. Never mutate `provenance` (its default is shared)."""
 

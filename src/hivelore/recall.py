@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from hivelore.index import Row
+from hivelore.records import record
 from hivelore.scope import parse, related
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
@@ -27,13 +27,15 @@ MIN_LINE_CHARS = 40  # below this much budget left, no memory line fits
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
-class Ranked(NamedTuple):
+@record
+class Ranked:
     row: Row
     score: float
     relevance: float
 
 
-class Selection(NamedTuple):
+@record
+class Selection:
     """What a budgeted read shows, and exactly what it leaves out."""
 
     shown: list[Ranked]

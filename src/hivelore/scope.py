@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import NamedTuple
 
 from hivelore.gitrepo import GitInfo, read_git_info
+from hivelore.records import record
 
 GRAMMAR = "global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH"
 
@@ -42,7 +42,8 @@ class ScopeError(ValueError):
     """A scope string that does not follow the grammar."""
 
 
-class Scope(NamedTuple):
+@record
+class Scope:
     level: Level
     name: str = ""  # project name, or OWNER/REPO for repo and branch scopes
     branch: str = ""
@@ -121,7 +122,8 @@ def try_parse(text: str) -> Scope | None:
     return None
 
 
-class Chain(NamedTuple):
+@record
+class Chain:
     """The scopes that apply to a folder, narrowest first, and the git facts they came from."""
 
     scopes: tuple[Scope, ...]

@@ -13,7 +13,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from hivelore import recall
 from hivelore.config import Settings, load_settings
@@ -30,6 +29,7 @@ from hivelore.memory import (
     validate_timestamp,
     validate_ttl_days,
 )
+from hivelore.records import record
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
 from hivelore.vault import UNREADABLE, Stamp, Vault
@@ -44,7 +44,8 @@ class NotFound(LookupError):
     """No visible memory at that address."""
 
 
-class WriteResult(NamedTuple):
+@record
+class WriteResult:
     memory: Memory
     path: Path
     tier: str
@@ -52,7 +53,8 @@ class WriteResult(NamedTuple):
     revived: bool = False  # it was archived or expired, and is visible again
 
 
-class TreeEntry(NamedTuple):
+@record
+class TreeEntry:
     key: str
     winner: Memory
     shadowed: list[Memory]
@@ -607,14 +609,14 @@ class Hivelore:
         """
         report = ImportReport(written=[], unchanged=[], rejected=list(unreadable))
         checked: list[tuple[Memory, Vault]] = []
-        for record in records:
+        for entry in records:
             try:
-                memory = self._check_record(record)
+                memory = self._check_record(entry)
                 vault = self._vault_for_write(memory.scope, memory.key, tier)
                 # The target must be writable too (a broken file there would stop the import midway).
                 self._locate(vault, memory.scope, memory.key)
             except ValueError as exc:
-                report.rejected.append(f"{record.source}: {exc}")
+                report.rejected.append(f"{entry.source}: {exc}")
             else:
                 checked.append((memory, vault))
         if (report.rejected and not skip_invalid) or dry_run:

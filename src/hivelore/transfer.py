@@ -4,16 +4,19 @@ type checked before the service validates it like any write, and the report of w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+
+from hivelore.records import record
 
 
-class ImportReport(NamedTuple):
+@record
+class ImportReport:
     written: list[str]
     unchanged: list[str]
     rejected: list[str]  # "source: reason"
 
 
-class ImportRecord(NamedTuple):
+@record
+class ImportRecord:
     """One memory to import, validated by the same rules as a write."""
 
     source: str  # "file.jsonl:12" or a path, for error messages

@@ -14,10 +14,10 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from hivelore.frontmatter import FrontmatterError, parse, render
 from hivelore.memory import Memory, iso_from_epoch
+from hivelore.records import record
 from hivelore.scope import Scope, try_parse
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
@@ -29,7 +29,8 @@ class DriftError(RuntimeError):
     """A file changed on disk between our read and our write."""
 
 
-class Stamp(NamedTuple):
+@record
+class Stamp:
     """What a file looked like when we read it."""
 
     mtime_ns: int
@@ -51,7 +52,8 @@ def stamp_of(path: Path, data: bytes) -> Stamp:
     return Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
 
 
-class Vault(NamedTuple):
+@record
+class Vault:
     root: Path
     tier: str  # "home" or "project"
 

@@ -494,6 +494,8 @@ _CURSOR_OUTPUT: dict[str, tuple[dict[str, object], str]] = {
     "beforeSubmitPrompt": ({"continue": True}, ""),
     "beforeShellExecution": ({"permission": "allow"}, "agent_message"),
     "preCompact": ({}, "user_message"),
+    "postToolUse": ({}, "additional_context"),
+    "postToolUseFailure": ({}, "additional_context"),
 }
 
 
