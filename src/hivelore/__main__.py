@@ -1,3 +1,3 @@
-from hivelore.cli import main
+from hivelore.cli import run
 
-main()
+run()

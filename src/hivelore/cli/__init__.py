@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+FAST_COMMANDS = ("hook", "search", "context")
+
+
+def run() -> None:
+    """The console script. The fast commands leave without the interpreter's teardown: by then
+    their writes are committed and their output flushed, and closing SQLite (which checkpoints its
+    log) and freeing every module would only add to the agent's wait."""
+    try:
+        main()
+    except SystemExit as exc:
+        if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and isinstance(exc.code, int | None):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exc.code or 0)
+        raise
 
 
 def main() -> None:
