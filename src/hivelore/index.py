@@ -81,8 +81,10 @@ CREATE TRIGGER IF NOT EXISTS memories_removed AFTER DELETE ON memories BEGIN
     UPDATE scope_totals SET live = live - (1 - old.archived) WHERE root = old.root AND scope = old.scope;
     UPDATE key_totals SET copies = copies - 1 WHERE key = old.key;
 END;
+-- Prefix indexes for 3 and 4 characters: a search for "test" also matches "tests" and "testing" (a
+-- prefix query), and without them every such word is expanded over the whole vocabulary.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    key, value, tags, tokenize = "unicode61 remove_diacritics 2"
+    key, value, tags, tokenize = "unicode61 remove_diacritics 2", prefix = '3 4'
 );
 CREATE TABLE IF NOT EXISTS folders (
     root TEXT NOT NULL, folder TEXT NOT NULL, mtime_ns INTEGER NOT NULL, files INTEGER NOT NULL,
@@ -673,6 +675,8 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
                         "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
                         (str(vault.root), str(folder.relative_to(vault.root)), mtime_ns, len(names)),
                     )
+        # One merged b-tree instead of the segments thousands of inserts left: every search reads less.
+        index.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
         skipped = [s for s in index.skipped_files() if any(s.path.is_relative_to(v.root) for v in vaults)]
     finally:
         index.close()

@@ -36,7 +36,7 @@ from hivelore.vault import UNREADABLE, Stamp, Vault
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 MAX_SEARCH_LIMIT = 1000
-MAX_RELATED_HITS = 20  # search hits looked at for memories related to a prompt or an error
+MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
