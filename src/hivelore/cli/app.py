@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hivelore import __version__
-from hivelore.cli import fast
+from hivelore.cli import agents, fast
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.memory import Memory, looks_like_address, parse_address
 from hivelore.service import Hivelore
@@ -401,7 +401,8 @@ def index_path() -> None:
 
 @app.command()
 def doctor(as_json: JsonFlag = False) -> None:
-    """The resolved mode and what decided it, the store paths, and the index's health."""
+    """The resolved mode and what decided it, the store paths, the index's health, and per agent what
+    is wired (each hook command is run once with a sample payload)."""
     with reported_errors():
         service = _service()
         git = service.chain.git
@@ -418,17 +419,40 @@ def doctor(as_json: JsonFlag = False) -> None:
             if git
             else None,
             "index": service.index_status(),
+            "agents": agents.agents_report(service),
         }
     if as_json:
         print_json(report)
         return
     for name, value in report.items():
-        if isinstance(value, dict):
+        if name == "agents":
+            _print_agents(report["agents"])
+        elif isinstance(value, dict):
             out.print(f"[bold]{name}[/bold]")
             for sub, subvalue in value.items():
                 out.print(f"  {sub}: {escape(str(subvalue))}")
         else:
             out.print(f"[bold]{name}[/bold]: {escape(str(value))}")
+
+
+def _print_agents(found: list[dict]) -> None:
+    out.print("[bold]agents[/bold]" + ("" if found else ": none wired (run `hivelore install`)"))
+    for entry in found:
+        problem = f"  [red]{escape(entry['problem'])}[/red]" if entry["problem"] else ""
+        out.print(f"  [bold]{entry['agent']}[/bold] ({entry['where']}){problem}")
+        mcp = entry["mcp"]
+        if mcp:
+            runs = "[green]ok[/green]" if entry["mcp_runs"] else "[red]command missing[/red]"
+            out.print(f"    mcp: {escape(' '.join(mcp['command']))} ({escape(mcp['file'])}) {runs}")
+        for hook in entry["hooks"]:
+            state = "[green]ok[/green]" if hook["ok"] else "[red]FAILED[/red]"
+            out.print(f"    hook {hook['event']}: {state} {hook['ms']} ms, {escape(hook['detail'])}")
+        if entry["skills"]:
+            out.print(f"    skills: {len(entry['skills'])}")
+
+
+app.command()(agents.install)
+app.command()(agents.uninstall)
 
 
 @app.command()

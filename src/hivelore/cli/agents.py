@@ -1,0 +1,140 @@
+"""`hivelore install` and `uninstall`, and the agents part of `doctor`: hivelore in the agents' configs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hivelore.cli.output import reported_errors
+from hivelore.hookcheck import check_hook
+from hivelore.hooks.catalog import AGENTS
+from hivelore.install import HOOK_MODES, Change, Target, apply, default_entry, plan_install, plan_uninstall, wiring
+from hivelore.service import Hivelore
+
+ProjectFlag = Annotated[bool, typer.Option("--project", help="Wire into this repository's files (the default in git).")]
+GlobalFlag = Annotated[bool, typer.Option("--global", help="Wire into your home's files, for every project.")]
+AgentOption = Annotated[
+    str, typer.Option("--agent", help="Comma-separated: claude, codex, kiro, gemini, cursor, or all.")
+]
+HooksOption = Annotated[
+    str | None, typer.Option("--hooks", help="all, read-only (only inject lessons) or none (MCP only); default all.")
+]
+YesFlag = Annotated[bool, typer.Option("--yes", "-y", help="Ask nothing; take the defaults.")]
+
+SYMBOLS = {"create": "+", "update": "~", "unchanged": "=", "remove": "-", "skip": "!"}
+
+
+def install(
+    project: ProjectFlag = False,
+    global_: GlobalFlag = False,
+    agent: AgentOption = "all",
+    hooks: HooksOption = None,
+    yes: YesFlag = False,
+) -> None:
+    """Wire hivelore (MCP server, hooks, skills) into the agents; re-running changes nothing."""
+    with reported_errors():
+        service = Hivelore.open()
+        asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
+        where = _where(project, global_, service, asking)
+        if asking:
+            _ask_token()
+        if hooks is None:
+            hooks = typer.prompt("Which hooks: all, read-only or none", default="all") if asking else "all"
+        target = _target(where, agent, hooks, service)
+        _print(apply(plan_install(target)))
+    wired = ", ".join(target.agents)
+    print(f"hivelore is wired into {wired} ({where}); `hivelore doctor` runs each hook once to check it.")
+
+
+def uninstall(
+    project: ProjectFlag = False,
+    global_: GlobalFlag = False,
+    agent: AgentOption = "all",
+    hooks: HooksOption = None,
+    yes: YesFlag = False,
+) -> None:
+    """Remove exactly what `install` added; everything else in those files stays."""
+    with reported_errors():
+        service = Hivelore.open()
+        asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
+        where = _where(project, global_, service, asking)
+        target = _target(where, agent, hooks or "all", service)
+        _print(apply(plan_uninstall(target)))
+
+
+def agents_report(service: Hivelore) -> list[dict[str, object]]:
+    """For `doctor`: per place and agent, what of hivelore is wired, and whether each hook runs."""
+    report = []
+    for where in ("project", "global"):
+        target = _target(where, "all", "all", service)
+        for wired in wiring(target):
+            if wired.mcp_command is None and not wired.hook_commands and not wired.skills and not wired.problem:
+                continue
+            cwd = target.base if where == "project" else Path.cwd()
+            checks = [check_hook(command, wired.agent, event, cwd) for event, command in wired.hook_commands]
+            mcp = {"file": str(wired.mcp_file), "command": list(wired.mcp_command)} if wired.mcp_command else None
+            report.append(
+                {
+                    "agent": wired.agent,
+                    "where": where,
+                    "problem": wired.problem,
+                    "mcp": mcp,
+                    "mcp_runs": bool(wired.mcp_command) and Path(wired.mcp_command[0]).is_file(),
+                    "hooks_file": str(wired.hooks_file),
+                    "hooks": [
+                        {"event": c.event, "ok": c.ok, "ms": round(c.seconds * 1000), "detail": c.detail}
+                        for c in checks
+                    ],
+                    "skills": [str(p) for p in wired.skills],
+                }
+            )
+    return report
+
+
+def _where(project: bool, global_: bool, service: Hivelore, asking: bool) -> str:
+    if project and global_:
+        raise ValueError("--project and --global exclude each other: choose one.")
+    if project or global_:
+        return "project" if project else "global"
+    default = "project" if service.chain.git else "global"
+    if not asking:
+        return default
+    answer = typer.prompt("Install for this project or for your user (global)", default=default)
+    if answer not in ("project", "global"):
+        raise ValueError(f"answer 'project' or 'global', not '{answer}'.")
+    return answer
+
+
+def _ask_token() -> None:
+    question = "Team server token (leave blank for local memory on this machine)"
+    token = typer.prompt(question, default="", show_default=False)
+    if token.strip():
+        print(
+            "hivelore: this version has no team server yet, so memory stays local on this machine; "
+            "the token was not stored.",
+            file=sys.stderr,
+        )
+
+
+def _target(where: str, agent: str, hooks: str, service: Hivelore) -> Target:
+    agents = AGENTS if agent.strip() == "all" else tuple(a.strip() for a in agent.split(",") if a.strip())
+    if hooks not in HOOK_MODES:
+        raise ValueError(f"--hooks must be one of {', '.join(HOOK_MODES)}, not '{hooks}'.")
+    project_root = service.chain.git.root if service.chain.git else Path.cwd()
+    return Target(
+        where=where,
+        project_root=project_root,
+        home=Path.home(),
+        agents=agents,
+        hooks=hooks,
+        entry=default_entry(),
+        hivelore_home=service.settings.home,
+    )
+
+
+def _print(changes: list[Change]) -> None:
+    for change in changes:
+        print(f"{SYMBOLS.get(change.action, '?')} {change.action:<9} {change.path}  {change.summary}".rstrip())
