@@ -49,6 +49,7 @@ import synth
 QUERY = "ECONNREFUSED 5432"
 TARGET_SIZE = 60_000
 TARGET_RATIO = 4.0  # context and search, whole process, vs bare Python start-up
+TARGET_HOOK_RATIO = 3.0  # the agents' hooks, whole process
 TARGET_REBUILD_SECONDS = 60.0
 LOREKIT_HOOK_MS_AT_6000 = 760.0
 REPO_ADDRESS = "repo::acme/checkout"
@@ -62,7 +63,15 @@ WRITE_NEW = "hivelore write (new key)"
 WRITE_UPDATE = "hivelore write (update)"
 REBUILD_FIRST = "hivelore index rebuild (no index yet)"
 REBUILD = "hivelore index rebuild"
-ROW_ORDER = (BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, REBUILD_FIRST, REBUILD)
+HOOK_START = "hook: session start (claude)"
+HOOK_PROMPT = "hook: prompt (claude)"
+HOOK_FAILURE = "hook: tool failure (claude)"
+HOOKS = (HOOK_START, HOOK_PROMPT, HOOK_FAILURE)
+ROW_ORDER = (
+    BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, *HOOKS, REBUILD_FIRST, REBUILD,
+)  # fmt: skip
+PROMPT = "why does pnpm test fail with ECONNREFUSED 5432?"
+FAILURE = "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete]\nExit code 1"
 
 
 @dataclass
@@ -97,13 +106,15 @@ class Bench:
 
     # -- running commands ---------------------------------------------------------------------
 
-    def run(self, argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
-        """(seconds, process, failure text) of one whole process."""
+    def run(
+        self, argv: list[str], stdin: str | None = None
+    ) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
+        """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input."""
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                argv, cwd=self.repo, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                timeout=self.timeout, check=False,
+                argv, cwd=self.repo, env=self.env, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True, text=True, timeout=self.timeout, check=False,
             )
         except subprocess.TimeoutExpired:
             failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
@@ -116,7 +127,7 @@ class Bench:
             )
         return seconds, proc, None
 
-    def timed(self, label: str, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+    def timed(self, label: str, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str] | None:
         """Run and record one sample of `label`; after a failure, or once its samples add up to the
         time budget, the command is not run again at this size."""
         series = self.series.setdefault(label, Series())
@@ -126,7 +137,7 @@ class Bench:
             series.over_budget = True
             self.log(f"{label}: {len(series.samples)} runs used the {self.budget:g} s budget; no more runs")
             return None
-        seconds, proc, failure = self.run(argv)
+        seconds, proc, failure = self.run(argv, stdin)
         if failure:
             series.failure = failure
             self.log(f"FAILED: {label}")
@@ -215,10 +226,37 @@ class Bench:
                 lines = proc.stdout.strip().splitlines()
                 summary = f"{len(lines)} lines, {len(proc.stdout):,} chars"
                 self.notes.append(f"context: {summary}; {lines[0][:100] if lines else ''}")
+        self.hooks(round_no)
         if rebuild:
             self.timed(REBUILD, [hl, "index", "rebuild"])
             # A rebuild rewrites the whole index: warm it again, so every round's reads start alike.
             self.untimed([hl, "search", QUERY])
+
+
+    def hooks(self, round_no: int) -> None:
+        """The three hooks an agent runs most, each in a new session (so session start has something
+        to give and the prompt's lessons were not shown yet), as Claude Code sends them."""
+        base = {"cwd": str(self.repo), "transcript_path": "/dev/null", "permission_mode": "default"}
+        payloads = {
+            HOOK_START: ("SessionStart", {"hook_event_name": "SessionStart", "source": "startup"}),
+            HOOK_PROMPT: ("UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "prompt": PROMPT}),
+            HOOK_FAILURE: (
+                "PostToolUseFailure",
+                {
+                    "hook_event_name": "PostToolUseFailure",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "pnpm test"},
+                    "error": FAILURE,
+                },
+            ),
+        }
+        for label, (event, payload) in payloads.items():
+            session = {"session_id": f"bench-{self.size}-{round_no}-{event}"}
+            argv = [self.hivelore, "hook", "--agent", "claude", "--event", event]
+            proc = self.timed(label, argv, json.dumps({**base, **session, **payload}))
+            if proc is not None and round_no == 0:
+                said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else ""
+                self.notes.append(f"{label}: {len(said):,} chars; {said.splitlines()[0][:90] if said else '(silent)'}")
 
 
 def _new_value(i: int) -> str:
@@ -254,6 +292,10 @@ def _target(size: int, label: str, median: float, bare: float | None) -> str:
         if bare is None:
             return "n/a"
         return f"{'PASS' if median / bare <= TARGET_RATIO else 'MISS'} (≤ {TARGET_RATIO:g}×)"
+    if label in HOOKS:
+        if bare is None:
+            return "n/a"
+        return f"{'PASS' if median / bare <= TARGET_HOOK_RATIO else 'MISS'} (≤ {TARGET_HOOK_RATIO:g}×)"
     if label in (REBUILD, REBUILD_FIRST):
         return f"{'PASS' if median < TARGET_REBUILD_SECONDS else 'MISS'} (< {TARGET_REBUILD_SECONDS:g} s)"
     return "-"
@@ -365,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[6,000] hivelore context {statistics.median(context.samples) * 1000:,.0f} ms vs "
                   f"LoreKit's session-start hook ~{LOREKIT_HOOK_MS_AT_6000:,.0f} ms")
     if TARGET_SIZE not in sizes:
-        print(f"targets (context and search ≤ {TARGET_RATIO:g}× bare Python, rebuild < "
-              f"{TARGET_REBUILD_SECONDS:g} s) are judged at {TARGET_SIZE:,} memories: "
+        print(f"targets (context and search ≤ {TARGET_RATIO:g}× bare Python, hooks ≤ {TARGET_HOOK_RATIO:g}×, "
+              f"rebuild < {TARGET_REBUILD_SECONDS:g} s) are judged at {TARGET_SIZE:,} memories: "
               "not measured in this run")
     failures = [
         (result.size, label, series.failure)
