@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.frontmatter import FrontmatterError, parse, render
+from hivelore.frontmatter import FrontmatterError, _rendered, parse, render
 from hivelore.memory import Memory
 from hivelore.scope import parse as parse_scope
 
@@ -117,3 +117,53 @@ def test_parse_never_crashes_on_arbitrary_text(text: str) -> None:
 def test_awkward_keys_survive_the_round_trip(key: str) -> None:
     memory = Memory(scope=parse_scope("global"), key=key, value="v", created=NOW, updated=NOW)
     assert parse(render(memory), NOW).key == key
+
+
+def _head(text: str) -> str:
+    return text.split("---\n", 2)[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=keys, value=values, tags=tags, seen=st.integers(1, 10_000), session=keys)
+def test_what_we_render_is_read_without_yaml_exactly_as_yaml_reads_it(
+    key: str, value: str, tags: list[str], seen: int, session: str
+) -> None:
+    """Re-reading our own files must not need PyYAML (hooks never import it), and must not differ from it."""
+    memory = Memory(
+        scope=parse_scope("repo::acme/checkout"), key=key, value=value, tags=tuple(tags), created=NOW,
+        updated=NOW, seen_count=seen, expires_at=NOW, provenance={"agent": "cli", "session": session},
+    )  # fmt: skip
+    head = _head(render(memory))
+    fields = _rendered(head)
+    if "\\U" not in head:  # astral code points YAML escapes as \U…: only PyYAML reads those
+        assert fields is not None
+    if fields is not None:
+        assert fields == yaml.safe_load(head)
+
+
+@settings(max_examples=500, deadline=None)
+@given(position=st.integers(0, 400), inserted=st.text(max_size=3))
+def test_a_frontmatter_edited_by_hand_is_read_without_yaml_only_when_yaml_agrees(position: int, inserted: str) -> None:
+    memory = Memory(
+        scope=parse_scope("global"), key="k", value="v", tags=("db", "a#b"), created=NOW, updated=NOW,
+        provenance={"agent": "cli"},
+    )  # fmt: skip
+    head = _head(render(memory))
+    edited = head[:position] + inserted + head[position:]
+    fields = _rendered(edited)
+    if fields is not None:
+        assert fields == yaml.safe_load(edited)
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("key: 07", "YAML reads 07 as an octal number"),
+        ("key: 'single quoted'", "single quotes"),
+        ("key: k  # a comment", "a comment"),
+        ("key: \"a\\/b\"", "an escape JSON never writes"),
+    ],
+)
+def test_frontmatters_we_do_not_write_are_left_to_yaml(line: str, reason: str) -> None:
+    head = _head(render(Memory(scope=parse_scope("global"), key="k", value="v", created=NOW, updated=NOW)))
+    assert _rendered(head.replace("key: k", line)) is None, reason

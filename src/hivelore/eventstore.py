@@ -26,7 +26,8 @@ API (agent + session_id identify a session everywhere; nothing requires `touch_s
     store.record_call(agent, session_id, tool, command_or_input) -> int           # count so far
     store.friction(agent, session_id) -> Friction
     store.prune(older_than_days) -> int
-    reset(folder) -> EventStore
+    reset(folder) -> EventStore                     # discard events.db, open a new one
+    normalise_command(command, cwd) -> str; fingerprint(error, cwd="") -> str; error_lines(error, cwd="") -> list[str]
 
 Failure signature = (tool, normalise_command(command, cwd), exit_code, fingerprint(error, cwd)).
 `seen` counts the signature's occurrences in every session. A fix is learnt by `record_success`:
@@ -38,7 +39,8 @@ passed when simply run again. Failed commands in between are not part of a fix.
 
 Sizes: prompt texts keep their first 8,000 characters, error texts their first 2,000 and last
 6,000 (the end of an output usually carries the summary); a fingerprint reads at most the first
-and last 16,000 characters. Exit codes are integers: pass -1 for a tool that has none.
+and last 16,000 characters; a normalised command longer than 2,000 characters is cut there and
+ends with a hash of the whole. Exit codes are integers: pass -1 for a tool that has none.
 
 The hook path imports this module on every agent event, so it imports only cheap stdlib modules,
 opens with one query (the schema is created only when the meta table is missing), and compiles
@@ -61,7 +63,9 @@ ERROR_HEAD = 2_000
 ERROR_TAIL = 6_000
 FINGERPRINT_WINDOW = 16_000
 FINGERPRINT_LINES = 20
+LINE_CAP = 1_000
 FIX_COMMANDS = 10
+COMMAND_CAP = 2_000
 BUSY_TIMEOUT = 5.0
 
 _TABLES = (
@@ -190,9 +194,11 @@ def _failure(row: tuple) -> Failure:
 
 
 def _guarded(method: Callable) -> Callable:
-    """Turn sqlite errors into the two exceptions a hook can act on."""
+    """Turn sqlite errors into the two exceptions a hook can act on, and make every text argument storable."""
 
     def call(self: EventStore, *args: object, **kwargs: object) -> object:
+        args = tuple(_storable(arg) if type(arg) is str else arg for arg in args)
+        kwargs = {name: _storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
@@ -200,6 +206,11 @@ def _guarded(method: Callable) -> Callable:
 
     call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
     return call
+
+
+def _storable(text: str) -> str:
+    # JSON payloads can carry lone surrogates (a "\ud800" escape), which sqlite3 refuses to encode
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
@@ -233,6 +244,8 @@ def _rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
 
 
 class EventStore:
+    """One connection to events.db; every public method is one short transaction (or one statement)."""
+
     def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
         self.conn = conn
         self.path = path
@@ -248,7 +261,7 @@ class EventStore:
         except (OSError, sqlite3.Error) as exc:
             raise EventStoreUnavailable(f"{path} cannot be opened ({exc})") from exc
         try:
-            _check_schema(conn, path)
+            _check_schema(conn, path, timeout)
             # per connection; in WAL mode NORMAL cannot corrupt, it only drops the last commits on power loss
             conn.execute("PRAGMA synchronous=NORMAL")
         except EventStoreUnavailable:
@@ -272,6 +285,7 @@ class EventStore:
 
     @_guarded
     def touch_session(self, agent: str, session_id: str, cwd: str, subagent: bool = False, parent: str = "") -> None:
+        """Create or refresh a session (its last activity is what `prune` goes by)."""
         now = self.clock()
         _rows(
             self.conn,
@@ -325,11 +339,10 @@ class EventStore:
     @_guarded
     def mark_shown(self, agent: str, session_id: str, addresses: Iterable[str]) -> None:
         now = self.clock()
-        with _Immediate(self.conn) as conn:
-            conn.executemany(
-                "INSERT INTO shown VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [(agent, session_id, address, now) for address in addresses],
-            )
+        rows = [(agent, session_id, _storable(address), now) for address in addresses]
+        if rows:
+            with _Immediate(self.conn) as conn:
+                conn.executemany("INSERT INTO shown VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
 
     # -- prompts ----------------------------------------------------------------------------------
 
@@ -406,8 +419,10 @@ class EventStore:
                 " AND signature IS NOT NULL AND resolved_by IS NULL",
                 (success, agent, session_id, command, cwd),
             )
-            fixes = [(signature, self._fix(conn, agent, session_id, command, first, success)) for signature, first in opened]
-            return [self._remember_fix(conn, signature, fix, now) for signature, fix in fixes]
+            return [
+                self._remember_fix(conn, signature, self._fix(conn, agent, session_id, command, first, success), now)
+                for signature, first in opened
+            ]
 
     @staticmethod
     def _fix(conn: sqlite3.Connection, agent: str, session_id: str, command: str, first: int, last: int) -> str:
@@ -454,7 +469,9 @@ class EventStore:
             (agent, session_id),
         )
         ((repeats,),) = _rows(
-            self.conn, "SELECT coalesce(max(count), 0) FROM calls WHERE agent = ? AND session_id = ?", (agent, session_id)
+            self.conn,
+            "SELECT coalesce(max(count), 0) FROM calls WHERE agent = ? AND session_id = ?",
+            (agent, session_id),
         )
         return Friction(failures, unresolved, repeats)
 
@@ -476,31 +493,50 @@ class EventStore:
             return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)
 
 
-def _check_schema(conn: sqlite3.Connection, path: str) -> None:
+def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
     """One query on the usual path; the schema is created only when the meta table is missing."""
     try:
         rows = _rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
-        rows = _create_schema(conn, path)
+        rows = _create_schema(conn, path, time.monotonic() + timeout)
     version = rows[0][0] if rows else None
     if version != SCHEMA_VERSION:
         raise EventStoreUnavailable(f"{path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
 
 
-def _create_schema(conn: sqlite3.Connection, path: str) -> list:
-    # the journal mode is stored in the file, so it is set once, here, outside any transaction
-    conn.execute("PRAGMA journal_mode=WAL")
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
+    tables = _tables(conn)
+    if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
+        raise EventStoreUnavailable(f"{path} is not a hivelore event store (tables: {', '.join(sorted(tables))})")
+    _switch_to_wal(conn, deadline)
     with _Immediate(conn):
-        tables = {name for (name,) in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if tables and "meta" not in tables:
-            raise EventStoreUnavailable(f"{path} is not a hivelore event store (tables: {', '.join(sorted(tables))})")
-        if not tables:  # another process may have created it while this one waited for the lock
+        if not _tables(conn):  # another process may have created it while this one waited for the lock
             for statement in _TABLES:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         return _rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
+
+
+def _switch_to_wal(conn: sqlite3.Connection, deadline: float) -> None:
+    """Set WAL mode (stored in the file, so once, before creating the tables), waiting out other openers.
+
+    A journal mode change does not go through the busy handler: when several processes create the
+    store at once, all but one are told "locked" at once, so this retries until the deadline.
+    """
+    while True:
+        try:
+            _rows(conn, "PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.002)
 
 
 def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:
@@ -535,7 +571,9 @@ def _relative(text: str, cwd: str) -> str:
 # one character per step in the value: a `+` inside the `*` would backtrack exponentially
 _ENV_ASSIGNMENTS = r"""^(?:env\s+)?(?:[A-Za-z_]\w*=(?:'[^']*'|"[^"]*"|[^\s'"])*\s+)+"""
 _CD_HERE = r"^(?:cd\s+\.\s*(?:&&|;)\s*)+"
-_OUTPUT_TRIMMING = r"\s+2>&1\b|(?:\s*\|\s*(?:tail|head)(?:\s+(?:-{1,2}[\w=]*|\+?\d+))*)+\s*$"
+_OUTPUT_TRIMMING = r"\s+2>&1\b"
+# one trailing `| tail …` at a time: a pattern for the whole chain would retry it from every position
+_TRAILING_PAGER = r"\s*\|\s*(?:tail|head)(?:\s+(?:-{1,2}[\w=]*|\+?\d+))*\s*$"
 
 
 def normalise_command(command: str, cwd: str) -> str:
@@ -544,11 +582,17 @@ def normalise_command(command: str, cwd: str) -> str:
     Whitespace runs collapse to one space; absolute paths under cwd become relative; a leading
     `cd <cwd> &&` and leading environment assignments (`FOO=1 BAR='a b' `, `env FOO=1 `) are dropped;
     so are `2>&1` and trailing `| tail …` / `| head …`, which only trim what the agent reads.
+    A command longer than 2,000 characters (a heredoc, a script) keeps its first 2,000 and a hash of the whole.
     """
     text = _relative(" ".join(command.split()), cwd)
+    if len(text) > COMMAND_CAP:
+        return f"{text[:COMMAND_CAP]} …{_digest(text)}"
     text = re.sub(_CD_HERE, "", text)
     text = re.sub(_ENV_ASSIGNMENTS, "", text)
-    return re.sub(_OUTPUT_TRIMMING, "", text).strip()
+    text = re.sub(_OUTPUT_TRIMMING, "", text)
+    while (trimmed := re.sub(_TRAILING_PAGER, "", text)) != text:
+        text = trimmed
+    return " ".join(text.split())
 
 
 _SOURCE_EXTENSIONS = (
@@ -558,12 +602,12 @@ _SOURCE_EXTENSIONS = (
 )
 _COUNT_WORDS = (
     "passed|failed|failing|failures?|errors?|errored|skipped|pending|todo|total|tests?|suites?|snapshots?"
-    "|ignored|measured|filtered out|deselected|xfailed|xpassed|warnings?|items?|assertions?|examples?|specs?"
+    "|subtests?|ignored|measured|filtered out|deselected|xfailed|xpassed|warnings?|items?|assertions?|examples?|specs?"
 )
-# Applied in order to the whole text; each takes out something that changes between two runs of the same failure.
+_ANSI = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # terminal colours and titles
+# Applied in order to the chosen lines; each takes out something that changes between two runs of the same failure.
 _VOLATILE = (
-    (r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)", ""),  # terminal colours and titles
-    (r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", "<uuid>"),
+    (r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b", "<uuid>"),
     (
         r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
         r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",
@@ -587,20 +631,22 @@ _VOLATILE = (
     ),
     (r"\b\d+(?:\.\d+)?%", "<pct>"),
     # counts of tests change as tests are added; the failing ones are named elsewhere
-    (rf"\b\d+(?=\s+(?:{_COUNT_WORDS})\b)", "<n>"),
+    (rf"\b\d+(?=[ \t]+(?:{_COUNT_WORDS})\b)", "<n>"),
     (rf"\b((?:{_COUNT_WORDS})=)\d+", r"\1<n>"),
+    (r"(?<=[a-z]) \(\d+\)", " (<n>)"),  # vitest's totals: "12 passed (13)"
     (r"\b((?:[Rr]an|[Rr]unning|collected)\s+)\d+", r"\1<n>"),
 )
 # Ports (host:5432, [::1]:5432, "port 5432") name the problem; other long numbers (pids, thread ids, sizes) vary.
 _NUMBERS = r"((?:[\w\]:]:|\bport\W{1,3})\d{2,5}\b)|\b\d{4,}\b"
+# Matched against the lowered line (a case-insensitive pattern is several times slower on long outputs).
 _INFORMATIVE = (
-    r"(?i:error|exception|fail|fatal|panic|refused|denied|not found|no such|cannot|can't|could not|couldn't"
-    r"|unable to|undefined|traceback|timed out|timeout|err!|abort|segmentation fault|killed|assert)"
-    r"|^E\s|^[●✕×]"
+    r"error|exception|fail|fatal|panic|refused|denied|not found|no such|cannot|can't|could not|couldn't"
+    r"|unable to|undefined|traceback|timed out|timeout|err!|abort|segmentation fault|killed|assert"
 )
+_MARKERS = ("E ", "●", "✕", "×")  # pytest's error lines, jest's and vitest's failed tests
 _NOISE = r"^(?:at\s|File \"|>?\s*(?:\d+|<n>)\s*\||[\s^~|]*$)"  # stack frames, code frames, caret lines
-_DECORATION = r"^[\s=_*#~!.-]{3,}|[\s=_*#~!.-]{3,}$"  # rules whose width follows the terminal
-_SHORT_SUMMARY = r"^((?:FAILED|ERROR|FAIL) \S+) - .*$"  # pytest cuts the reason to the terminal width
+_DECORATION = " =_*#!⎯─━═-"  # stripped from both ends: rules and banners whose width follows the terminal
+_SHORT_SUMMARY = r"^(\S*(?:FAIL|ERROR)\S* \S+) - .*$"  # pytest cuts the reason to the terminal width
 # What makes a good one-line summary, best first: "SomeError: message", then any line naming an error.
 _HEADLINES = (
     r"(?:Error|Exception|ERR!|error(?:\[\w+\])?)\s*:\s*\S",
@@ -622,24 +668,37 @@ def _window(text: str) -> str:
     return text[:FINGERPRINT_WINDOW] + "\n" + text[-FINGERPRINT_WINDOW:]
 
 
-def error_lines(error: str, cwd: str = "") -> list[str]:
-    """The lines a fingerprint is made of: normalised, informative, deduplicated, at most 20.
+def _informative(line: str) -> bool:
+    return line.startswith(_MARKERS) or re.search(_INFORMATIVE, line.lower()) is not None
 
-    Volatile parts are replaced (see `_VOLATILE`), then the lines that name a problem are kept
-    (first 10 and last 10 when there are more); without any, the last 5 lines stand in.
+
+def _worth_keeping(line: str) -> bool:
+    return bool(line) and not re.match(_NOISE, line) and bool(line.strip(_DECORATION))
+
+
+def error_lines(error: str, cwd: str = "") -> list[str]:
+    """The lines a fingerprint is made of: informative, normalised, deduplicated, at most 20.
+
+    Lines (their first 1,000 characters) that name a problem are chosen first (without any, the
+    last 5 lines stand in; of very many, the first and last 50), then their volatile parts are
+    replaced (see `_VOLATILE`); over 20 distinct lines, the first 10 and last 10 stay.
     """
-    lines = []
-    for raw in _stable(_window(error), cwd).splitlines():
-        line = re.sub(_DECORATION, "", " ".join(raw.split()))
-        if line and not re.match(_NOISE, line):
-            lines.append(re.sub(_SHORT_SUMMARY, r"\1", line))
-    chosen = list(dict.fromkeys(line for line in lines if re.search(_INFORMATIVE, line)))
+    lines = [" ".join(line[:LINE_CAP].split()) for line in re.sub(_ANSI, "", _window(error)).splitlines()]
+    chosen = list(dict.fromkeys(line for line in lines if line and _informative(line)))
     if not chosen:
-        return list(dict.fromkeys(lines[-5:]))
-    if len(chosen) > FINGERPRINT_LINES:
+        chosen = [line for line in lines if _worth_keeping(line)][-5:]
+    if len(chosen) > 5 * FINGERPRINT_LINES:  # bounds the normalising work on huge outputs
+        chosen = chosen[: 5 * FINGERPRINT_LINES // 2] + chosen[-5 * FINGERPRINT_LINES // 2 :]
+    kept = []
+    for line in _stable("\n".join(chosen), cwd).split("\n"):
+        line = line.strip(_DECORATION)
+        if line and not re.match(_NOISE, line):
+            kept.append(re.sub(_SHORT_SUMMARY, r"\1", line))
+    kept = list(dict.fromkeys(kept))
+    if len(kept) > FINGERPRINT_LINES:
         half = FINGERPRINT_LINES // 2
-        chosen = chosen[:half] + chosen[-half:]
-    return chosen
+        kept = kept[:half] + kept[-half:]
+    return kept
 
 
 def fingerprint(error: str, cwd: str = "") -> str:
@@ -657,7 +716,7 @@ def _summary(lines: list[str]) -> str:
 
 
 def _digest(text: str) -> str:
-    # two independent 32-bit checksums from zlib: hashlib alone costs more import time than this whole module
+    # crc32 and adler32 side by side (64 bits): importing hashlib alone costs more than this whole module
     data = text.encode("utf-8", "surrogatepass")
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
@@ -665,4 +724,5 @@ def _digest(text: str) -> str:
 def _cap_error(error: str) -> str:
     if len(error) <= ERROR_HEAD + ERROR_TAIL:
         return error
-    return f"{error[:ERROR_HEAD]}\n[… {len(error) - ERROR_HEAD - ERROR_TAIL} characters left out …]\n{error[-ERROR_TAIL:]}"
+    left_out = len(error) - ERROR_HEAD - ERROR_TAIL
+    return f"{error[:ERROR_HEAD]}\n[… {left_out} characters left out …]\n{error[-ERROR_TAIL:]}"

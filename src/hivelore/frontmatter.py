@@ -1,8 +1,9 @@
 """The on-disk format of one memory: YAML frontmatter, then the value as the Markdown body.
 
-Rendering is done here by hand so the field order is fixed and diffs stay small; parsing uses
-PyYAML (imported on first use, so the hook path never pays for it), because people edit these
-files by hand and may write any valid YAML.
+Rendering is done here by hand so the field order is fixed and diffs stay small. Parsing reads a
+frontmatter exactly as `render` writes it without PyYAML (so a hook that re-reads a file it or
+another hivelore wrote never imports it), and anything else with PyYAML, imported on first use,
+because people edit these files by hand and may write any valid YAML.
 """
 
 from __future__ import annotations
@@ -113,17 +114,105 @@ def _tags(raw: object) -> tuple[str, ...]:
     raise FrontmatterError("'tags' must be a list")
 
 
-def parse(text: str, fallback_time: str) -> Memory:
-    """Read a memory file's text. `fallback_time` fills a missing created/updated."""
+_RENDERED_FIELDS = ("scope", "key", "kind", "state", "tags", "created", "updated", "seen_count", "expires_at")
+# What `_scalar` writes in a double-quoted scalar: JSON's escapes, which mean the same in YAML.
+_QUOTED_RE = re.compile(r'^"(?:[^"\\\x00-\x1f]|\\["\\bfnrt]|\\u[0-9a-fA-F]{4})*"$')
+
+
+def _rendered_scalar(text: str) -> tuple[bool, object]:
+    """(True, value) for a scalar exactly as `_scalar` writes it, else (False, None)."""
+    if text == "null":
+        return True, None
+    if text == "0" or (text[:1] in "123456789" and text.isdigit() and text.isascii()):  # not "07": YAML octal
+        return True, int(text)
+    if text.startswith('"'):
+        return (True, json.loads(text)) if _QUOTED_RE.match(text) else (False, None)
+    return (True, text) if _scalar(text) == text else (False, None)
+
+
+def _rendered(head: str) -> dict[str, object] | None:
+    """The fields of a frontmatter written by `render`, or None for any other text (PyYAML reads it)."""
+    if not head.replace("\n", "").isprintable():  # `_scalar` escapes the rest; YAML breaks lines at some
+        return None
+    lines = head.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    data: dict[str, object] = {}
+    for name, line in zip((*_RENDERED_FIELDS, "archived_at"), lines, strict=False):
+        label, sep, raw = line.partition(": ")
+        if label != name or not sep:
+            return None
+        if name == "tags":
+            tags = _rendered_list(raw)
+            if tags is None:
+                return None
+            data[name] = tags
+            continue
+        ok, data[name] = _rendered_scalar(raw)
+        if not ok:
+            return None
+    rest = lines[len(_RENDERED_FIELDS) + 1 :]
+    provenance = _rendered_provenance(rest)
+    if len(data) != len(_RENDERED_FIELDS) + 1 or provenance is None:
+        return None
+    data["provenance"] = provenance
+    return data
+
+
+def _rendered_list(raw: str) -> list[object] | None:
+    if not (raw.startswith("[") and raw.endswith("]")):
+        return None
+    items: list[object] = []
+    rest = raw[1:-1]
+    while rest:
+        if rest.startswith('"'):
+            try:
+                _, end = json.JSONDecoder().raw_decode(rest)
+            except ValueError:
+                return None
+        else:
+            end = rest.find(", ") if ", " in rest else len(rest)
+        ok, value = _rendered_scalar(rest[:end])
+        rest = rest[end:]
+        if not ok or rest == ", " or (rest and not rest.startswith(", ")):
+            return None
+        items.append(value)
+        rest = rest[2:]
+    return items
+
+
+def _rendered_provenance(lines: list[str]) -> dict[str, object] | None:
+    if lines == ["provenance: {}"]:
+        return {}
+    if not lines or lines[0] != "provenance:" or len(lines) == 1:
+        return None
+    found: dict[str, object] = {}
+    for line in lines[1:]:
+        name, sep, raw = line.partition(": ")
+        ok, value = _rendered_scalar(raw)
+        if not line.startswith("  ") or not sep or not ok or not _PLAIN_RE.match(name[2:]) or name[2:] in found:
+            return None
+        found[name[2:]] = value
+    return found
+
+
+def _parsed_yaml(head: str) -> object:
     import yaml
 
-    head, body = _split(text)
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(head, Loader=loader) or {}
+        return yaml.load(head, Loader=loader) or {}
     except yaml.YAMLError as exc:
         first_line = str(exc).splitlines()[0]
         raise FrontmatterError(f"its frontmatter is not valid YAML ({first_line})") from exc
+
+
+def parse(text: str, fallback_time: str) -> Memory:
+    """Read a memory file's text. `fallback_time` fills a missing created/updated."""
+    head, body = _split(text)
+    data = _rendered(head)
+    if data is None:
+        data = _parsed_yaml(head)
     if not isinstance(data, dict):
         raise FrontmatterError("its frontmatter is not a mapping of field: value")
     for required in ("scope", "key"):

@@ -430,9 +430,10 @@ class Hivelore:
         return [r for r in ranked if r.relevance > 0][:limit]
 
     def related(self, text: str, exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
-        """Memories that bear on a piece of text (a prompt, an error): the best search hits for its
-        keywords that contain at least two of them (all of them when there are fewer), leaving out
-        the addresses in `exclude` (already shown). Empty when nothing is relevant."""
+        """Committed memories that bear on a piece of text (a prompt, an error): the best search hits
+        for its keywords that contain at least two of them (all of them when there are fewer),
+        leaving out the addresses in `exclude` (already shown). Staged ones (notes a hook captured)
+        are not what anyone learnt on purpose. Empty when nothing is relevant."""
         words = recall.keywords(text)
         if not words:
             return []
@@ -440,7 +441,9 @@ class Hivelore:
         excluded = set(exclude)
         found = []
         for hit in self.search(" ".join(words), limit=MAX_RELATED_HITS):
-            if hit.row.memory.address not in excluded and recall.word_overlap(hit.row, words) >= needed:
+            if hit.row.state != "committed" or hit.row.memory.address in excluded:
+                continue
+            if recall.word_overlap(hit.row, words) >= needed:
                 found.append(hit)
         return found[:limit]
 

@@ -17,6 +17,8 @@ from hivelore.hooks.adapters import Event, answer, normalise
 from hivelore.hooks.catalog import AGENTS
 
 MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
+FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 0.12) must not stall the hook
+IDLE_WAIT_S = 0.5  # once the payload came, a pause this long without EOF ends it
 LOG_CAP = 1_000_000  # bytes of hooks.log before it is rotated to hooks.log.1
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 
@@ -25,9 +27,14 @@ def main(argv: list[str]) -> int:
     try:
         agent, event_name, read_only = _arguments(argv)
     except ValueError as exc:
+        _read_stdin()  # the agent's write must not end in a broken pipe
         print(f"hivelore: {exc} ({USAGE})", file=sys.stderr)
+        _log("-", "-", f"hivelore hook {' '.join(argv)}: {exc}")  # the agent may never show stderr
         return 0
     event = normalise(agent, event_name, _payload(agent, event_name))
+    if not event.session_id:
+        # Some payloads name no session (Kiro CLI); the agent process that runs the hooks stands in for it.
+        event.session_id = f"process-{os.getppid()}"
     text = ""
     if event.kind != "other":
         try:
@@ -62,24 +69,52 @@ def _arguments(argv: list[str]) -> tuple[str, str, bool]:
 
 
 def _payload(agent: str, event_name: str) -> object:
-    """The JSON on stdin, or None when there is none or it is not JSON (logged)."""
+    """The JSON object on stdin, or None when there is none or it is not a JSON object (logged). Kiro
+    IDE 0.12 passes its payload in the USER_PROMPT variable instead."""
     try:
-        raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
-        while sys.stdin.buffer.read(1 << 20):  # drain the rest, so the agent's write never blocks
-            pass
+        raw = _read_stdin()
     except (OSError, ValueError, AttributeError) as exc:
         _log(agent, event_name, f"cannot read stdin: {exc}")
         return None
+    if not raw.strip() and agent == "kiro" and os.environ.get("USER_PROMPT"):
+        raw = os.environ["USER_PROMPT"].encode("utf-8", "replace")
+        if not raw.lstrip().startswith(b"{"):
+            return {"prompt": raw.decode("utf-8")}
     if len(raw) > MAX_PAYLOAD:
         _log(agent, event_name, f"payload over {MAX_PAYLOAD:,} bytes: ignored")
         return None
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
-    except ValueError as exc:  # includes a payload that is not UTF-8
+        payload = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested beyond the parser's depth
         _log(agent, event_name, f"payload is not JSON ({exc})")
         return None
+    if not isinstance(payload, dict):
+        _log(agent, event_name, f"payload is JSON but not an object ({type(payload).__name__}): ignored")
+        return None
+    return payload
+
+
+def _read_stdin() -> bytes:
+    """Everything on stdin up to MAX_PAYLOAD + 1 bytes (the rest is read and dropped, so the agent's
+    write never blocks), waiting at most FIRST_BYTE_WAIT_S for it to start and IDLE_WAIT_S between
+    chunks: a hook that waited for an EOF that never comes would stall the agent."""
+    import select
+
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    wait = FIRST_BYTE_WAIT_S
+    while select.select([fd], [], [], wait)[0]:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        if size <= MAX_PAYLOAD:
+            chunks.append(chunk)
+        size += len(chunk)
+        wait = IDLE_WAIT_S
+    return b"".join(chunks)[: MAX_PAYLOAD + 1]
 
 
 def _handle(event: Event, read_only: bool) -> str:
@@ -97,10 +132,14 @@ def _handle(event: Event, read_only: bool) -> str:
     except EventStoreBusy as exc:
         _log(event.agent, event.name, f"event store busy, event not recorded: {exc}")
     except EventStoreUnavailable as exc:
-        _log(event.agent, event.name, f"event store unusable, recreated: {exc}")
-        store = reset(home)
+        _log(event.agent, event.name, f"event store unusable, recreating it: {exc}")
+        try:
+            store = reset(home)
+        except EventStoreUnavailable as again:  # e.g. the folder is read-only: answer without the store
+            _log(event.agent, event.name, f"event store cannot be recreated: {again}")
     try:
-        return HANDLERS[event.kind](HookContext(event, service, store, read_only))
+        heard = answer(event, "?") != ""  # whether this agent shows anything a hook says at this event
+        return HANDLERS[event.kind](HookContext(event, service, store, read_only, heard))
     finally:
         for warning in service.warnings:
             _log(event.agent, event.name, f"warning: {warning}")

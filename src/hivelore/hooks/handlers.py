@@ -7,7 +7,6 @@ rules; nudges name the scope to write into. A session is identified by agent + s
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 from hivelore import recall
@@ -26,12 +25,16 @@ FRAMING = "considerations, not rules; read any in full with memory_read"
 
 class HookContext:
     """What a handler works with: the event, the service for its folder, the event store (None when
-    events.db cannot be used), and whether this hook may record anything (`--hooks read-only`)."""
+    events.db cannot be used), whether this hook may record prompts, failures and notes
+    (`--hooks read-only` may not; it still keeps the session's bookkeeping of what it showed), and
+    whether the agent shows what a hook says at this event at all (`heard`)."""
 
-    __slots__ = ("event", "service", "store", "read_only")
+    __slots__ = ("event", "service", "store", "read_only", "heard")
 
-    def __init__(self, event: Event, service: Hivelore, store: EventStore | None, read_only: bool) -> None:
-        self.event, self.service, self.store, self.read_only = event, service, store, read_only
+    def __init__(
+        self, event: Event, service: Hivelore, store: EventStore | None, read_only: bool, heard: bool = True
+    ) -> None:
+        self.event, self.service, self.store, self.read_only, self.heard = event, service, store, read_only, heard
 
     @property
     def recording(self) -> bool:
@@ -41,7 +44,8 @@ class HookContext:
         return self.store.shown(self.event.agent, self.event.session_id) if self.store else set()
 
     def mark_shown(self, addresses: Sequence[str]) -> None:
-        if self.store is not None and addresses:
+        """Remember what this session was shown; text the agent drops (`heard` False) was not shown."""
+        if self.store is not None and addresses and self.heard:
             self.store.mark_shown(self.event.agent, self.event.session_id, addresses)
 
 
@@ -76,23 +80,30 @@ def prompt(ctx: HookContext) -> str:
 
 def tool_failure(ctx: HookContext) -> str:
     """Matching lessons ("you have hit something like this before"), else what fixed this failure
-    before, else a nudge to write a lesson into the repo scope. The failure signature is staged."""
+    before, else a nudge to write a lesson into the repo scope; once per failure signature and
+    session. The failure signature is staged."""
     event = ctx.event
     if event.interrupted:
         return ""
     failure = _stage_failure(ctx)
-    text = f"{event.command}\n{event.error or event.output}"
-    if failure is not None:
-        text = f"{event.command}\n{failure.summary}\n" + "\n".join(error_lines(event.error or event.output))
-    hits = ctx.service.related(text, exclude=ctx.shown(), limit=FAILURE_LESSONS)
-    if hits:
-        ctx.mark_shown([h.row.memory.address for h in hits])
-        return _lesson_block("hivelore: you have hit something like this before", hits, ctx)
     nudge_key = f"nudge:{failure.fingerprint}" if failure else ""
     if nudge_key and nudge_key in ctx.shown():
         return ""  # this session was already told about this failure
-    ctx.mark_shown([nudge_key] if nudge_key else [])
+    text = f"{event.command}\n{event.error or event.output}"
+    if failure is not None:
+        text = f"{event.command}\n{failure.summary}\n" + "\n".join(error_lines(event.error or event.output))
+    # Not excluding what this session was shown: a lesson listed at session start is the one this failure
+    # is about, and saying "no stored lesson matches" would be false.
+    hits = ctx.service.related(text, limit=FAILURE_LESSONS)
+    ctx.mark_shown([*([nudge_key] if nudge_key else []), *(h.row.memory.address for h in hits)])
+    if hits:
+        return _lesson_block("hivelore: you have hit something like this before", hits, ctx)
     return _known_fix(failure) if failure is not None and failure.fix else _nudge(ctx, failure)
+
+
+def pre_tool(ctx: HookContext) -> str:
+    """Before a tool call: nothing to say yet (the call is judged when it has finished). Silent."""
+    return ""
 
 
 def post_tool(ctx: HookContext) -> str:
@@ -112,16 +123,15 @@ def compact(ctx: HookContext) -> str:
     event = ctx.event
     if ctx.store is not None:
         ctx.store.mark_compacted(event.agent, event.session_id)
-    _capture_note(ctx, event.summary)
+    _capture_note(ctx, event.summary, "compaction-summary")
     return ""
 
 
 def stop(ctx: HookContext) -> str:
-    """A retrospective nudge once per session, only when it had friction; the last message is kept
-    as a staged note when the session ends."""
+    """A retrospective nudge once per session, only when it had friction; the agent's last message
+    is kept as the session's staged note."""
     event = ctx.event
-    if event.kind == "session_end":
-        _capture_note(ctx, event.last_message or event.summary)
+    _capture_note(ctx, event.last_message, "last-message")
     if ctx.store is None or event.subagent:
         return ""
     friction = ctx.store.friction(event.agent, event.session_id)
@@ -143,6 +153,7 @@ def stop(ctx: HookContext) -> str:
 HANDLERS: dict[str, Callable[[HookContext], str]] = {
     "session_start": session_start,
     "prompt": prompt,
+    "pre_tool": pre_tool,
     "tool_failure": tool_failure,
     "post_tool": post_tool,
     "compact": compact,
@@ -200,20 +211,23 @@ def _write_scope(ctx: HookContext) -> str:
     return repo[0] if repo else "global"
 
 
-def _capture_note(ctx: HookContext, text: str) -> None:
-    """Keep an agent's summary as a staged note (a new key per capture, expiring), guard permitting."""
+def _capture_note(ctx: HookContext, text: str, what: str) -> None:
+    """Keep an agent's last message or compaction summary as a staged, expiring note: one per session
+    and `what`, replaced as the session goes on. A note the guard refuses is left out (and logged)."""
     event = ctx.event
     if not ctx.recording or event.subagent or not text.strip():
         return
     value = text.strip()
     if len(value) > NOTE_CHARS:
         value = value[: NOTE_CHARS - 1] + "…"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    key = f"session-{_slug(event.session_id) or 'unknown'}-{stamp}"
-    scope = ctx.service.scopes[0]
-    ctx.service.write(
-        scope, key, value, kind="note", state="staged", ttl_days=NOTE_TTL_DAYS, tags=("session-note", event.agent)
-    )
+    key = f"session-{event.agent}-{_slug(event.session_id) or 'unknown'}-{what}"
+    try:
+        ctx.service.write(
+            ctx.service.scopes[0], key, value, kind="note", state="staged", ttl_days=NOTE_TTL_DAYS,
+            tags=("session-note", event.agent),
+        )  # fmt: skip
+    except ValueError as exc:  # the guard: a secret or an injection in the agent's own words
+        ctx.service.warnings.append(f"the session's {what.replace('-', ' ')} was not kept: {exc}")
 
 
 def _slug(text: str) -> str:

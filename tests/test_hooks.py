@@ -1,0 +1,614 @@
+"""`hivelore hook` end to end: the real command, one subprocess per agent event, the payload on stdin.
+
+Every call runs `python -m hivelore hook --agent A --event E` in the `repo` fixture's checkout (origin
+acme/checkout, branch main, so a lesson's default scope is repo::acme/checkout) with HIVELORE_HOME set to the
+test's home, exactly as an agent runs an installed hook. Payloads are the recorded and documented ones in
+tests/fixtures/hook-payloads, pointed at the temporary repo (their `cwd`, Cursor's `workspace_roots`); a test
+that needs a variant says which fields it changes.
+
+Whatever happens, a hook exits 0, prints nothing on stderr and either nothing or one answer in the agent's own
+format on stdout; `hook()` checks that on every call, and that no call takes longer than HOOK_SECONDS.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from hivelore.eventstore import EventStore
+from hivelore.hooks.catalog import AGENTS, HOOK_EVENTS, kind_of
+
+CLI = Callable[..., subprocess.CompletedProcess[str]]
+
+PAYLOADS = Path(__file__).parent / "fixtures" / "hook-payloads"
+FOLDERS = {"claude": "claude-code", "codex": "codex", "kiro": "kiro", "gemini": "gemini", "cursor": "cursor"}
+JSON_AGENTS = {"claude", "codex", "gemini", "cursor"}  # Kiro takes plain text
+CURSOR_FIELDS = {"additional_context", "user_message", "agent_message", "continue", "permission"}
+HOOK_SECONDS = 5.0  # generous: a hook takes a tenth of that; this only catches a hang
+
+REPO = "repo::acme/checkout"
+BRANCH = "branch::acme/checkout::main"
+KEY = "tests-need-local-postgres"
+ADDRESS = f"{REPO}::{KEY}"
+LESSON = (
+    "pnpm test fails with ECONNREFUSED 127.0.0.1:5432 until the local postgres is up: "
+    "run `docker compose up -d db` first."
+)
+ERROR = "Error: connect ECONNREFUSED 127.0.0.1:5432"
+NUDGE = "no stored lesson matches"
+SEEN = "you have hit something like this before"
+
+
+# --- running the hook ---------------------------------------------------------------------------------------------
+
+
+class Hook(NamedTuple):
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    seconds: float
+
+
+def hook_env(home: Path) -> dict[str, str]:
+    """The test's environment with only HIVELORE_HOME of hivelore's variables (an agent running these tests
+    may have set HIVELORE_AGENT or HIVELORE_SESSION)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
+    return {**env, "HIVELORE_HOME": str(home)}
+
+
+def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes) -> Hook:
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "hivelore", "hook", *args],
+        input=stdin,
+        cwd=cwd,
+        env=hook_env(home),
+        capture_output=True,
+        timeout=60,
+    )
+    return Hook(result.returncode, result.stdout, result.stderr, time.monotonic() - start)
+
+
+def problems(agent: str, event: str, stdout: bytes) -> list[str]:
+    """What is wrong with a hook's stdout for this agent and wire event ([] when it is fine)."""
+    if not stdout:
+        return []
+    try:
+        out = stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return ["stdout is not UTF-8"]
+    if kind_of(agent, event) == "other":
+        return [f"printed {out[:100]!r} for an event hivelore does not hook"]
+    if agent not in JSON_AGENTS:
+        return [] if out.strip() and not out.lstrip().startswith("{") else [f"not plain text: {out[:100]!r}"]
+    if not out.endswith("\n") or out.count("\n") != 1:
+        return [f"not a single line: {out[:100]!r}"]
+    try:
+        body = json.loads(out)
+    except ValueError:
+        return [f"not JSON: {out[:100]!r}"]
+    if not isinstance(body, dict):
+        return [f"not a JSON object: {out[:100]!r}"]
+    found = []
+    if "decision" in body or body.get("continue", True) is not True or body.get("permission", "allow") != "allow":
+        found.append(f"blocks or denies: {body}")
+    if "hookSpecificOutput" in body:
+        specific = body["hookSpecificOutput"]
+        if not isinstance(specific, dict) or specific.get("hookEventName") != event:
+            found.append(f"hookSpecificOutput is not for {event}: {specific}")
+        elif not isinstance(specific.get("additionalContext"), str):
+            found.append(f"additionalContext is not a string: {specific}")
+    if "systemMessage" in body and not isinstance(body["systemMessage"], str):
+        found.append(f"systemMessage is not a string: {body}")
+    if agent == "cursor" and not set(body) <= CURSOR_FIELDS:
+        found.append(f"fields Cursor does not read: {sorted(set(body) - CURSOR_FIELDS)}")
+    return found
+
+
+def said(agent: str, stdout: bytes) -> str:
+    """The text the agent takes from a well-formed answer ("" for none)."""
+    out = stdout.decode("utf-8")
+    if agent not in JSON_AGENTS or not out:
+        return out.rstrip("\n")
+    body = json.loads(out)
+    specific = body.get("hookSpecificOutput", {})
+    texts = [specific.get("additionalContext"), body.get("systemMessage")]
+    texts += [body.get(field) for field in ("additional_context", "user_message", "agent_message")]
+    return next((text for text in texts if isinstance(text, str)), "")
+
+
+def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: str) -> str:
+    """Run one hook the way the agent does; check the universal contract; return what the agent is told."""
+    result = run_hook(home, repo, ["--agent", agent, "--event", event, *flags], json.dumps(payload).encode())
+
+    assert result.returncode == 0
+    assert result.stderr == b""
+    assert problems(agent, event, result.stdout) == []
+    assert result.seconds < HOOK_SECONDS, f"{agent} {event} took {result.seconds:.1f} s"
+    return said(agent, result.stdout)
+
+
+def log_lines(home: Path) -> list[str]:
+    path = home / "logs" / "hooks.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def git_status(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+
+
+# --- payloads -----------------------------------------------------------------------------------------------------
+
+
+def example(agent: str, event: str, name: str) -> dict:
+    """A fixture example's payload (a copy, so a test may change it)."""
+    doc = json.loads((PAYLOADS / FOLDERS[agent] / f"{event}.json").read_text())
+    return copy.deepcopy(next(e["payload"] for e in doc["examples"] if e["name"] == name))
+
+
+def aimed(payload: object, repo: Path, **fields: Any) -> object:
+    """The payload pointed at the temporary repo wherever it names a folder, with `fields` set on top."""
+    if not isinstance(payload, dict):
+        return payload
+    payload = {**copy.deepcopy(payload), **fields}
+    if "cwd" in payload:
+        payload["cwd"] = str(repo)
+    if "workspace_roots" in payload:
+        payload["workspace_roots"] = [str(repo)]
+    if isinstance(payload.get("hook_events"), list):  # Kiro's deferred postToolUse lists calls with their own cwd
+        payload["hook_events"] = [aimed(call, repo) for call in payload["hook_events"]]
+    return payload
+
+
+def fixture_payloads(agent: str) -> list[tuple[str, str, object]]:
+    """(label, wire event, payload) of every example and every raw capture for this agent's folder."""
+    folder = PAYLOADS / FOLDERS[agent]
+    cases = []
+    for path in sorted(folder.glob("*.json")):
+        doc = json.loads(path.read_text())
+        if path.name == "payloads.json":  # Kiro's raw captures: {name: payload}, plus "_" notes
+            cases += [(f"{path.name}:{k}", p["hook_event_name"], p) for k, p in doc.items() if not k.startswith("_")]
+            continue
+        for example_ in doc["examples"]:
+            cases.append((f"{path.name}#{example_['name']}", doc["wire_event_name"], example_["payload"]))
+    for path in sorted(folder.glob("*.ndjson")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                payload = json.loads(line)["_payload"]
+                cases.append((f"{path.name}:{number}", payload["hook_event_name"], payload))
+    return cases
+
+
+def session_start(agent: str, repo: Path, session: str, source: str = "startup") -> tuple[str, dict]:
+    named = {"claude": "startup with model", "codex": "source=startup", "gemini": "source=startup"}
+    return "SessionStart", aimed(example(agent, "SessionStart", named[agent]), repo, session_id=session, source=source)
+
+
+def failing_tests(agent: str, repo: Path, session: str, command: str = "pnpm test") -> tuple[str, dict]:
+    """A shell call of `command` that failed with ERROR, as each agent reports it.
+
+    Claude sends PostToolUseFailure with the error text; Codex sends PostToolUse with no exit code, only the
+    formatted output ("Exit code: 1 …"); Gemini sends AfterTool with the exit code at the end of llmContent.
+    """
+    if agent == "claude":
+        payload = example("claude", "PostToolUseFailure", "Bash non-zero exit")
+        payload["tool_input"]["command"] = command
+        payload["error"] = f"Exit code 1\n{ERROR}"
+        return "PostToolUseFailure", aimed(payload, repo, session_id=session)
+    if agent == "codex":
+        payload = example("codex", "PostToolUse", "Bash (tool_response is a plain string)")
+        payload["tool_input"]["command"] = command
+        payload["tool_response"] = f"Exit code: 1\nWall time: 1.3 seconds\nOutput:\n{ERROR}\n"
+        return "PostToolUse", aimed(payload, repo, session_id=session)
+    payload = example("gemini", "AfterTool", "run_shell_command")
+    payload["tool_input"]["command"] = command
+    payload["tool_response"] = {
+        "llmContent": f"Command: {command}\nStderr: {ERROR}\nExit Code: 1",
+        "returnDisplay": ERROR,
+    }
+    return "AfterTool", aimed(payload, repo, session_id=session)
+
+
+def claude_bash_ok(repo: Path, session: str, command: str) -> dict:
+    """Claude's PostToolUse of a Bash call that succeeded (its response carries no exit code)."""
+    payload = example("claude", "PostToolUse", "Bash")
+    payload["tool_input"]["command"] = command
+    return aimed(payload, repo, session_id=session)
+
+
+def claude_prompt(repo: Path, session: str, prompt: str) -> dict:
+    return aimed(example("claude", "UserPromptSubmit", "plain prompt"), repo, session_id=session, prompt=prompt)
+
+
+def claude_stop(repo: Path, session: str) -> dict:
+    return aimed(example("claude", "Stop", "normal end of turn"), repo, session_id=session)
+
+
+# --- 1. every recorded and documented payload -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_every_fixture_payload_gets_a_well_formed_answer_or_none(home: Path, repo: Path, agent: str) -> None:
+    """Each example and raw capture of the agent's folder, replayed in order in one home, as that agent.
+
+    Every call exits 0 in under HOOK_SECONDS with an empty stderr and prints nothing or one answer the agent
+    parses: claude/codex/gemini/cursor one line of JSON (hookSpecificOutput names the wire event and carries a
+    string additionalContext; Cursor's fields are its own; nothing blocks or denies), Kiro plain text. Events
+    hivelore does not hook print nothing. No handler fails (hooks.log stays empty), nothing is written into the
+    repository, and the session-start event is answered at least once (so the replay is not vacuous).
+    """
+    failures, answered = [], set()
+    cases = fixture_payloads(agent)
+    assert len(cases) >= 5
+    for label, event, payload in cases:
+        result = run_hook(home, repo, ["--agent", agent, "--event", event], json.dumps(aimed(payload, repo)).encode())
+        found = problems(agent, event, result.stdout)
+        if result.returncode != 0:
+            found.append(f"exit code {result.returncode}")
+        if result.stderr:
+            found.append(f"stderr {result.stderr[-300:]!r}")
+        if result.seconds >= HOOK_SECONDS:
+            found.append(f"took {result.seconds:.1f} s")
+        failures += [f"{label} ({event}): {problem}" for problem in found]
+        if result.stdout and not found and said(agent, result.stdout):
+            answered.add(event)
+
+    assert failures == []
+    assert log_lines(home) == []
+    assert git_status(repo) == ""
+    first_event = HOOK_EVENTS[agent][0]
+    assert first_event[1] == "session_start" and first_event[0] in answered
+
+
+# --- 2. bad input -------------------------------------------------------------------------------------------------
+
+STARTUP = json.dumps({"session_id": "bad-1", "hook_event_name": "SessionStart", "source": "startup"}).encode()
+BIG = json.dumps({"session_id": "bad-1", "tool_name": "Bash", "tool_response": "x" * (20 * 1024 * 1024)}).encode()
+BAD_INPUT = {
+    # id: (arguments after `hook`, stdin, what hooks.log says: a fragment of its one line, or None for no line)
+    "empty stdin": (["--agent", "claude", "--event", "SessionStart"], b"", None),
+    "garbage": (["--agent", "claude", "--event", "SessionStart"], b"garbage", "payload is not JSON"),
+    "a JSON array": (["--agent", "claude", "--event", "UserPromptSubmit"], b'["why", "5432"]', "not an object"),
+    "nested past the parser's depth": (["--agent", "codex", "--event", "SessionStart"], b"[" * 100_000, "not JSON"),
+    "20 MB": (["--agent", "claude", "--event", "PostToolUse"], BIG, "payload over 16,777,216 bytes"),
+    "invalid UTF-8": (["--agent", "gemini", "--event", "BeforeAgent"], b'{"prompt": "\xff\xfe 5432"}', "not JSON"),
+    "agent vim": (["--agent", "vim", "--event", "SessionStart"], STARTUP, "--agent must be one of"),
+    "no --event": (["--agent", "claude"], STARTUP, "--event is missing"),
+    "unknown event": (["--agent", "claude", "--event", "BeforeEverything"], STARTUP, None),
+}
+
+
+@pytest.mark.parametrize(("args", "stdin", "logged"), list(BAD_INPUT.values()), ids=list(BAD_INPUT))
+def test_bad_input_exits_0_and_says_why_in_the_log(
+    home: Path, repo: Path, args: list[str], stdin: bytes, logged: str | None
+) -> None:
+    """Whatever arrives, the hook exits 0 quickly and prints nothing or a well-formed answer on stdout.
+
+    A bad payload or command line leaves one line in HIVELORE_HOME/logs/hooks.log (an agent shows a hook's
+    stderr at best in a verbose mode); an empty stdin and an event hivelore does not hook are not errors.
+    A wrong command line also gets a usage line on stderr, for whoever runs it by hand.
+    """
+    result = run_hook(home, repo, args, stdin)
+
+    assert result.returncode == 0
+    assert result.seconds < HOOK_SECONDS
+    agent = args[1]
+    event = args[3] if len(args) > 3 else ""
+    assert problems(agent if agent in AGENTS else "claude", event, result.stdout) == []
+    lines = log_lines(home)
+    if logged is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and logged in lines[0]
+    if agent not in AGENTS or not event:
+        assert result.stdout == b""
+        assert b"usage: hivelore hook" in result.stderr
+    else:
+        assert result.stderr == b""
+    if event == "BeforeEverything":
+        assert result.stdout == b""
+
+
+# --- 3. the session story ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def mcp_session(home: Path, cwd: Path, stderr_log: Path) -> AsyncIterator[ClientSession]:
+    """An initialized MCP client session with the real `python -m hivelore mcp` running in `cwd`."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "hivelore", "mcp"], env={"HIVELORE_HOME": str(home)}, cwd=cwd
+    )
+    try:
+        with stderr_log.open("w") as errlog, anyio.fail_after(90):
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+    except BaseExceptionGroup as group:  # the SDK's task groups wrap a failed assertion of the body
+        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+            group = group.exceptions[0]
+        raise group from None
+
+
+async def ahook(home: Path, repo: Path, agent: str, event: str, payload: dict) -> str:
+    """`hook` in a worker thread, so a test with an MCP session keeps its event loop running."""
+    return await anyio.to_thread.run_sync(lambda: hook(home, repo, agent, event, payload))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+async def test_a_failure_nudges_a_lesson_is_written_over_mcp_and_the_next_session_gets_it(
+    home: Path, repo: Path, tmp_path: Path, agent: str
+) -> None:
+    """The story hivelore exists for, with real processes only.
+
+    Session 1 starts on an empty vault, `pnpm test` fails with ECONNREFUSED 127.0.0.1:5432 and no lesson
+    matches: the hook nudges the agent to write one with memory_write, naming the scope repo::acme/checkout.
+    The agent writes it over the real MCP server. Session 2 starts with the lesson injected ("1 of 1", framed
+    as considerations, not rules) and, when the same failure happens again, is shown the lesson ("you have hit
+    something like this before") instead of the nudge, though its session start already listed it.
+    """
+    event, payload = session_start(agent, repo, "story-1")
+    assert await ahook(home, repo, agent, event, payload) == (
+        f"hivelore: no memories yet for {BRANCH}. When something was non-obvious, write a lesson with memory_write."
+    )
+
+    event, payload = failing_tests(agent, repo, "story-1")
+    nudge = await ahook(home, repo, agent, event, payload)
+    assert nudge.startswith("hivelore: `pnpm test` failed")
+    assert NUDGE in nudge and "memory_write" in nudge and f"scope '{REPO}'" in nudge
+
+    async with mcp_session(home, repo, tmp_path / "mcp.log") as session:
+        result = await session.call_tool("memory_write", {"scope": REPO, "key": KEY, "value": LESSON})
+        assert not result.is_error and result.structured_content["created"] is True
+
+    event, payload = session_start(agent, repo, "story-2")
+    context = await ahook(home, repo, agent, event, payload)
+    header, *lines = context.splitlines()
+    assert header == f"1 of 1 memories · {BRANCH} — considerations, not rules; read any in full with memory_read"
+    assert lines == [f"- {ADDRESS} [lesson]: {LESSON}", "left out: nothing"]
+
+    event, payload = failing_tests(agent, repo, "story-2")
+    again = await ahook(home, repo, agent, event, payload)
+    assert again.splitlines() == [
+        f"hivelore: {SEEN} (considerations, not rules; read any in full with memory_read):",
+        f"- {ADDRESS} [lesson]: {LESSON}",
+    ]
+
+
+# --- 4. once per session, again after compaction ------------------------------------------------------------------
+
+
+def test_the_session_start_block_is_given_once_per_session_and_again_after_compaction(
+    home: Path, repo: Path, cli: CLI
+) -> None:
+    """A resumed session is not told twice; after PreCompact (the agent's context was summarised away) or a
+    SessionStart with source "compact" the block comes back, once."""
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+
+    def start(source: str) -> str:
+        return hook(home, repo, "claude", *session_start("claude", repo, "once-1", source))
+
+    block = start("startup")
+    assert ADDRESS in block and block.startswith("1 of 1 memories")
+    assert start("resume") == ""
+
+    precompact = aimed(example("claude", "PreCompact", "auto"), repo, session_id="once-1")
+    assert hook(home, repo, "claude", "PreCompact", precompact) == ""  # Claude discards PreCompact output
+    assert start("resume") == block
+    assert start("resume") == ""
+
+    assert start("compact") == block
+    assert start("resume") == ""
+    # another session of the same folder gets its own block
+    assert hook(home, repo, "claude", *session_start("claude", repo, "once-2")) == block
+
+
+# --- 5. lessons under a prompt ---------------------------------------------------------------------------------------
+
+
+def test_a_prompt_shows_the_lessons_it_bears_on_once_and_is_kept_unless_read_only(
+    home: Path, repo: Path, cli: CLI
+) -> None:
+    """A question about the failing tests gets the postgres lesson (not the unrelated one); asked again in the
+    same session it is silent (already shown); an unrelated request is silent. Prompts are kept in events.db
+    for promotion, in order; a `--read-only` hook answers the same but keeps nothing."""
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+    assert cli("write", f"{REPO}::changelog-lives-in-docs", "The changelog is docs/CHANGES.md.").returncode == 0
+    question = "why does pnpm test fail with ECONNREFUSED 5432?"
+
+    shown = hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "prompt-1", question))
+    assert shown.splitlines() == [
+        "hivelore: lessons that may bear on this request (considerations, not rules; read any in full with "
+        "memory_read):",
+        f"- {ADDRESS} [lesson]: {LESSON}",
+    ]
+    assert hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "prompt-1", question)) == ""
+    unrelated = "rename the button label"
+    assert hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "prompt-1", unrelated)) == ""
+
+    read_only = claude_prompt(repo, "prompt-2", question)
+    assert hook(home, repo, "claude", "UserPromptSubmit", read_only, "--read-only") == shown
+
+    store = EventStore.open(str(home))
+    try:
+        kept = [(p.agent, p.session_id, p.text, p.root) for p in store.prompts()]
+    finally:
+        store.close()
+    assert kept == [("claude", "prompt-1", text, True) for text in (question, question, unrelated)]
+
+
+def test_a_prompt_shows_at_most_three_lessons(home: Path, repo: Path, cli: CLI) -> None:
+    """Five lessons match; the prompt gets three, asking again gets the other two, then nothing."""
+    for n in range(5):
+        value = f"ECONNREFUSED 5432 from pnpm test, cause number {n}: see runbook section {n}."
+        assert cli("write", f"{REPO}::econnrefused-cause-{n}", value).returncode == 0
+    question = "why does pnpm test fail with ECONNREFUSED 5432?"
+
+    def lessons() -> list[str]:
+        text = hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "cap-1", question))
+        return [line for line in text.splitlines() if line.startswith("- ")]
+
+    first, second = lessons(), lessons()
+    assert (len(first), len(second)) == (3, 2)
+    assert {line.split(" [")[0] for line in first + second} == {f"- {REPO}::econnrefused-cause-{n}" for n in range(5)}
+    assert lessons() == []
+
+
+# --- 6. a fix is learnt -----------------------------------------------------------------------------------------------
+
+
+def test_the_commands_that_fixed_a_failure_are_offered_when_it_happens_again(home: Path, repo: Path) -> None:
+    """`pnpm test` fails (no lesson stored: a nudge), `docker compose up -d db` succeeds, `pnpm test` then
+    passes: in a new session the same failure is answered with what fixed it, not with a nudge."""
+    event, payload = failing_tests("claude", repo, "fix-1")
+    assert NUDGE in hook(home, repo, "claude", event, payload)
+    assert hook(home, repo, "claude", "PostToolUse", claude_bash_ok(repo, "fix-1", "docker compose up -d db")) == ""
+    assert hook(home, repo, "claude", "PostToolUse", claude_bash_ok(repo, "fix-1", "pnpm test")) == ""
+
+    event, payload = failing_tests("claude", repo, "fix-2")
+    assert hook(home, repo, "claude", event, payload) == (
+        "hivelore: `pnpm test` failed like this 1 time before; what fixed it then: `docker compose up -d db`."
+    )
+
+
+def test_a_failure_that_passed_when_run_again_says_so(home: Path, repo: Path) -> None:
+    """No command in between: the fix learnt is the rerun itself."""
+    event, payload = failing_tests("claude", repo, "flaky-1")
+    hook(home, repo, "claude", event, payload)
+    hook(home, repo, "claude", "PostToolUse", claude_bash_ok(repo, "flaky-1", "pnpm test"))
+
+    event, payload = failing_tests("claude", repo, "flaky-2")
+    assert hook(home, repo, "claude", event, payload) == (
+        "hivelore: `pnpm test` failed like this 1 time before; it passed when simply run again."
+    )
+
+
+def test_the_same_failure_twice_in_a_session_is_answered_once(home: Path, repo: Path, cli: CLI) -> None:
+    """With a matching lesson or without, a repeated failure is not answered again in the same session
+    (and never with "no stored lesson matches" while a lesson matches)."""
+    event, payload = failing_tests("claude", repo, "twice-1")
+    assert NUDGE in hook(home, repo, "claude", event, payload)
+    assert hook(home, repo, "claude", event, payload) == ""
+
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+    event, payload = failing_tests("claude", repo, "twice-2")
+    assert SEEN in hook(home, repo, "claude", event, payload)
+    assert hook(home, repo, "claude", event, payload) == ""
+
+
+# --- 7. stop and session end ----------------------------------------------------------------------------------------
+
+
+def test_a_session_with_friction_gets_one_retrospective_nudge_at_stop(home: Path, repo: Path) -> None:
+    """Claude's Stop is answered with a systemMessage (additionalContext there would keep Claude going), once
+    per session; a session without friction gets nothing."""
+    event, payload = failing_tests("claude", repo, "stop-1")
+    hook(home, repo, "claude", event, payload)
+    out = run_hook(
+        home, repo, ["--agent", "claude", "--event", "Stop"], json.dumps(claude_stop(repo, "stop-1")).encode()
+    )
+
+    assert list(json.loads(out.stdout)) == ["systemMessage"]
+    assert said("claude", out.stdout) == (
+        "hivelore: this session had friction (1 failed command). If the cause or the fix was non-obvious, save it "
+        f"for next time with memory_write (scope '{REPO}', a short kebab-case key naming the problem, the value: "
+        "symptom → cause → fix)."
+    )
+    assert hook(home, repo, "claude", "Stop", claude_stop(repo, "stop-1")) == ""
+
+    hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "stop-2", "rename the button label"))
+    hook(home, repo, "claude", "PostToolUse", claude_bash_ok(repo, "stop-2", "pnpm test"))
+    assert hook(home, repo, "claude", "Stop", claude_stop(repo, "stop-2")) == ""
+
+
+def test_session_end_keeps_the_last_message_as_a_staged_note(home: Path, repo: Path) -> None:
+    """The adapter reads last_assistant_message (also prompt_response, assistant_response, Cursor's text); no
+    recorded SessionEnd carries one, so this is the recorded payload plus that field. The note is a Markdown
+    file in the vault, staged, kind note, in the branch scope, tagged with the agent, expiring."""
+    message = "Fixed the checkout tests: the db container has to be up before pnpm test."
+    payload = aimed(example("claude", "SessionEnd", "reason=prompt_input_exit"), repo, session_id="end-1")
+    payload["last_assistant_message"] = message
+
+    assert hook(home, repo, "claude", "SessionEnd", payload) == ""  # Claude discards SessionEnd output
+
+    notes = [path for path in home.rglob("*.md") if message in path.read_text()]
+    assert len(notes) == 1
+    text = notes[0].read_text()
+    assert notes[0].parent == home / "branch" / "acme" / "checkout" / "main"
+    assert re.search(r"^state: staged$", text, re.MULTILINE) and re.search(r"^kind: note$", text, re.MULTILINE)
+    assert re.search(r"^tags: \[session-note, claude\]$", text, re.MULTILINE)
+    assert re.search(r'^expires_at: "\d{4}-', text, re.MULTILINE)
+
+
+# --- 8. the hook path imports nothing heavy -------------------------------------------------------------------------
+
+HEAVY = ("typer", "click", "pydantic", "rich", "httpx", "yaml", "mcp")
+
+
+def probe(event: str) -> str:
+    """A `python -c` program: the hook command as `hivelore` runs it, then the heavy modules it imported."""
+    return (
+        "import sys\n"
+        f"sys.argv = ['hivelore', 'hook', '--agent', 'claude', '--event', {event!r}]\n"
+        "from hivelore.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"heavy = {HEAVY!r}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
+    )
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PostToolUseFailure", "SessionEnd", "Stop"])
+def test_the_hook_process_imports_no_heavy_library(home: Path, repo: Path, cli: CLI, event: str) -> None:
+    """typer, click, pydantic, rich, httpx, yaml and mcp cost more than a whole hook is allowed to take: a session
+    start and a prompt that inject a lesson, a failure that shows it, a session end that writes a note and a stop
+    that re-writes it import none of them (each probe also checks that its path really ran)."""
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+    stop = aimed(example("claude", "Stop", "normal end of turn"), repo, session_id="light-1")
+    hook(home, repo, "claude", "Stop", {**stop, "last_assistant_message": "First turn: looked at the db setup."})
+    payloads = {
+        "Stop": {**stop, "last_assistant_message": "Second turn: the checkout tests need the db container up first."},
+        "SessionStart": session_start("claude", repo, "light-1")[1],
+        "UserPromptSubmit": claude_prompt(repo, "light-1", "why does pnpm test fail with ECONNREFUSED 5432?"),
+        "PostToolUseFailure": failing_tests("claude", repo, "light-1")[1],
+        "SessionEnd": aimed(example("claude", "SessionEnd", "reason=other"), repo, session_id="light-1"),
+    }
+    payloads["SessionEnd"]["last_assistant_message"] = "The checkout tests need the db container up first."
+
+    result = subprocess.run(
+        [sys.executable, "-c", probe(event)],
+        input=json.dumps(payloads[event]),
+        cwd=repo,
+        env=hook_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.stderr.strip().splitlines()[-1] == "[]"
+    if event in ("SessionEnd", "Stop"):
+        assert any("db container up first" in path.read_text() for path in home.rglob("*.md"))
+        assert not any("First turn" in path.read_text() for path in home.rglob("*.md"))  # replaced, not added
+    else:
+        assert ADDRESS in said("claude", result.stdout.encode())
+    assert log_lines(home) == []
