@@ -1,0 +1,1 @@
+"""Profile memory: USER.md, MEMORY.md, SOUL.md and deterministic promotion."""
