@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -61,7 +62,8 @@ def check_hook(command: str, agent: str, event: str, cwd: Path) -> HookCheck:
         argv = shlex.split(command)
     except ValueError as exc:
         return HookCheck(event, False, 0.0, f"the command cannot be parsed ({exc})")
-    if not argv or not Path(argv[0]).is_file():
+    # a bare program name is looked up on PATH, as the agent's shell would
+    if not argv or not (Path(argv[0]).is_file() or shutil.which(argv[0])):
         missing = argv[0] if argv else "the command"
         return HookCheck(event, False, 0.0, f"{missing} does not exist: run `hivelore install` again")
     payload = json.dumps(sample_payload(agent, event, cwd))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -38,7 +39,7 @@ def install(
     with reported_errors():
         service = Hivelore.open()
         asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
-        where = _where(project, global_, service, asking)
+        where = _where(project, global_, service, asking, "Install for this project or for your user (global)")
         if asking:
             _ask_token()
         if hooks is None:
@@ -60,7 +61,7 @@ def uninstall(
     with reported_errors():
         service = Hivelore.open()
         asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
-        where = _where(project, global_, service, asking)
+        where = _where(project, global_, service, asking, "Remove from this project or from your user (global)")
         target = _target(where, agent, hooks or "all", service)
         _print(apply(plan_uninstall(target)))
 
@@ -82,7 +83,7 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
                     "where": where,
                     "problem": wired.problem,
                     "mcp": mcp,
-                    "mcp_runs": bool(wired.mcp_command) and Path(wired.mcp_command[0]).is_file(),
+                    "mcp_runs": bool(wired.mcp_command) and _found(wired.mcp_command[0]),
                     "hooks_file": str(wired.hooks_file),
                     "hooks": [
                         {"event": c.event, "ok": c.ok, "ms": round(c.seconds * 1000), "detail": c.detail}
@@ -94,7 +95,12 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
     return report
 
 
-def _where(project: bool, global_: bool, service: Hivelore, asking: bool) -> str:
+def _found(program: str) -> bool:
+    """Whether the agent can start `program`: a path to a file, or a bare name on PATH."""
+    return Path(program).is_file() or shutil.which(program) is not None
+
+
+def _where(project: bool, global_: bool, service: Hivelore, asking: bool, question: str) -> str:
     if project and global_:
         raise ValueError("--project and --global exclude each other: choose one.")
     if project or global_:
@@ -102,7 +108,7 @@ def _where(project: bool, global_: bool, service: Hivelore, asking: bool) -> str
     default = "project" if service.chain.git else "global"
     if not asking:
         return default
-    answer = typer.prompt("Install for this project or for your user (global)", default=default)
+    answer = typer.prompt(question, default=default)
     if answer not in ("project", "global"):
         raise ValueError(f"answer 'project' or 'global', not '{answer}'.")
     return answer
@@ -110,7 +116,7 @@ def _where(project: bool, global_: bool, service: Hivelore, asking: bool) -> str
 
 def _ask_token() -> None:
     question = "Team server token (leave blank for local memory on this machine)"
-    token = typer.prompt(question, default="", show_default=False)
+    token = typer.prompt(question, default="", show_default=False, hide_input=True)  # a secret: not echoed
     if token.strip():
         print(
             "hivelore: this version has no team server yet, so memory stays local on this machine; "
@@ -120,7 +126,10 @@ def _ask_token() -> None:
 
 
 def _target(where: str, agent: str, hooks: str, service: Hivelore) -> Target:
-    agents = AGENTS if agent.strip() == "all" else tuple(a.strip() for a in agent.split(",") if a.strip())
+    named = (a.strip() for a in agent.split(",") if a.strip())
+    agents = AGENTS if agent.strip() == "all" else tuple(dict.fromkeys(named))  # each agent once, in order
+    if not agents:
+        raise ValueError(f"--agent names no agent: choose from {', '.join(AGENTS)}, or all.")
     if hooks not in HOOK_MODES:
         raise ValueError(f"--hooks must be one of {', '.join(HOOK_MODES)}, not '{hooks}'.")
     project_root = service.chain.git.root if service.chain.git else Path.cwd()
