@@ -31,6 +31,7 @@ class Settings:
     context_budget_chars: int
     context_line_chars: int
     search_limit: int
+    profile: str = "default"
 
 
 def home_dir(env: Mapping[str, str]) -> Path:
@@ -86,4 +87,17 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
         context_budget_chars=_int_setting("context_budget_chars", sources),
         context_line_chars=_int_setting("context_line_chars", sources),
         search_limit=_int_setting("search_limit", sources),
+        profile=_profile_setting(env, sources),
     )
+
+
+def _profile_setting(env: Mapping[str, str], sources: list[tuple[Path, dict[str, object]]]) -> str:
+    """The profile in force: HIVELORE_PROFILE, else the first config file's `profile`, else `default`."""
+    if env.get("HIVELORE_PROFILE"):
+        return env["HIVELORE_PROFILE"]
+    for path, data in sources:
+        if "profile" in data:
+            if not isinstance(data["profile"], str):
+                raise ConfigError(f"{path}: 'profile' must be a profile name like \"default\".")
+            return data["profile"]
+    return "default"

@@ -21,6 +21,7 @@ API (agent + session_id identify a session everywhere; nothing requires `touch_s
     store.mark_shown(agent, session_id, addresses)
     store.record_prompt(agent, session_id, text, root_session)
     store.prompts(agent=None, session_id=None, root_only=False, since=0.0) -> list[Prompt]
+    store.record_evidence(agent, session_id, [(key, line)]) ; store.evidence(key) ; store.forget_evidence(key)
     store.record_failure(agent, session_id, cwd, tool, command, exit_code, error) -> Failure
     store.record_success(agent, session_id, cwd, tool, command) -> list[Failure]  # the ones it resolved
     store.record_call(agent, session_id, tool, command_or_input) -> int           # count so far
@@ -56,7 +57,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 FILENAME = "events.db"
 PROMPT_CAP = 8_000
 ERROR_HEAD = 2_000
@@ -101,6 +102,11 @@ _TABLES = (
     """CREATE INDEX IF NOT EXISTS runs_open ON runs (agent, session_id, command, cwd)
         WHERE signature IS NOT NULL AND resolved_by IS NULL""",
     "CREATE INDEX IF NOT EXISTS runs_ts ON runs (ts)",
+    # A profile candidate (a stated preference or project fact) seen in a root session's own prompt.
+    """CREATE TABLE IF NOT EXISTS evidence (
+        key TEXT NOT NULL, agent TEXT NOT NULL, session_id TEXT NOT NULL, line TEXT NOT NULL, ts REAL NOT NULL,
+        PRIMARY KEY (key, agent, session_id)
+    ) WITHOUT ROWID""",
     """CREATE TABLE IF NOT EXISTS calls (
         agent TEXT NOT NULL, session_id TEXT NOT NULL, digest TEXT NOT NULL, tool TEXT NOT NULL,
         count INTEGER NOT NULL, ts REAL NOT NULL,
@@ -344,6 +350,28 @@ class EventStore:
             with _Immediate(self.conn) as conn:
                 conn.executemany("INSERT INTO shown VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
 
+    # -- evidence for profile promotion -------------------------------------------------------------
+
+    @_guarded
+    def record_evidence(self, agent: str, session_id: str, candidates: Iterable[tuple[str, str]]) -> None:
+        """Note that this root session's own prompt stated these (key, line) candidates."""
+        now = self.clock()
+        rows = [(key, agent, session_id, line, now) for key, line in candidates]
+        if rows:
+            with _Immediate(self.conn) as conn:
+                conn.executemany("INSERT INTO evidence VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
+
+    @_guarded
+    def evidence(self, key: str) -> list[tuple[str, str]]:
+        """The (agent, session id) of every root session that stated this candidate, first first."""
+        rows = _rows(self.conn, "SELECT agent, session_id FROM evidence WHERE key = ? ORDER BY ts", (key,))
+        return [(agent, session_id) for agent, session_id in rows]
+
+    @_guarded
+    def forget_evidence(self, key: str) -> None:
+        """After "forget that …", what was said before no longer counts toward promoting it again."""
+        _rows(self.conn, "DELETE FROM evidence WHERE key = ?", (key,))
+
     # -- prompts ----------------------------------------------------------------------------------
 
     @_guarded
@@ -487,6 +515,7 @@ class EventStore:
             "DELETE FROM prompts WHERE ts < ?",
             "DELETE FROM runs WHERE ts < ?",
             "DELETE FROM calls WHERE ts < ?",
+            "DELETE FROM evidence WHERE ts < ?",
             "DELETE FROM signatures WHERE last_ts < ? AND fix IS NULL",
         )
         with _Immediate(self.conn) as conn:

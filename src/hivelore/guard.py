@@ -36,10 +36,11 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+
+from hivelore.records import record
 
 
-@dataclass(frozen=True)
+@record
 class GuardViolation:
     rule: str
     field: str
@@ -58,7 +59,7 @@ class GuardError(ValueError):
         return self.violation.message
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     max_value_chars: int = 4000
     max_key_chars: int = 120

@@ -34,6 +34,10 @@ from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
 from hivelore.vault import UNREADABLE, Stamp, Vault
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.profile.store import Profile
+
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 MAX_SEARCH_LIMIT = 1000
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
@@ -86,6 +90,13 @@ class Hivelore:
         settings = load_settings(chain.git.root if chain.git else None, env)
         session = session or env.get("HIVELORE_SESSION", "")
         return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent), session=session)
+
+    def profile(self, profile_id: str | None = None) -> Profile:
+        """The user's profile (USER.md, MEMORY.md, SOUL.md, the ledger): `profile_id`, else the one
+        the settings name. Opening it finishes a write an earlier process was killed in."""
+        from hivelore.profile.store import Profile, check_profile_id
+
+        return Profile.open(str(self.settings.home), check_profile_id(profile_id or self.settings.profile))
 
     @property
     def index_path(self) -> Path:

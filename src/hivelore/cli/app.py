@@ -15,6 +15,7 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import agents, fast
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
+from hivelore.cli.profile import profile_app
 from hivelore.memory import Memory, looks_like_address, parse_address
 from hivelore.service import Hivelore
 from hivelore.transfer import ImportRecord
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 index_app = typer.Typer(help="The SQLite index (derived from the files; safe to rebuild).", no_args_is_help=True)
 app.add_typer(index_app, name="index")
+app.add_typer(profile_app, name="profile")
 
 out = Console(highlight=False, soft_wrap=True)
 

@@ -50,7 +50,8 @@ class HookContext:
 
 
 def session_start(ctx: HookContext) -> str:
-    """The ranked, budgeted lessons of the folder's chain: once per session, again after compaction."""
+    """The user's profile (shared → USER.md → SOUL.md → MEMORY.md), then the ranked, budgeted lessons
+    of the folder's chain: once per session, again after compaction."""
     event, store = ctx.event, ctx.store
     if store is not None:
         store.touch_session(event.agent, event.session_id, event.cwd, event.subagent)
@@ -62,20 +63,22 @@ def session_start(ctx: HookContext) -> str:
     if store is not None:
         store.mark_context_given(event.agent, event.session_id)
         ctx.mark_shown([r.row.memory.address for r in selection.shown])
-    return ctx.service.render_context(selection)
+    return "\n\n".join(part for part in (_profile_block(ctx), ctx.service.render_context(selection)) if part)
 
 
 def prompt(ctx: HookContext) -> str:
-    """Up to three lessons the prompt bears on that this session has not seen; the prompt is kept
-    (user-role, direct input) for promotion later."""
+    """Up to three lessons the prompt bears on that this session has not seen. The prompt (the
+    user's own, direct input of a root session) is kept, and may promote or forget profile lines."""
     event = ctx.event
+    said = []
     if ctx.recording and event.prompt and not event.subagent:
         ctx.store.record_prompt(event.agent, event.session_id, event.prompt, root_session=True)
+        said.append(_promote(ctx))
     hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
-    if not hits:
-        return ""
-    ctx.mark_shown([h.row.memory.address for h in hits])
-    return _lesson_block("hivelore: lessons that may bear on this request", hits, ctx)
+    if hits:
+        ctx.mark_shown([h.row.memory.address for h in hits])
+        said.append(_lesson_block("hivelore: lessons that may bear on this request", hits, ctx))
+    return "\n\n".join(part for part in said if part)
 
 
 def tool_failure(ctx: HookContext) -> str:
@@ -160,6 +163,29 @@ HANDLERS: dict[str, Callable[[HookContext], str]] = {
     "stop": stop,
     "session_end": stop,
 }
+
+
+def _profile_block(ctx: HookContext) -> str:
+    try:
+        return ctx.service.profile().injection_block()
+    except ValueError as exc:  # a damaged ledger or intent: the lessons still come
+        ctx.service.warnings.append(f"the profile was left out: {exc}")
+        return ""
+
+
+def _promote(ctx: HookContext) -> str:
+    """Promote what the user has now said in three root sessions; forget what they asked to forget."""
+    from hivelore.profile.promotion import observe
+
+    event = ctx.event
+    try:
+        outcome = observe(ctx.store, ctx.service.profile(), event.agent, event.session_id, event.prompt)
+    except ValueError as exc:  # over budget, drift, a damaged ledger: the prompt itself goes on
+        ctx.service.warnings.append(f"no profile change from this prompt: {exc}")
+        return ""
+    lines = [f"- {p.line} (said in {len(p.entry['sessions'])} sessions)" for p in outcome.promoted]
+    lines += [f"- forgotten: {line}" for line in outcome.forgotten]
+    return "hivelore: your profile changed:\n" + "\n".join(lines) if lines else ""
 
 
 def _stage_failure(ctx: HookContext) -> Failure | None:

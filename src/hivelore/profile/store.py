@@ -32,6 +32,7 @@ import fcntl
 import os
 import time
 import zlib
+from collections.abc import Callable
 
 USER = "USER.md"
 MEMORY = "MEMORY.md"
@@ -247,14 +248,25 @@ class Profile:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def promote(self, line: str, file: str, category: str | None, sessions: list[str]) -> Promotion:
+    def promote(
+        self,
+        line: str,
+        file: str,
+        category: str | None,
+        sessions: list[str],
+        category_of: Callable[[str], str | None] | None = None,
+    ) -> Promotion:
         """Add `line` to `file` (USER.md or MEMORY.md) and the ledger, evidenced by `sessions`.
 
         Already active in that file: the sessions are added (idempotent). A hand-written identical
         entry is adopted, not duplicated. With a `category`, every other active entry of the same
         category is superseded: status superseded, superseded_by the new entry's id, and its line
-        removed from its file. Refused (nothing written) over budget, on drift, or for SOUL.md.
+        removed from its file. With `category_of`, categories are derived from the lines at run time
+        (the new line's and every active entry's; the ledger's `category` only records what it was
+        when promoted). Refused (nothing written) over budget, on drift, or for SOUL.md.
         """
+        if category_of is not None:
+            category = category_of(clean_line(line))
         text = clean_line(line)
         _check_writable(file, "promotion")
         if category is not None and (not isinstance(category, str) or not category.strip()):
@@ -286,7 +298,8 @@ class Profile:
             superseded = []
             if category is not None:
                 for other in entries:
-                    if other is not entry and other["status"] == "active" and other.get("category") == category:
+                    found = category_of(other["line"]) if category_of is not None else other.get("category")
+                    if other is not entry and other["status"] == "active" and found == category:
                         other.update(status="superseded", superseded_at=now, superseded_by=entry["id"])
                         superseded.append(other)
                         markdown[other["file"]] = _remove_entries(markdown[other["file"]], {other["line"]})
