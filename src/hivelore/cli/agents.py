@@ -63,7 +63,10 @@ def uninstall(
         asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
         where = _where(project, global_, service, asking, "Remove from this project or from your user (global)")
         target = _target(where, agent, hooks or "all", service)
-        _print(apply(plan_uninstall(target)))
+        changes = apply(plan_uninstall(target))
+    _print(changes)
+    if not any(c.action == "remove" for c in changes):
+        print(f"nothing of hivelore's was wired into {', '.join(target.agents)} ({where}).")
 
 
 def agents_report(service: Hivelore) -> list[dict[str, object]]:

@@ -232,9 +232,13 @@ def _nudge(ctx: HookContext, failure: Failure | None) -> str:
 
 
 def _write_scope(ctx: HookContext) -> str:
-    """Where a lesson from this folder belongs by default: the repository, else global."""
-    repo = [s for s in ctx.service.scopes if s.startswith("repo::")]
-    return repo[0] if repo else "global"
+    """Where a lesson from this folder belongs by default: the repository, else the project (a
+    repository without a remote, a plain folder), else global."""
+    for level in ("repo::", "project::"):
+        found = [s for s in ctx.service.scopes if s.startswith(level)]
+        if found:
+            return found[0]
+    return "global"
 
 
 def _capture_note(ctx: HookContext, text: str, what: str) -> None:
