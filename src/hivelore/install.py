@@ -57,7 +57,6 @@ import re
 import shlex
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +65,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from hivelore import atomicfile
 from hivelore.hooks.catalog import AGENTS, events_for
 
 SERVER = "hivelore"
@@ -773,17 +773,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomicfile.replace(real, data, permissions=mode)
 
 
 def apply(edits: list[FileEdit]) -> list[Change]:

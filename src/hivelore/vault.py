@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from hivelore import atomicfile
 from hivelore.frontmatter import FrontmatterError, parse, render
 from hivelore.memory import Memory, iso_from_epoch
 from hivelore.records import record
@@ -123,28 +124,14 @@ class Vault:
         """
         path.parent.mkdir(parents=True, exist_ok=True)
         data = render(memory).encode("utf-8")
-        # Not tempfile.mkstemp: importing tempfile costs more than this whole write on the hook path.
-        tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}.md"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            self._check_drift(path, expected)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(path.parent)
+        atomicfile.replace(path, data, before_rename=lambda: self._check_drift(path, expected), suffix=".md")
         return stamp_of(path, data)
 
     def delete(self, path: Path, expected: Stamp | None) -> None:
         """Remove a memory file, refusing if it changed since it was read. Call under `lock()`."""
         self._check_drift(path, expected)
         path.unlink()
-        _fsync_dir(path.parent)
+        atomicfile.fsync_dir(path.parent)
 
     def walk_folders(self) -> Iterator[tuple[Path, int, list[str]]]:
         """Every scope folder with its memory file names, and its mtime taken *before* listing it (so
@@ -199,10 +186,3 @@ def _scope_text(parts: tuple[str, ...]) -> str:
         return f"repo::{'/'.join(rest)}"
     return f"branch::{'/'.join(rest[:2])}::{'/'.join(rest[2:])}"
 
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -34,6 +34,8 @@ import time
 import zlib
 from collections.abc import Callable
 
+from hivelore import atomicfile
+
 USER = "USER.md"
 MEMORY = "MEMORY.md"
 SOUL = "SOUL.md"
@@ -583,7 +585,7 @@ class Profile:
     def _remove_temp_files(self) -> None:
         """Temp files are only made under the lock, so any found while holding it were left by a crash."""
         with os.scandir(self.folder) as found:
-            stale = [e.path for e in found if e.name.startswith(".tmp-")]
+            stale = [e.path for e in found if e.name.startswith(atomicfile.TEMP_PREFIX)]
         for path in stale:
             _remove(path)
 
@@ -819,38 +821,12 @@ def _read_text_lenient(path: str) -> str:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` atomically: temp file in the same folder, fsync, rename, fsync the folder."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    # Not tempfile.mkstemp: importing tempfile costs more than this whole write on the hook path.
-    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-    _fsync_dir(folder)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    atomicfile.replace(path, text.encode("utf-8"))
 
 
 def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return
-    _fsync_dir(os.path.dirname(path))
-
-
-def _fsync_dir(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    atomicfile.remove(path)
 
 
 def _crash_point(stage: str) -> None:
