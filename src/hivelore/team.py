@@ -1,0 +1,1154 @@
+"""The team model: who is changing which code, what was tried there, what was decided — in `team.db`.
+
+Several agents on one machine (parallel sessions, git worktrees of one repository) share it: SQLite in
+WAL mode, each public method one short transaction (`BEGIN IMMEDIATE` wherever it reads before it
+writes). Every sqlite error surfaces as `TeamUnavailable` (a damaged file, another schema version, or
+not hivelore's: move it away to start afresh — unlike events.db it holds decisions, so nothing resets
+it silently) or its subclass `TeamBusy` (the write lock stayed taken for the whole busy timeout).
+An unknown intent id raises `NoSuchIntent`.
+
+Entities. A *developer* is an id string: `HIVELORE_DEVELOPER`, else git's `user.email`, else
+`user.name`, else the OS user (`developer_for`). An *intent* is a task (title, repo, owner, status
+active | handed_off | done); a *session* (agent + session id, per repo) points at one intent, created
+from the session's first prompt. A *claim* is a symbol an intent is editing (made before an edit);
+a *change* is a symbol an edit touched, pending until the intent's next test run, which becomes an
+*attempt* linked to those symbols. A *decision* is text about symbols; *notes* (progress, handoff)
+belong to an intent. `repo` is a name every worktree of a repository shares (e.g. `acme/shop`), and
+symbol ids (`shop/orders.py::checkout`) are relative to it.
+
+API:
+
+    team = Team.open(home)                          # home/team.db, created when missing
+    developer_for(repo_root, env=None, use_git=False) -> str
+    team.intent_for_session(agent, session_id, developer, repo, first_prompt) -> Intent
+    team.create_intent(developer, repo, title) -> Intent ; team.intent(id) ; team.intents(repo, status=None)
+    team.claim(intent_id, symbol_ids) -> int        # how many were new
+    team.claims(intent_id) -> list[Claim] ; team.active_claims(repo) -> list[(symbol_id, Intent, developer)]
+    team.record_change(intent_id, symbol_ids)       # touched by an edit since the intent's last run
+    team.record_attempt(intent_id, command, run) -> Attempt ; team.attempts(intent_id) -> list[Attempt]
+    team.decide(text, symbol_ids, intent_id=None, developer="", repo="") -> Decision
+    team.decisions(repo, symbol_id, include_superseded=False) -> list[Decision]
+    team.note(intent_id, text, kind="progress", developer="") -> Note ; team.notes(intent_id) -> list[Note]
+    team.handoff(intent_id, text, developer="") -> Note ; team.done(intent_id) -> Intent
+    team.resume(intent_id, developer, agent="", session_id="") -> Resume
+    team.conflicts(graph, repo, symbol_ids, developer, hops=3) -> list[Conflict]
+    team.mark_warned(agent, session_id, key) -> bool   # True the first time: show the warning
+    team.warned(agent, session_id, key) -> bool
+    team.who_knows(graph, repo, symbol_id, hops=1) -> list[Expert]
+    team.why(repo, symbol_id) -> Why ; team.history(repo, symbol_ids) -> History
+    team.task_board(repo, status=None) -> list[Card]
+
+Rules:
+
+- Deduplication: an attempt with the same outcome, failed tests and errors as an earlier *unresolved*
+  attempt of the same intent adds 1 to its `count` (and its `last_ts`, latest command, and the
+  symbols changed since the last run) instead of adding a row. A failure that comes back after it
+  was resolved is a new row: it regressed. Passing runs of an intent share one row.
+- Resolves: a passing attempt resolves every earlier unresolved failed or error attempt of the repo
+  that (a) belongs to the same intent and ran the same command (as `normalise_command` sees it), or
+  (b) is linked to a symbol the passing run changed. Each is resolved once: `resolved_by` is never
+  overwritten, and `Attempt.resolves` lists what an attempt resolved.
+- Supersede, per symbol: a new decision on a symbol supersedes the decisions current on that symbol
+  (in that repo). A decision stays active while it is current on at least one of its symbols (one
+  about A and B, followed by one about A, still holds for B); one without symbols is never superseded.
+- Conflicts: for each edited symbol, `graph.within(symbol, hops, "callees")` and
+  `graph.within(symbol, hops, "callers")` are checked separately — a symbol both reach only through
+  a shared caller is never found — against the claims of *other* developers' *active* intents that
+  saw activity in the last `idle_days` (7: a session that died without a handoff does not warn others
+  forever). Each (claimed symbol, intent) is reported once, with the shortest path in call order
+  (caller first). Cost: one indexed query; when it finds no claims the graph is not touched,
+  otherwise two bounded breadth-first searches per edited symbol, intersected with the claimed
+  symbols (paths are built for the hits only).
+- who_knows scores each developer 1 per claim, 2 per attempt and 3 per decision on the symbol, and
+  that divided by 1 + distance for its neighbours within `hops` call hops (both directions).
+
+The code graph is duck-typed: any object with `within(symbol_id, hops, direction) -> {id: path}`,
+where direction is "callees" (what symbol_id calls, transitively) or "callers" (what calls it), and
+path is a shortest call chain between the two in call order, caller first: `[symbol_id, …, id]` for
+callees, `[id, …, symbol_id]` for callers (symbol_id itself is not a key). That is all this module
+asks of `codegraph.Graph`, whose `within` answers exactly that.
+
+The hook path imports this module: stdlib only (and eventstore's sqlite helpers); opening costs one
+query; git config is read from the files unless `use_git=True` asks the `git` binary.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from hivelore.eventstore import _Immediate, _Record, _rows, _storable, _switch_to_wal, _tables, normalise_command
+from hivelore.testruns import TestRun
+
+SCHEMA_VERSION = "1"
+FILENAME = "team.db"
+BUSY_TIMEOUT = 5.0
+HOPS = 3
+IDLE_DAYS = 7.0
+TITLE_CAP = 120
+TEXT_CAP = 8_000
+COMMAND_CAP = 2_000
+CHUNK = 500  # symbols per IN (…) list: well under sqlite's limit on bound parameters
+STATUSES = ("active", "handed_off", "done")
+NOTE_KINDS = ("progress", "handoff")
+WEIGHTS = {"claim": 1.0, "attempt": 2.0, "decision": 3.0}
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS intents (
+        id INTEGER PRIMARY KEY, repo TEXT NOT NULL, title TEXT NOT NULL, owner TEXT NOT NULL,
+        status TEXT NOT NULL, created_ts REAL NOT NULL, updated_ts REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS intents_repo ON intents (repo, status)",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        agent TEXT NOT NULL, session_id TEXT NOT NULL, repo TEXT NOT NULL, developer TEXT NOT NULL,
+        intent_id INTEGER NOT NULL, started_ts REAL NOT NULL,
+        PRIMARY KEY (agent, session_id, repo)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS sessions_intent ON sessions (intent_id)",
+    """CREATE TABLE IF NOT EXISTS claims (
+        intent_id INTEGER NOT NULL, symbol TEXT NOT NULL, developer TEXT NOT NULL, ts REAL NOT NULL,
+        PRIMARY KEY (intent_id, symbol)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS claims_symbol ON claims (symbol)",
+    # symbols an edit touched since the intent's last test run; that run takes them
+    """CREATE TABLE IF NOT EXISTS changes (
+        intent_id INTEGER NOT NULL, symbol TEXT NOT NULL, ts REAL NOT NULL, PRIMARY KEY (intent_id, symbol)
+    ) WITHOUT ROWID""",
+    # failed and errors: sorted names, one a line (the deduplication key with intent and outcome)
+    """CREATE TABLE IF NOT EXISTS attempts (
+        id INTEGER PRIMARY KEY, intent_id INTEGER NOT NULL, repo TEXT NOT NULL, developer TEXT NOT NULL,
+        command TEXT NOT NULL, command_key TEXT NOT NULL, outcome TEXT NOT NULL, failed TEXT NOT NULL,
+        errors TEXT NOT NULL, count INTEGER NOT NULL, first_ts REAL NOT NULL, last_ts REAL NOT NULL,
+        resolved_by INTEGER, resolved_ts REAL
+    )""",
+    "CREATE INDEX IF NOT EXISTS attempts_intent ON attempts (intent_id, outcome, failed)",
+    "CREATE INDEX IF NOT EXISTS attempts_open ON attempts (repo) WHERE resolved_by IS NULL AND outcome != 'passed'",
+    "CREATE INDEX IF NOT EXISTS attempts_resolved_by ON attempts (resolved_by) WHERE resolved_by IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS attempt_symbols (
+        attempt_id INTEGER NOT NULL, symbol TEXT NOT NULL, PRIMARY KEY (attempt_id, symbol)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS attempt_symbols_symbol ON attempt_symbols (symbol)",
+    """CREATE TABLE IF NOT EXISTS decisions (
+        id INTEGER PRIMARY KEY, repo TEXT NOT NULL, intent_id INTEGER, developer TEXT NOT NULL,
+        text TEXT NOT NULL, ts REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS decisions_intent ON decisions (intent_id)",
+    # superseded_by: the later decision that replaced this one on this symbol
+    """CREATE TABLE IF NOT EXISTS decision_symbols (
+        decision_id INTEGER NOT NULL, symbol TEXT NOT NULL, superseded_by INTEGER,
+        PRIMARY KEY (decision_id, symbol)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS decision_symbols_symbol ON decision_symbols (symbol)",
+    """CREATE TABLE IF NOT EXISTS notes (
+        id INTEGER PRIMARY KEY, intent_id INTEGER NOT NULL, developer TEXT NOT NULL, kind TEXT NOT NULL,
+        text TEXT NOT NULL, ts REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS notes_intent ON notes (intent_id)",
+    """CREATE TABLE IF NOT EXISTS warnings (
+        agent TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL, ts REAL NOT NULL,
+        PRIMARY KEY (agent, session_id, key)
+    ) WITHOUT ROWID""",
+)
+
+
+class TeamUnavailable(RuntimeError):
+    """team.db cannot be used: damaged, from another schema version, or not hivelore's."""
+
+
+class TeamBusy(TeamUnavailable):
+    """Other processes held the write lock for the whole busy timeout; retrying later may work."""
+
+
+class NoSuchIntent(LookupError):
+    """No intent has this id."""
+
+
+# -- records ------------------------------------------------------------------------------------
+
+
+class Intent(_Record):
+    __slots__ = ("id", "repo", "title", "owner", "status", "created_ts", "updated_ts")
+
+    def __init__(
+        self, id: int, repo: str, title: str, owner: str, status: str, created_ts: float, updated_ts: float
+    ) -> None:
+        self.id, self.repo, self.title, self.owner, self.status = id, repo, title, owner, status
+        self.created_ts, self.updated_ts = created_ts, updated_ts
+
+
+class Claim(_Record):
+    __slots__ = ("intent_id", "symbol", "developer", "ts")
+
+    def __init__(self, intent_id: int, symbol: str, developer: str, ts: float) -> None:
+        self.intent_id, self.symbol, self.developer, self.ts = intent_id, symbol, developer, ts
+
+
+class Attempt(_Record):
+    """A test run of an intent (`count` identical ones); `resolves`: the failed attempts it resolved."""
+
+    __slots__ = (
+        "id", "intent_id", "developer", "command", "outcome", "failed", "errors", "symbols", "count",
+        "first_ts", "last_ts", "resolved_by", "resolves",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: int,
+        intent_id: int,
+        developer: str,
+        command: str,
+        outcome: str,
+        failed: tuple[str, ...],
+        errors: tuple[str, ...],
+        symbols: tuple[str, ...],
+        count: int,
+        first_ts: float,
+        last_ts: float,
+        resolved_by: int | None,
+        resolves: tuple[int, ...],
+    ) -> None:
+        self.id, self.intent_id, self.developer, self.command = id, intent_id, developer, command
+        self.outcome, self.failed, self.errors, self.symbols = outcome, failed, errors, symbols
+        self.count, self.first_ts, self.last_ts = count, first_ts, last_ts
+        self.resolved_by, self.resolves = resolved_by, resolves
+
+
+class Decision(_Record):
+    """`current`: the symbols this decision still holds for (the others were superseded)."""
+
+    __slots__ = ("id", "repo", "intent_id", "developer", "text", "ts", "symbols", "current")
+
+    def __init__(
+        self,
+        id: int,
+        repo: str,
+        intent_id: int | None,
+        developer: str,
+        text: str,
+        ts: float,
+        symbols: tuple[str, ...],
+        current: tuple[str, ...],
+    ) -> None:
+        self.id, self.repo, self.intent_id, self.developer, self.text = id, repo, intent_id, developer, text
+        self.ts, self.symbols, self.current = ts, symbols, current
+
+    @property
+    def active(self) -> bool:
+        return bool(self.current) or not self.symbols
+
+
+class Note(_Record):
+    __slots__ = ("id", "intent_id", "developer", "kind", "text", "ts")
+
+    def __init__(self, id: int, intent_id: int, developer: str, kind: str, text: str, ts: float) -> None:
+        self.id, self.intent_id, self.developer, self.kind, self.text, self.ts = (
+            id,
+            intent_id,
+            developer,
+            kind,
+            text,
+            ts,
+        )
+
+
+class Conflict(_Record):
+    """`claimed` (by `developer`'s `intent`) is `len(path) - 1` call hops from the edited `symbol`.
+
+    direction: "callees" (the edited symbol calls towards the claimed one), "callers" (the claimed
+    one calls towards the edited one) or "same" (the edited symbol itself is claimed); `path` is in
+    call order, caller first.
+    """
+
+    __slots__ = ("symbol", "claimed", "path", "direction", "developer", "intent")
+
+    def __init__(
+        self, symbol: str, claimed: str, path: tuple[str, ...], direction: str, developer: str, intent: Intent
+    ) -> None:
+        self.symbol, self.claimed, self.path, self.direction = symbol, claimed, path, direction
+        self.developer, self.intent = developer, intent
+
+    @property
+    def distance(self) -> int:
+        return len(self.path) - 1
+
+    @property
+    def key(self) -> str:
+        """What makes two warnings the same one (for `mark_warned`)."""
+        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}"
+
+    def describe(self) -> str:
+        """One line for a warning: the call path, who, and their intent."""
+        path = " → ".join(_short(symbol) for symbol in self.path)
+        task = f'task {self.intent.id}: "{self.intent.title}"'
+        return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({task})"
+
+
+class Resume(_Record):
+    """What a session taking over an intent needs, in one answer."""
+
+    __slots__ = ("intent", "claims", "failed", "decisions", "notes")
+
+    def __init__(
+        self,
+        intent: Intent,
+        claims: list[Claim],
+        failed: list[Attempt],
+        decisions: list[Decision],
+        notes: list[Note],
+    ) -> None:
+        self.intent, self.claims, self.failed, self.decisions, self.notes = intent, claims, failed, decisions, notes
+
+
+class Expert(_Record):
+    __slots__ = ("developer", "score", "claims", "attempts", "decisions")
+
+    def __init__(self, developer: str, score: float, claims: int, attempts: int, decisions: int) -> None:
+        self.developer, self.score, self.claims, self.attempts, self.decisions = (
+            developer, score, claims, attempts, decisions
+        )  # fmt: skip
+
+
+class Why(_Record):
+    """A symbol's current decisions, the ones they superseded, its attempts, and the people involved."""
+
+    __slots__ = ("symbol", "current", "superseded", "attempts", "people")
+
+    def __init__(
+        self,
+        symbol: str,
+        current: list[Decision],
+        superseded: list[Decision],
+        attempts: list[Attempt],
+        people: list[str],
+    ) -> None:
+        self.symbol, self.current, self.superseded, self.attempts, self.people = (
+            symbol, current, superseded, attempts, people
+        )  # fmt: skip
+
+
+class History(_Record):
+    """What failed here before: failed attempts on the symbols (resolved or not) and their active decisions."""
+
+    __slots__ = ("failed", "decisions")
+
+    def __init__(self, failed: list[Attempt], decisions: list[Decision]) -> None:
+        self.failed, self.decisions = failed, decisions
+
+
+class Card(_Record):
+    """One intent on the task board: its claims, its unresolved failed attempts and its last note."""
+
+    __slots__ = ("intent", "claims", "failed", "last_note")
+
+    def __init__(self, intent: Intent, claims: int, failed: int, last_note: Note | None) -> None:
+        self.intent, self.claims, self.failed, self.last_note = intent, claims, failed, last_note
+
+
+def _short(symbol: str) -> str:
+    return symbol.rsplit("::", 1)[-1]
+
+
+def _lines(text: str | None) -> tuple[str, ...]:
+    return tuple(text.split("\n")) if text else ()
+
+
+def _ids(text: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",")) if text else ()
+
+
+def _joined(names: Iterable[str]) -> str:
+    return "\n".join(sorted({_storable(name) for name in names}))
+
+
+def _symbols(symbol_ids: Iterable[str]) -> list[str]:
+    return sorted({_storable(symbol) for symbol in symbol_ids if symbol})
+
+
+def _chunks(items: list[str]) -> Iterable[tuple[list[str], str]]:
+    """Items in slices that fit an IN (…) list, each with its placeholders."""
+    for start in range(0, len(items), CHUNK):
+        chunk = items[start : start + CHUNK]
+        yield chunk, ", ".join("?" * len(chunk))
+
+
+def _status(status: str | None) -> str | None:
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"a task is {', '.join(STATUSES)}, not {status!r}")
+    return status
+
+
+def _title(prompt: str) -> str:
+    """The first non-empty line of a prompt, whitespace collapsed, cut at 120 characters."""
+    for line in prompt.splitlines():
+        words = " ".join(line.split())
+        if words:
+            return words if len(words) <= TITLE_CAP else words[: TITLE_CAP - 1].rstrip() + "…"
+    return ""
+
+
+_INTENT_COLUMNS = "id, repo, title, owner, status, created_ts, updated_ts"
+_I_INTENT_COLUMNS = ", ".join(f"i.{column}" for column in _INTENT_COLUMNS.split(", "))  # of `intents i`
+_ATTEMPT_COLUMNS = """a.id, a.intent_id, a.developer, a.command, a.outcome, a.failed, a.errors,
+    (SELECT group_concat(symbol, char(10)) FROM (SELECT symbol FROM attempt_symbols WHERE attempt_id = a.id
+     ORDER BY symbol)),
+    a.count, a.first_ts, a.last_ts, a.resolved_by,
+    (SELECT group_concat(id) FROM (SELECT id FROM attempts r WHERE r.resolved_by = a.id ORDER BY id))"""
+_DECISION_COLUMNS = """d.id, d.repo, d.intent_id, d.developer, d.text, d.ts,
+    (SELECT group_concat(symbol, char(10)) FROM (SELECT symbol FROM decision_symbols WHERE decision_id = d.id
+     ORDER BY symbol)),
+    (SELECT group_concat(symbol, char(10)) FROM (SELECT symbol FROM decision_symbols WHERE decision_id = d.id
+     AND superseded_by IS NULL ORDER BY symbol))"""
+_OPEN_FAILURE = "resolved_by IS NULL AND outcome != 'passed' AND repo = ?"
+
+
+def _attempt(row: tuple) -> Attempt:
+    id, intent_id, developer, command, outcome, failed, errors, symbols, count, first, last, by, resolves = row
+    return Attempt(
+        id, intent_id, developer, command, outcome, _lines(failed), _lines(errors), _lines(symbols), count,
+        first, last, by, _ids(resolves),
+    )  # fmt: skip
+
+
+def _decision(row: tuple) -> Decision:
+    *fields, symbols, current = row
+    return Decision(*fields, _lines(symbols), _lines(current))
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+def _guarded(method: Callable) -> Callable:
+    """Turn sqlite errors into the two exceptions a hook can act on, and make every text argument storable."""
+
+    def call(self: Team, *args: object, **kwargs: object) -> object:
+        args = tuple(_storable(arg) if type(arg) is str else arg for arg in args)
+        kwargs = {name: _storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise _unavailable(exc, self.path) from exc
+
+    call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
+    return call
+
+
+def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return TeamBusy(f"{path} is busy ({message})")
+    return TeamUnavailable(f"{path} cannot be used ({message}); move it away to start a new team database")
+
+
+class Team:
+    """One connection to team.db; every public method is one short transaction (or one statement)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
+        self.conn = conn
+        self.path = path
+        self.clock = clock
+
+    @classmethod
+    def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> Team:
+        """Open home/team.db, creating the folder and the database when missing."""
+        path = os.path.join(home, FILENAME)
+        try:
+            os.makedirs(home, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise TeamUnavailable(f"{path} cannot be opened ({exc})") from exc
+        try:
+            _check_schema(conn, path, timeout)
+            conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode it cannot corrupt, only drop the last commits
+        except TeamUnavailable:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            conn.close()
+            raise _unavailable(exc, path) from exc
+        return cls(conn, path, clock)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Team:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- intents and sessions ---------------------------------------------------------------------
+
+    @_guarded
+    def intent_for_session(
+        self, agent: str, session_id: str, developer: str, repo: str, first_prompt: str = ""
+    ) -> Intent:
+        """The session's intent in this repo; the first call creates it, titled by the first prompt.
+
+        Call it when a session first needs an intent (its first edit or test run), so that a session
+        that only reads leaves nothing on the task board.
+        """
+        found = self._session_intent(self.conn, agent, session_id, repo)
+        if found is not None:
+            return found
+        with _Immediate(self.conn) as conn:
+            found = self._session_intent(conn, agent, session_id, repo)  # another hook may have been first
+            if found is not None:
+                return found
+            title = _title(first_prompt) or f"untitled ({agent} session {session_id[:8]})"
+            intent = self._insert_intent(conn, developer, repo, title)
+            self._attach(conn, agent, session_id, developer, intent)
+            return intent
+
+    @_guarded
+    def create_intent(self, developer: str, repo: str, title: str) -> Intent:
+        if not _title(title):
+            raise ValueError("an intent needs a title")
+        with _Immediate(self.conn) as conn:
+            return self._insert_intent(conn, developer, repo, _title(title))
+
+    @_guarded
+    def intent(self, intent_id: int) -> Intent:
+        return self._intent(self.conn, intent_id)
+
+    @_guarded
+    def intents(self, repo: str, status: str | None = None) -> list[Intent]:
+        """The repo's intents (with a status: only those), most recently active first."""
+        rows = _rows(
+            self.conn,
+            f"SELECT {_INTENT_COLUMNS} FROM intents WHERE repo = ? AND status = coalesce(?, status)"
+            " ORDER BY updated_ts DESC, id DESC",
+            (repo, _status(status)),
+        )
+        return [Intent(*row) for row in rows]
+
+    @_guarded
+    def done(self, intent_id: int) -> Intent:
+        """Mark the intent done: its claims stop warning others, its history stays."""
+        with _Immediate(self.conn) as conn:
+            self._intent(conn, intent_id)
+            conn.execute("UPDATE intents SET status = 'done', updated_ts = ? WHERE id = ?", (self.clock(), intent_id))
+            return self._intent(conn, intent_id)
+
+    @staticmethod
+    def _intent(conn: sqlite3.Connection, intent_id: int) -> Intent:
+        rows = _rows(conn, f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?", (intent_id,))
+        if not rows:
+            raise NoSuchIntent(f"no task {intent_id}")
+        return Intent(*rows[0])
+
+    @staticmethod
+    def _session_intent(conn: sqlite3.Connection, agent: str, session_id: str, repo: str) -> Intent | None:
+        rows = _rows(
+            conn,
+            f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id ="
+            " (SELECT intent_id FROM sessions WHERE agent = ? AND session_id = ? AND repo = ?)",
+            (agent, session_id, repo),
+        )
+        return Intent(*rows[0]) if rows else None
+
+    def _insert_intent(self, conn: sqlite3.Connection, developer: str, repo: str, title: str) -> Intent:
+        now = self.clock()
+        cursor = conn.execute(
+            "INSERT INTO intents (repo, title, owner, status, created_ts, updated_ts) VALUES (?, ?, ?, 'active', ?, ?)",
+            (repo, title, developer, now, now),
+        )
+        return self._intent(conn, cursor.lastrowid)
+
+    def _attach(self, conn: sqlite3.Connection, agent: str, session_id: str, developer: str, intent: Intent) -> None:
+        """Point the session at the intent; an intent it leaves that holds nothing is dropped."""
+        rows = _rows(
+            conn,
+            "SELECT intent_id FROM sessions WHERE agent = ? AND session_id = ? AND repo = ?",
+            (agent, session_id, intent.repo),
+        )
+        conn.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent, session_id, repo) DO UPDATE SET"
+            " developer = excluded.developer, intent_id = excluded.intent_id",
+            (agent, session_id, intent.repo, developer, intent.id, self.clock()),
+        )
+        if rows and rows[0][0] != intent.id:
+            self._drop_if_empty(conn, rows[0][0])
+
+    @staticmethod
+    def _drop_if_empty(conn: sqlite3.Connection, intent_id: int) -> None:
+        # e.g. the intent a session's first prompt ("resume task 12") created before it resumed task 12
+        holders = ("sessions", "claims", "changes", "attempts", "decisions", "notes")
+        if not any(
+            _rows(conn, f"SELECT 1 FROM {table} WHERE intent_id = ? LIMIT 1", (intent_id,)) for table in holders
+        ):
+            conn.execute("DELETE FROM intents WHERE id = ?", (intent_id,))
+
+    def _touch(self, conn: sqlite3.Connection, intent_id: int) -> None:
+        conn.execute("UPDATE intents SET updated_ts = ? WHERE id = ?", (self.clock(), intent_id))
+
+    # -- claims and changes -----------------------------------------------------------------------
+
+    @_guarded
+    def claim(self, intent_id: int, symbol_ids: Iterable[str]) -> int:
+        """Claim symbols for the intent (made before an edit); returns how many were not claimed yet."""
+        now, symbols = self.clock(), _symbols(symbol_ids)
+        with _Immediate(self.conn) as conn:
+            intent = self._intent(conn, intent_id)
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)",
+                [(intent_id, symbol, intent.owner, now) for symbol in symbols],
+            )
+            new = conn.total_changes - before
+            self._touch(conn, intent_id)
+            return new
+
+    @_guarded
+    def claims(self, intent_id: int) -> list[Claim]:
+        rows = _rows(
+            self.conn,
+            "SELECT intent_id, symbol, developer, ts FROM claims WHERE intent_id = ? ORDER BY ts, symbol",
+            (intent_id,),
+        )
+        return [Claim(*row) for row in rows]
+
+    @_guarded
+    def active_claims(self, repo: str, idle_days: float = IDLE_DAYS) -> list[tuple[str, Intent, str]]:
+        """(symbol, intent, developer) for every claim of the repo's active intents that are not idle."""
+        return self._active_claims(repo, "", idle_days)
+
+    def _active_claims(self, repo: str, other_than: str, idle_days: float) -> list[tuple[str, Intent, str]]:
+        rows = _rows(
+            self.conn,
+            f"SELECT c.symbol, {_I_INTENT_COLUMNS} FROM intents i JOIN claims c ON c.intent_id = i.id"
+            " WHERE i.repo = ? AND i.status = 'active' AND i.owner != ? AND i.updated_ts >= ? ORDER BY c.symbol, i.id",
+            (repo, other_than, self.clock() - idle_days * 86_400),
+        )
+        return [(symbol, Intent(*fields), fields[3]) for symbol, *fields in rows]
+
+    @_guarded
+    def record_change(self, intent_id: int, symbol_ids: Iterable[str]) -> None:
+        """Symbols an edit touched; the intent's next test run is linked to them."""
+        now, symbols = self.clock(), _symbols(symbol_ids)
+        with _Immediate(self.conn) as conn:
+            self._intent(conn, intent_id)
+            conn.executemany(
+                "INSERT INTO changes VALUES (?, ?, ?) ON CONFLICT (intent_id, symbol) DO UPDATE SET ts = excluded.ts",
+                [(intent_id, symbol, now) for symbol in symbols],
+            )
+            self._touch(conn, intent_id)
+
+    # -- attempts ---------------------------------------------------------------------------------
+
+    @_guarded
+    def record_attempt(self, intent_id: int, command: str, run: TestRun) -> Attempt:
+        """Record a test run of the intent: deduplicated, linked to the symbols changed since its last run."""
+        now, command = self.clock(), command[:COMMAND_CAP]
+        failed, errors, key = _joined(run.failed), _joined(run.errors), normalise_command(command, "")
+        with _Immediate(self.conn) as conn:
+            intent = self._intent(conn, intent_id)
+            taken = _rows(conn, "DELETE FROM changes WHERE intent_id = ? RETURNING symbol", (intent_id,))
+            symbols = sorted(symbol for (symbol,) in taken)
+            same = _rows(
+                conn,
+                "SELECT id FROM attempts WHERE intent_id = ? AND outcome = ? AND failed = ? AND errors = ?"
+                " AND resolved_by IS NULL ORDER BY id DESC LIMIT 1",
+                (intent_id, run.outcome, failed, errors),
+            )
+            if same:
+                attempt_id = same[0][0]
+                conn.execute(
+                    "UPDATE attempts SET count = count + 1, last_ts = ?, command = ?, command_key = ? WHERE id = ?",
+                    (now, command, key, attempt_id),
+                )
+            else:
+                attempt_id = conn.execute(
+                    "INSERT INTO attempts (intent_id, repo, developer, command, command_key, outcome, failed, errors,"
+                    " count, first_ts, last_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+                    (intent_id, intent.repo, intent.owner, command, key, run.outcome, failed, errors, now, now),
+                ).lastrowid
+            conn.executemany("INSERT OR IGNORE INTO attempt_symbols VALUES (?, ?)", [(attempt_id, s) for s in symbols])
+            if run.outcome == "passed":
+                self._resolve(conn, attempt_id, intent, key, symbols, now)
+            self._touch(conn, intent_id)
+            return self._attempt(conn, attempt_id)
+
+    @staticmethod
+    def _resolve(
+        conn: sqlite3.Connection, attempt_id: int, intent: Intent, key: str, symbols: list[str], now: float
+    ) -> None:
+        """A pass resolves the open failures of its intent with its command, and those on the symbols it changed."""
+        conn.execute(
+            f"UPDATE attempts SET resolved_by = ?, resolved_ts = ? WHERE {_OPEN_FAILURE} AND intent_id = ?"
+            " AND command_key = ?",
+            (attempt_id, now, intent.repo, intent.id, key),
+        )
+        for chunk, marks in _chunks(symbols):
+            conn.execute(
+                f"UPDATE attempts SET resolved_by = ?, resolved_ts = ? WHERE {_OPEN_FAILURE}"
+                f" AND id IN (SELECT attempt_id FROM attempt_symbols WHERE symbol IN ({marks}))",
+                (attempt_id, now, intent.repo, *chunk),
+            )
+
+    @staticmethod
+    def _attempt(conn: sqlite3.Connection, attempt_id: int) -> Attempt:
+        (row,) = _rows(conn, f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.id = ?", (attempt_id,))
+        return _attempt(row)
+
+    @_guarded
+    def attempts(self, intent_id: int) -> list[Attempt]:
+        """The intent's attempts, oldest first."""
+        rows = _rows(
+            self.conn, f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.intent_id = ? ORDER BY a.id", (intent_id,)
+        )
+        return [_attempt(row) for row in rows]
+
+    # -- decisions and notes ----------------------------------------------------------------------
+
+    @_guarded
+    def decide(
+        self, text: str, symbol_ids: Iterable[str], *, intent_id: int | None = None, developer: str = "", repo: str = ""
+    ) -> Decision:
+        """Record a decision about symbols, made in an intent (or by a developer in a repo); it supersedes
+        the decisions current on those symbols."""
+        text, symbols = text.strip()[:TEXT_CAP], _symbols(symbol_ids)
+        if not text:
+            raise ValueError("a decision needs a text")
+        with _Immediate(self.conn) as conn:
+            if intent_id is not None:
+                intent = self._intent(conn, intent_id)
+                developer, repo = developer or intent.owner, repo or intent.repo
+                self._touch(conn, intent_id)
+            if not (developer and repo):
+                raise ValueError("a decision needs an intent, or a developer and a repo")
+            decision_id = conn.execute(
+                "INSERT INTO decisions (repo, intent_id, developer, text, ts) VALUES (?, ?, ?, ?, ?)",
+                (repo, intent_id, developer, text, self.clock()),
+            ).lastrowid
+            for chunk, marks in _chunks(symbols):
+                conn.execute(
+                    f"UPDATE decision_symbols SET superseded_by = ? WHERE superseded_by IS NULL AND symbol IN ({marks})"
+                    " AND decision_id IN (SELECT id FROM decisions WHERE repo = ?)",
+                    (decision_id, *chunk, repo),
+                )
+            conn.executemany("INSERT INTO decision_symbols VALUES (?, ?, NULL)", [(decision_id, s) for s in symbols])
+            return _decision(
+                _rows(conn, f"SELECT {_DECISION_COLUMNS} FROM decisions d WHERE d.id = ?", (decision_id,))[0]
+            )
+
+    @_guarded
+    def decisions(self, repo: str, symbol_id: str, include_superseded: bool = False) -> list[Decision]:
+        """Decisions on a symbol, newest first: the current ones, and with include_superseded the older ones."""
+        return self._decisions(repo, symbol_id, include_superseded)
+
+    def _decisions(self, repo: str, symbol_id: str, include_superseded: bool) -> list[Decision]:
+        rows = _rows(
+            self.conn,
+            f"SELECT {_DECISION_COLUMNS} FROM decisions d JOIN decision_symbols s ON s.decision_id = d.id"
+            " WHERE d.repo = ? AND s.symbol = ? AND (? OR s.superseded_by IS NULL) ORDER BY d.ts DESC, d.id DESC",
+            (repo, symbol_id, include_superseded),
+        )
+        return [_decision(row) for row in rows]
+
+    @_guarded
+    def note(self, intent_id: int, text: str, kind: str = "progress", developer: str = "") -> Note:
+        """A note on the intent: "progress" (e.g. the last summary at session end) or "handoff"."""
+        if kind not in NOTE_KINDS:
+            raise ValueError(f"a note is {' or '.join(NOTE_KINDS)}, not {kind!r}")
+        with _Immediate(self.conn) as conn:
+            return self._note(conn, intent_id, text, kind, developer)
+
+    @_guarded
+    def handoff(self, intent_id: int, text: str, developer: str = "") -> Note:
+        """Leave a handoff note and mark the intent handed off (its claims stop warning others)."""
+        with _Immediate(self.conn) as conn:
+            note = self._note(conn, intent_id, text, "handoff", developer)
+            conn.execute("UPDATE intents SET status = 'handed_off' WHERE id = ?", (intent_id,))
+            return note
+
+    def _note(self, conn: sqlite3.Connection, intent_id: int, text: str, kind: str, developer: str) -> Note:
+        text = text.strip()[:TEXT_CAP]
+        if not text:
+            raise ValueError("a note needs a text")
+        intent, now = self._intent(conn, intent_id), self.clock()
+        cursor = conn.execute(
+            "INSERT INTO notes (intent_id, developer, kind, text, ts) VALUES (?, ?, ?, ?, ?)",
+            (intent_id, developer or intent.owner, kind, text, now),
+        )
+        self._touch(conn, intent_id)
+        return Note(cursor.lastrowid, intent_id, developer or intent.owner, kind, text, now)
+
+    @_guarded
+    def notes(self, intent_id: int) -> list[Note]:
+        return self._notes(self.conn, intent_id)
+
+    @staticmethod
+    def _notes(conn: sqlite3.Connection, intent_id: int) -> list[Note]:
+        rows = _rows(
+            conn,
+            "SELECT id, intent_id, developer, kind, text, ts FROM notes WHERE intent_id = ? ORDER BY ts, id",
+            (intent_id,),
+        )
+        return [Note(*row) for row in rows]
+
+    # -- handoff and resume -----------------------------------------------------------------------
+
+    @_guarded
+    def resume(self, intent_id: int, developer: str, agent: str = "", session_id: str = "") -> Resume:
+        """Take the intent over (owner, active, this session) and get its claims, unresolved failed
+        attempts, active decisions and notes."""
+        with _Immediate(self.conn) as conn:
+            intent = self._intent(conn, intent_id)
+            conn.execute(
+                "UPDATE intents SET owner = ?, status = 'active', updated_ts = ? WHERE id = ?",
+                (developer, self.clock(), intent_id),
+            )
+            if agent and session_id:
+                self._attach(conn, agent, session_id, developer, intent)
+            claims = _rows(
+                conn,
+                "SELECT intent_id, symbol, developer, ts FROM claims WHERE intent_id = ? ORDER BY ts, symbol",
+                (intent_id,),
+            )
+            failed = _rows(
+                conn,
+                f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.intent_id = ? AND a.outcome != 'passed'"
+                " AND a.resolved_by IS NULL ORDER BY a.id",
+                (intent_id,),
+            )
+            return Resume(
+                self._intent(conn, intent_id),
+                [Claim(*row) for row in claims],
+                [_attempt(row) for row in failed],
+                self._intent_decisions(conn, intent),
+                self._notes(conn, intent_id),
+            )
+
+    @staticmethod
+    def _intent_decisions(conn: sqlite3.Connection, intent: Intent) -> list[Decision]:
+        """Active decisions made in the intent, or current on a symbol it claimed or ran tests on."""
+        current = "SELECT 1 FROM decision_symbols x WHERE x.decision_id = d.id AND x.superseded_by IS NULL"
+        rows = _rows(
+            conn,
+            f"SELECT {_DECISION_COLUMNS} FROM decisions d WHERE d.repo = ? AND ("
+            f" (d.intent_id = ? AND (EXISTS ({current})"
+            "   OR NOT EXISTS (SELECT 1 FROM decision_symbols x WHERE x.decision_id = d.id)))"
+            f" OR EXISTS ({current} AND (x.symbol IN (SELECT symbol FROM claims WHERE intent_id = ?)"
+            "   OR x.symbol IN (SELECT s.symbol FROM attempt_symbols s JOIN attempts a ON a.id = s.attempt_id"
+            "   WHERE a.intent_id = ?))))"
+            " ORDER BY d.ts, d.id",
+            (intent.repo, intent.id, intent.id, intent.id),
+        )
+        return [_decision(row) for row in rows]
+
+    # -- conflicts --------------------------------------------------------------------------------
+
+    @_guarded
+    def conflicts(
+        self,
+        graph: object,
+        repo: str,
+        symbol_ids: Iterable[str],
+        developer: str,
+        hops: int = HOPS,
+        idle_days: float = IDLE_DAYS,
+    ) -> list[Conflict]:
+        """Symbols within `hops` call hops of the edited ones that other developers' active intents claimed."""
+        claimed: dict[str, list[tuple[Intent, str]]] = {}
+        for symbol, intent, owner in self._active_claims(repo, developer, idle_days):
+            claimed.setdefault(symbol, []).append((intent, owner))
+        if not claimed:  # the usual case: nobody else is editing this repo
+            return []
+        best: dict[tuple[str, int], Conflict] = {}
+        for symbol in _symbols(symbol_ids):
+            for direction, reached in _neighbourhoods(graph, symbol, hops):
+                for target in reached.keys() & claimed.keys():  # paths are built only for the hits
+                    path = tuple(reached[target])
+                    for intent, owner in claimed[target]:
+                        found = Conflict(symbol, target, path, direction, owner, intent)
+                        known = best.get((target, intent.id))
+                        if known is None or found.distance < known.distance:
+                            best[(target, intent.id)] = found
+        return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
+
+    @_guarded
+    def mark_warned(self, agent: str, session_id: str, key: str) -> bool:
+        """Remember a warning shown to the session; True the first time (show it), False after that."""
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO warnings VALUES (?, ?, ?, ?)", (agent, session_id, key, self.clock())
+        )
+        return cursor.rowcount == 1
+
+    @_guarded
+    def warned(self, agent: str, session_id: str, key: str) -> bool:
+        rows = _rows(
+            self.conn, "SELECT 1 FROM warnings WHERE agent = ? AND session_id = ? AND key = ?", (agent, session_id, key)
+        )
+        return bool(rows)
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    @_guarded
+    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+        """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
+        distance: dict[str, int] = {}
+        for _direction, reached in _neighbourhoods(graph, symbol_id, hops):
+            for target, path in reached.items():
+                distance[target] = min(distance.get(target, len(path)), len(path) - 1)
+        scores: dict[str, float] = {}
+        counts: dict[tuple[str, str], int] = {}
+        for kind, developer, symbol in self._involvement(repo, sorted(distance)):
+            scores[developer] = scores.get(developer, 0.0) + WEIGHTS[kind] / (1 + distance[symbol])
+            counts[developer, kind] = counts.get((developer, kind), 0) + 1
+        experts = [
+            Expert(dev, round(score, 3), *(counts.get((dev, kind), 0) for kind in ("claim", "attempt", "decision")))
+            for dev, score in scores.items()
+        ]
+        return sorted(experts, key=lambda expert: (-expert.score, expert.developer))
+
+    def _involvement(self, repo: str, symbols: list[str]) -> list[tuple[str, str, str]]:
+        """(kind, developer, symbol) for every claim, attempt and decision on the symbols."""
+        found = []
+        for chunk, marks in _chunks(symbols):
+            found += _rows(
+                self.conn,
+                f"SELECT 'claim', c.developer, c.symbol FROM claims c JOIN intents i ON i.id = c.intent_id"
+                f" WHERE i.repo = ? AND c.symbol IN ({marks})"
+                f" UNION ALL SELECT 'attempt', a.developer, s.symbol FROM attempt_symbols s"
+                f" JOIN attempts a ON a.id = s.attempt_id WHERE a.repo = ? AND s.symbol IN ({marks})"
+                f" UNION ALL SELECT 'decision', d.developer, s.symbol FROM decision_symbols s"
+                f" JOIN decisions d ON d.id = s.decision_id WHERE d.repo = ? AND s.symbol IN ({marks})",
+                (repo, *chunk, repo, *chunk, repo, *chunk),
+            )
+        return found
+
+    @_guarded
+    def why(self, repo: str, symbol_id: str) -> Why:
+        """Why the symbol is the way it is: its current decision(s), superseded ones, attempts, people."""
+        decisions = self._decisions(repo, symbol_id, include_superseded=True)
+        current = [d for d in decisions if symbol_id in d.current]
+        superseded = [d for d in decisions if symbol_id not in d.current]
+        attempts = self._symbol_attempts(repo, [symbol_id], failed_only=False, limit=-1)
+        claims = _rows(
+            self.conn,
+            "SELECT c.developer FROM claims c JOIN intents i ON i.id = c.intent_id WHERE i.repo = ? AND c.symbol = ?",
+            (repo, symbol_id),
+        )
+        people: dict[str, int] = {}
+        for developer in [d.developer for d in decisions] + [a.developer for a in attempts] + [c for (c,) in claims]:
+            people[developer] = people.get(developer, 0) + 1
+        return Why(symbol_id, current, superseded, attempts, sorted(people, key=lambda p: (-people[p], p)))
+
+    @_guarded
+    def history(self, repo: str, symbol_ids: Iterable[str], limit: int = 10) -> History:
+        """What failed here before: the latest failed attempts on the symbols, and their active decisions."""
+        symbols = _symbols(symbol_ids)
+        failed = self._symbol_attempts(repo, symbols, failed_only=True, limit=limit)
+        decisions: dict[int, Decision] = {}
+        for symbol in symbols:
+            for decision in self._decisions(repo, symbol, include_superseded=False):
+                decisions[decision.id] = decision
+        return History(failed, sorted(decisions.values(), key=lambda d: (-d.ts, -d.id)))
+
+    def _symbol_attempts(self, repo: str, symbols: list[str], failed_only: bool, limit: int) -> list[Attempt]:
+        found: dict[int, Attempt] = {}
+        for chunk, marks in _chunks(symbols):
+            rows = _rows(
+                self.conn,
+                f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.repo = ? AND (NOT ? OR a.outcome != 'passed')"
+                f" AND a.id IN (SELECT attempt_id FROM attempt_symbols WHERE symbol IN ({marks}))",
+                (repo, failed_only, *chunk),
+            )
+            found.update((row[0], _attempt(row)) for row in rows)
+        latest = sorted(found.values(), key=lambda a: (-a.last_ts, -a.id))
+        return latest if limit < 0 else latest[:limit]
+
+    @_guarded
+    def task_board(self, repo: str, status: str | None = None) -> list[Card]:
+        """The repo's intents (active, then handed off, then done; latest first) with what they hold."""
+        rows = _rows(
+            self.conn,
+            f"SELECT {_I_INTENT_COLUMNS},"
+            " (SELECT count(*) FROM claims c WHERE c.intent_id = i.id),"
+            " (SELECT count(*) FROM attempts a WHERE a.intent_id = i.id AND a.outcome != 'passed'"
+            "  AND a.resolved_by IS NULL),"
+            " n.id, n.intent_id, n.developer, n.kind, n.text, n.ts"
+            " FROM intents i LEFT JOIN notes n ON n.id ="
+            "  (SELECT id FROM notes WHERE intent_id = i.id ORDER BY ts DESC, id DESC LIMIT 1)"
+            " WHERE i.repo = ? AND i.status = coalesce(?, i.status)"
+            " ORDER BY CASE i.status WHEN 'active' THEN 0 WHEN 'handed_off' THEN 1 ELSE 2 END,"
+            " i.updated_ts DESC, i.id DESC",
+            (repo, _status(status)),
+        )
+        return [Card(Intent(*row[:7]), row[7], row[8], Note(*row[9:]) if row[9] is not None else None) for row in rows]
+
+
+def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dict]]:
+    """(direction, {reached symbol: call path}) for the symbol itself, then each direction separately."""
+    return [
+        ("same", {symbol: [symbol]}),
+        ("callees", graph.within(symbol, hops, "callees")),
+        ("callers", graph.within(symbol, hops, "callers")),
+    ]
+
+
+# -- schema -------------------------------------------------------------------------------------
+
+
+def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
+    """One query on the usual path; the schema is created only when the meta table is missing."""
+    try:
+        rows = _rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        rows = _create_schema(conn, path, time.monotonic() + timeout)
+    version = rows[0][0] if rows else None
+    if version != SCHEMA_VERSION:
+        raise TeamUnavailable(
+            f"{path} has team schema {version}, this hivelore needs {SCHEMA_VERSION}; move it away to start a new one"
+        )
+
+
+def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
+    tables = _tables(conn)
+    if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
+        raise TeamUnavailable(f"{path} is not a hivelore team database (tables: {', '.join(sorted(tables))})")
+    _switch_to_wal(conn, deadline)
+    with _Immediate(conn):
+        if not _tables(conn):  # another process may have created it while this one waited for the lock
+            for statement in _TABLES:
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES ('team-schema', ?)", (SCHEMA_VERSION,))
+        return _rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
+
+
+# -- developers ---------------------------------------------------------------------------------
+
+
+def developer_for(repo_root: str, env: Mapping[str, str] | None = None, *, use_git: bool = False) -> str:
+    """Who is working: `HIVELORE_DEVELOPER`, else git's user.email, else user.name, else the OS user.
+
+    Git config is read from the files (system, global, the repository's, its worktree's; `[include]`
+    followed, `[includeIf]` not) — the hook path cannot afford a subprocess. `use_git=True` asks
+    `git config` instead (includeIf and all), falling back to the files when git is missing.
+    """
+    env = os.environ if env is None else env
+    override = env.get("HIVELORE_DEVELOPER", "").strip()
+    if override:
+        return override
+    values = _git_config_by_git(repo_root, env) if use_git else None
+    if values is None:
+        values = _git_config_from_files(repo_root, env)
+    return values.get("user.email") or values.get("user.name") or env.get("USER") or env.get("USERNAME") or "unknown"
+
+
+def _git_config_by_git(repo_root: str, env: Mapping[str, str]) -> dict[str, str] | None:
+    import subprocess  # outside the hook path only
+
+    values = {}
+    for key in ("user.name", "user.email"):
+        try:
+            done = subprocess.run(
+                ["git", "-C", repo_root, "config", "--get", key],
+                capture_output=True, text=True, timeout=10, env=dict(env),
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        values[key] = done.stdout.strip()
+    return values
+
+
+def _git_config_from_files(repo_root: str, env: Mapping[str, str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    home = env.get("HOME") or os.path.expanduser("~")
+    for path in _config_files(repo_root, env, home):
+        _read_config(path, values, home, depth=0)
+    return values
+
+
+def _config_files(repo_root: str, env: Mapping[str, str], home: str) -> list[str]:
+    """Git's config files, the one that wins last."""
+    files = [] if env.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
+    if env.get("GIT_CONFIG_GLOBAL"):
+        files.append(env["GIT_CONFIG_GLOBAL"])
+    else:
+        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    gitdir, common = _git_dirs(repo_root)
+    if common:
+        files += [os.path.join(common, "config"), os.path.join(gitdir, "config.worktree")]
+    return files
+
+
+def _git_dirs(start: str) -> tuple[str, str]:
+    """(this worktree's git dir, the common git dir), or ("", "") outside a repository."""
+    folder = os.path.abspath(start)
+    while True:
+        dot_git = os.path.join(folder, ".git")
+        if os.path.isdir(dot_git):
+            return dot_git, dot_git
+        if os.path.isfile(dot_git):
+            return _linked_worktree(dot_git)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return "", ""
+        folder = parent
+
+
+def _linked_worktree(dot_git: str) -> tuple[str, str]:
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as file:
+            text = file.read().strip()
+        gitdir = os.path.join(os.path.dirname(dot_git), text.removeprefix("gitdir:").strip())
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as file:
+            return gitdir, os.path.normpath(os.path.join(gitdir, file.read().strip()))
+    except OSError:
+        return "", ""
+
+
+_SECTION = r'^\s*\[\s*([\w.-]+)(?:\s+"((?:\\.|[^"\\])*)")?\s*\](.*)$'
+_ENTRY = r"^\s*([A-Za-z][\w-]*)\s*(?:=(.*))?$"
+_WANTED = frozenset({"user.name", "user.email", "include.path"})
+
+
+def _read_config(path: str, values: dict[str, str], home: str, depth: int) -> None:
+    """Read the wanted keys of one config file into `values`, in order; `[include] path` is read in place."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return
+    section = ""
+    for line in lines:
+        if match := re.match(_SECTION, line):
+            section = match.group(1).lower() if match.group(2) is None else ""  # subsections are not wanted
+            line = match.group(3)
+        match = re.match(_ENTRY, line)
+        key = f"{section}.{match.group(1).lower()}" if match and section else ""
+        if key not in _WANTED:
+            continue
+        value = _config_value(match.group(2) or "")
+        if key == "include.path" and depth < 5:
+            included = home + value[1:] if value.startswith("~/") else value
+            _read_config(os.path.join(os.path.dirname(path), included), values, home, depth + 1)
+        elif key != "include.path":
+            values[key] = value
+
+
+def _config_value(raw: str) -> str:
+    """A git config value: quotes removed, backslash escapes read, a `#` or `;` comment cut."""
+    out, quoted, i = [], False, 0
+    while i < len(raw):
+        char = raw[i]
+        if char == "\\" and i + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out).strip()
