@@ -59,7 +59,7 @@ class Event:
     __slots__ = (
         "agent", "name", "kind", "session_id", "cwd", "prompt", "tool", "action", "command", "paths",
         "exit_code", "failed", "interrupted", "error", "output", "source", "summary", "last_message",
-        "subagent", "transcript_path",
+        "subagent", "transcript_path", "anchors",
     )  # fmt: skip
 
     agent: str
@@ -82,6 +82,7 @@ class Event:
     last_message: str
     subagent: bool
     transcript_path: str
+    anchors: tuple[str, ...]  # for an edit: the texts it replaces (old_string…), to find the lines it touches
 
     def __init__(self, **values: object) -> None:
         unknown = set(values) - set(self.__slots__)
@@ -103,7 +104,7 @@ class Event:
 
 
 _DEFAULTS: dict[str, object] = dict.fromkeys(Event.__slots__, "")
-_DEFAULTS.update(kind="other", paths=(), exit_code=None, failed=False, interrupted=False, subagent=False)
+_DEFAULTS.update(kind="other", paths=(), exit_code=None, failed=False, interrupted=False, subagent=False, anchors=())
 
 
 def normalise(agent: str, event_name: str, payload: object) -> Event:
@@ -205,6 +206,8 @@ def _fill_call(event: Event, p: dict) -> None:
     if event.action == "shell":
         event.command = _command(inputs)
     event.paths = _paths(event.action, tool, inputs, response)
+    if event.action == "edit":
+        event.anchors = _anchors(inputs)
     # Claude's Write/Edit response echoes the written file, which is not output
     echo = event.action == "edit" and isinstance(response, dict) and "filePath" in response
     event.output = "" if echo else _cap(_text(response, 0))
@@ -286,6 +289,18 @@ def _paths(action: str, tool: str, inputs: dict, response: object) -> tuple[str,
     if not found and action == "edit":
         found = _response_paths(response)
     return _unique(found)
+
+
+_ANCHOR_KEYS = ("old_string", "old_str")  # Claude Edit/MultiEdit, Gemini replace; Kiro fs_write str_replace
+
+
+def _anchors(inputs: dict) -> tuple[str, ...]:
+    """The texts an edit replaces, when its input names them (a whole-file write names none)."""
+    edits = inputs.get("edits")
+    found = [inputs.get(k) for k in _ANCHOR_KEYS]
+    if isinstance(edits, list):
+        found += [e.get(k) for e in edits[:_MAX_ITEMS] if isinstance(e, dict) for k in _ANCHOR_KEYS]
+    return tuple(text for text in found if isinstance(text, str) and text.strip())
 
 
 def _patch_paths(inputs: dict) -> list[str]:
