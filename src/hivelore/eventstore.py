@@ -57,6 +57,9 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 
+from hivelore import sqlitedb
+from hivelore.sqlitedb import Immediate, Record
+
 SCHEMA_VERSION = "2"
 FILENAME = "events.db"
 PROMPT_CAP = 8_000
@@ -126,21 +129,7 @@ class EventStoreBusy(EventStoreUnavailable):
 # -- records ------------------------------------------------------------------------------------
 
 
-class _Record:
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, f) for f in self.__slots__))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
-        return f"{type(self).__name__}({fields})"
-
-
-class Session(_Record):
+class Session(Record):
     __slots__ = ("agent", "session_id", "cwd", "subagent", "parent", "started_ts", "last_ts")
 
     def __init__(
@@ -150,14 +139,14 @@ class Session(_Record):
         self.parent, self.started_ts, self.last_ts = parent, started_ts, last_ts
 
 
-class Prompt(_Record):
+class Prompt(Record):
     __slots__ = ("agent", "session_id", "ts", "text", "root")
 
     def __init__(self, agent: str, session_id: str, ts: float, text: str, root: bool) -> None:
         self.agent, self.session_id, self.ts, self.text, self.root = agent, session_id, ts, text, bool(root)
 
 
-class Failure(_Record):
+class Failure(Record):
     """A failure signature: how often it was seen (in any session, this occurrence included) and its fix."""
 
     __slots__ = ("tool", "command", "exit_code", "fingerprint", "summary", "seen", "fix")
@@ -178,7 +167,7 @@ class Failure(_Record):
         return self.fix == (self.command,)
 
 
-class Friction(_Record):
+class Friction(Record):
     """What made this session hard: failed commands (and how many stayed unresolved), the most repeated call."""
 
     __slots__ = ("failures", "unresolved", "max_repeats")
@@ -203,8 +192,8 @@ def _guarded(method: Callable) -> Callable:
     """Turn sqlite errors into the two exceptions a hook can act on, and make every text argument storable."""
 
     def call(self: EventStore, *args: object, **kwargs: object) -> object:
-        args = tuple(_storable(arg) if type(arg) is str else arg for arg in args)
-        kwargs = {name: _storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
+        args = tuple(sqlitedb.storable(arg) if type(arg) is str else arg for arg in args)
+        kwargs = {name: sqlitedb.storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
@@ -214,39 +203,11 @@ def _guarded(method: Callable) -> Callable:
     return call
 
 
-def _storable(text: str) -> str:
-    # JSON payloads can carry lone surrogates (a "\ud800" escape), which sqlite3 refuses to encode
-    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
-
-
 def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
     message = str(exc)
     if "locked" in message or "busy" in message:
         return EventStoreBusy(f"{path} is busy ({message})")
     return EventStoreUnavailable(f"{path} cannot be used ({message}); reset discards and recreates it")
-
-
-class _Immediate:
-    """BEGIN IMMEDIATE … COMMIT: the write lock is taken before reading, so no update is lost."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> None:
-        # sqlite rolls back by itself on some errors (disk full); a second ROLLBACK would hide the cause
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK" if kind else "COMMIT")
-
-
-def _rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
-    # fetchall() finishes the statement, so an autocommit write commits (and frees the lock) right here
-    return conn.execute(sql, params).fetchall()
 
 
 class EventStore:
@@ -293,7 +254,7 @@ class EventStore:
     def touch_session(self, agent: str, session_id: str, cwd: str, subagent: bool = False, parent: str = "") -> None:
         """Create or refresh a session (its last activity is what `prune` goes by)."""
         now = self.clock()
-        _rows(
+        sqlitedb.rows(
             self.conn,
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (agent, session_id) DO UPDATE SET"
             " cwd = excluded.cwd, subagent = excluded.subagent, parent = excluded.parent, last_ts = excluded.last_ts",
@@ -302,7 +263,7 @@ class EventStore:
 
     @_guarded
     def session(self, agent: str, session_id: str) -> Session | None:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             "SELECT agent, session_id, cwd, subagent, parent, started_ts, last_ts FROM sessions"
             " WHERE agent = ? AND session_id = ?",
@@ -312,7 +273,7 @@ class EventStore:
 
     @_guarded
     def context_due(self, agent: str, session_id: str) -> bool:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn, "SELECT context_given FROM sessions WHERE agent = ? AND session_id = ?", (agent, session_id)
         )
         return not rows or not rows[0][0]
@@ -324,13 +285,13 @@ class EventStore:
     @_guarded
     def mark_compacted(self, agent: str, session_id: str) -> None:
         """The agent's context was compacted: what it was shown is gone, so the context is due again."""
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             self._set_context(conn, agent, session_id, given=False)
             conn.execute("DELETE FROM shown WHERE agent = ? AND session_id = ?", (agent, session_id))
 
     def _set_context(self, conn: sqlite3.Connection, agent: str, session_id: str, given: bool) -> None:
         now = self.clock()
-        _rows(
+        sqlitedb.rows(
             conn,
             "INSERT INTO sessions VALUES (?, ?, '', 0, '', ?, ?, ?) ON CONFLICT (agent, session_id) DO UPDATE SET"
             " context_given = excluded.context_given, last_ts = excluded.last_ts",
@@ -339,15 +300,16 @@ class EventStore:
 
     @_guarded
     def shown(self, agent: str, session_id: str) -> set[str]:
-        rows = _rows(self.conn, "SELECT address FROM shown WHERE agent = ? AND session_id = ?", (agent, session_id))
+        sql = "SELECT address FROM shown WHERE agent = ? AND session_id = ?"
+        rows = sqlitedb.rows(self.conn, sql, (agent, session_id))
         return {address for (address,) in rows}
 
     @_guarded
     def mark_shown(self, agent: str, session_id: str, addresses: Iterable[str]) -> None:
         now = self.clock()
-        rows = [(agent, session_id, _storable(address), now) for address in addresses]
+        rows = [(agent, session_id, sqlitedb.storable(address), now) for address in addresses]
         if rows:
-            with _Immediate(self.conn) as conn:
+            with Immediate(self.conn) as conn:
                 conn.executemany("INSERT INTO shown VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
 
     # -- evidence for profile promotion -------------------------------------------------------------
@@ -358,26 +320,26 @@ class EventStore:
         now = self.clock()
         rows = [(key, agent, session_id, line, now) for key, line in candidates]
         if rows:
-            with _Immediate(self.conn) as conn:
+            with Immediate(self.conn) as conn:
                 conn.executemany("INSERT INTO evidence VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
 
     @_guarded
     def evidence(self, key: str) -> list[tuple[str, str]]:
         """The (agent, session id) of every root session that stated this candidate, first first."""
-        rows = _rows(self.conn, "SELECT agent, session_id FROM evidence WHERE key = ? ORDER BY ts", (key,))
+        rows = sqlitedb.rows(self.conn, "SELECT agent, session_id FROM evidence WHERE key = ? ORDER BY ts", (key,))
         return [(agent, session_id) for agent, session_id in rows]
 
     @_guarded
     def forget_evidence(self, key: str) -> None:
         """After "forget that …", what was said before no longer counts toward promoting it again."""
-        _rows(self.conn, "DELETE FROM evidence WHERE key = ?", (key,))
+        sqlitedb.rows(self.conn, "DELETE FROM evidence WHERE key = ?", (key,))
 
     # -- prompts ----------------------------------------------------------------------------------
 
     @_guarded
     def record_prompt(self, agent: str, session_id: str, text: str, root_session: bool) -> None:
         """Keep a prompt the caller judged to be the user's own direct input (first 8,000 characters)."""
-        _rows(
+        sqlitedb.rows(
             self.conn,
             "INSERT INTO prompts (agent, session_id, ts, root, text) VALUES (?, ?, ?, ?, ?)",
             (agent, session_id, self.clock(), int(root_session), text[:PROMPT_CAP]),
@@ -388,7 +350,7 @@ class EventStore:
         self, agent: str | None = None, session_id: str | None = None, root_only: bool = False, since: float = 0.0
     ) -> list[Prompt]:
         """Kept prompts, oldest first; each filter left at its default matches everything."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             "SELECT agent, session_id, ts, text, root FROM prompts WHERE ts >= ? AND (? IS NULL OR agent = ?)"
             " AND (? IS NULL OR session_id = ?) AND (root OR NOT ?) ORDER BY ts, id",
@@ -408,8 +370,8 @@ class EventStore:
         lines = error_lines(error, cwd)
         signature = (tool, command, exit_code, _digest("\n".join(lines)))
         now = self.clock()
-        with _Immediate(self.conn) as conn:
-            (row,) = _rows(
+        with Immediate(self.conn) as conn:
+            (row,) = sqlitedb.rows(
                 conn,
                 "INSERT INTO signatures (tool, command, exit_code, fingerprint, summary, seen, first_ts, last_ts)"
                 " VALUES (?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (tool, command, exit_code, fingerprint)"
@@ -429,12 +391,12 @@ class EventStore:
         cwd = _clean_cwd(cwd)
         command = normalise_command(command, cwd)
         now = self.clock()
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             success = conn.execute(
                 "INSERT INTO runs (agent, session_id, ts, cwd, tool, command, exit_code) VALUES (?, ?, ?, ?, ?, ?, 0)",
                 (agent, session_id, now, cwd, tool, command),
             ).lastrowid
-            opened = _rows(
+            opened = sqlitedb.rows(
                 conn,
                 "SELECT signature, min(id) FROM runs WHERE agent = ? AND session_id = ? AND command = ? AND cwd = ?"
                 " AND signature IS NOT NULL AND resolved_by IS NULL GROUP BY signature ORDER BY min(id)",
@@ -455,7 +417,7 @@ class EventStore:
     @staticmethod
     def _fix(conn: sqlite3.Connection, agent: str, session_id: str, command: str, first: int, last: int) -> str:
         """The successful commands between the first open failure and the success, or the command itself."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             conn,
             "SELECT command FROM runs WHERE agent = ? AND session_id = ? AND id > ? AND id < ?"
             " AND signature IS NULL AND command != ? ORDER BY id",
@@ -466,7 +428,7 @@ class EventStore:
 
     @staticmethod
     def _remember_fix(conn: sqlite3.Connection, signature: int, fix: str, now: float) -> Failure:
-        (row,) = _rows(
+        (row,) = sqlitedb.rows(
             conn,
             f"UPDATE signatures SET fix = ?, fix_ts = ? WHERE id = ? RETURNING {_FAILURE_COLUMNS}",
             (fix, now, signature),
@@ -480,7 +442,7 @@ class EventStore:
         Tool inputs that are not text should be passed serialised stably (e.g. JSON with sorted keys).
         """
         digest = _digest(f"{tool}\0{' '.join(command_or_input.split())}")
-        ((count,),) = _rows(
+        ((count,),) = sqlitedb.rows(
             self.conn,
             "INSERT INTO calls VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (agent, session_id, digest)"
             " DO UPDATE SET count = count + 1, ts = excluded.ts RETURNING count",
@@ -490,13 +452,13 @@ class EventStore:
 
     @_guarded
     def friction(self, agent: str, session_id: str) -> Friction:
-        ((failures, unresolved),) = _rows(
+        ((failures, unresolved),) = sqlitedb.rows(
             self.conn,
             "SELECT count(*), coalesce(sum(resolved_by IS NULL), 0) FROM runs"
             " WHERE agent = ? AND session_id = ? AND signature IS NOT NULL",
             (agent, session_id),
         )
-        ((repeats,),) = _rows(
+        ((repeats,),) = sqlitedb.rows(
             self.conn,
             "SELECT coalesce(max(count), 0) FROM calls WHERE agent = ? AND session_id = ?",
             (agent, session_id),
@@ -518,14 +480,14 @@ class EventStore:
             "DELETE FROM evidence WHERE ts < ?",
             "DELETE FROM signatures WHERE last_ts < ? AND fix IS NULL",
         )
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)
 
 
 def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
     """One query on the usual path; the schema is created only when the meta table is missing."""
     try:
-        rows = _rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
+        rows = sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
@@ -535,37 +497,17 @@ def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
         raise EventStoreUnavailable(f"{path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {name for (name,) in _rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
 def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
-    tables = _tables(conn)
+    tables = sqlitedb.tables(conn)
     if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
         raise EventStoreUnavailable(f"{path} is not a hivelore event store (tables: {', '.join(sorted(tables))})")
-    _switch_to_wal(conn, deadline)
-    with _Immediate(conn):
-        if not _tables(conn):  # another process may have created it while this one waited for the lock
+    sqlitedb.switch_to_wal(conn, deadline)
+    with Immediate(conn):
+        if not sqlitedb.tables(conn):  # another process may have created it while this one waited for the lock
             for statement in _TABLES:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        return _rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
-
-
-def _switch_to_wal(conn: sqlite3.Connection, deadline: float) -> None:
-    """Set WAL mode (stored in the file, so once, before creating the tables), waiting out other openers.
-
-    A journal mode change does not go through the busy handler: when several processes create the
-    store at once, all but one are told "locked" at once, so this retries until the deadline.
-    """
-    while True:
-        try:
-            _rows(conn, "PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.002)
+        return sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
 
 
 def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:

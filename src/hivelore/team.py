@@ -80,7 +80,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from hivelore.eventstore import _Immediate, _Record, _rows, _storable, _switch_to_wal, _tables, normalise_command
+from hivelore import sqlitedb
+from hivelore.eventstore import normalise_command
+from hivelore.sqlitedb import Immediate, Record
 from hivelore.testruns import TestRun
 
 SCHEMA_VERSION = "1"
@@ -170,7 +172,7 @@ class NoSuchIntent(LookupError):
 # -- records ------------------------------------------------------------------------------------
 
 
-class Intent(_Record):
+class Intent(Record):
     __slots__ = ("id", "repo", "title", "owner", "status", "created_ts", "updated_ts")
 
     def __init__(
@@ -180,14 +182,14 @@ class Intent(_Record):
         self.created_ts, self.updated_ts = created_ts, updated_ts
 
 
-class Claim(_Record):
+class Claim(Record):
     __slots__ = ("intent_id", "symbol", "developer", "ts")
 
     def __init__(self, intent_id: int, symbol: str, developer: str, ts: float) -> None:
         self.intent_id, self.symbol, self.developer, self.ts = intent_id, symbol, developer, ts
 
 
-class Attempt(_Record):
+class Attempt(Record):
     """A test run of an intent (`count` identical ones); `resolves`: the failed attempts it resolved."""
 
     __slots__ = (
@@ -217,7 +219,7 @@ class Attempt(_Record):
         self.resolved_by, self.resolves = resolved_by, resolves
 
 
-class Decision(_Record):
+class Decision(Record):
     """`current`: the symbols this decision still holds for (the others were superseded)."""
 
     __slots__ = ("id", "repo", "intent_id", "developer", "text", "ts", "symbols", "current")
@@ -241,7 +243,7 @@ class Decision(_Record):
         return bool(self.current) or not self.symbols
 
 
-class Note(_Record):
+class Note(Record):
     __slots__ = ("id", "intent_id", "developer", "kind", "text", "ts")
 
     def __init__(self, id: int, intent_id: int, developer: str, kind: str, text: str, ts: float) -> None:
@@ -255,7 +257,7 @@ class Note(_Record):
         )
 
 
-class Conflict(_Record):
+class Conflict(Record):
     """`claimed` (by `developer`'s `intent`) is `len(path) - 1` call hops from the edited `symbol`.
 
     direction: "callees" (the edited symbol calls towards the claimed one), "callers" (the claimed
@@ -287,7 +289,7 @@ class Conflict(_Record):
         return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({task})"
 
 
-class Resume(_Record):
+class Resume(Record):
     """What a session taking over an intent needs, in one answer."""
 
     __slots__ = ("intent", "claims", "failed", "decisions", "notes")
@@ -303,7 +305,7 @@ class Resume(_Record):
         self.intent, self.claims, self.failed, self.decisions, self.notes = intent, claims, failed, decisions, notes
 
 
-class Expert(_Record):
+class Expert(Record):
     __slots__ = ("developer", "score", "claims", "attempts", "decisions")
 
     def __init__(self, developer: str, score: float, claims: int, attempts: int, decisions: int) -> None:
@@ -312,7 +314,7 @@ class Expert(_Record):
         )  # fmt: skip
 
 
-class Why(_Record):
+class Why(Record):
     """A symbol's current decisions, the ones they superseded, its attempts, and the people involved."""
 
     __slots__ = ("symbol", "current", "superseded", "attempts", "people")
@@ -330,7 +332,7 @@ class Why(_Record):
         )  # fmt: skip
 
 
-class History(_Record):
+class History(Record):
     """What failed here before: failed attempts on the symbols (resolved or not) and their active decisions."""
 
     __slots__ = ("failed", "decisions")
@@ -339,7 +341,7 @@ class History(_Record):
         self.failed, self.decisions = failed, decisions
 
 
-class Card(_Record):
+class Card(Record):
     """One intent on the task board: its claims, its unresolved failed attempts and its last note."""
 
     __slots__ = ("intent", "claims", "failed", "last_note")
@@ -361,11 +363,11 @@ def _ids(text: str | None) -> tuple[int, ...]:
 
 
 def _joined(names: Iterable[str]) -> str:
-    return "\n".join(sorted({_storable(name) for name in names}))
+    return "\n".join(sorted({sqlitedb.storable(name) for name in names}))
 
 
 def _symbols(symbol_ids: Iterable[str]) -> list[str]:
-    return sorted({_storable(symbol) for symbol in symbol_ids if symbol})
+    return sorted({sqlitedb.storable(symbol) for symbol in symbol_ids if symbol})
 
 
 def _chunks(items: list[str]) -> Iterable[tuple[list[str], str]]:
@@ -425,8 +427,8 @@ def _guarded(method: Callable) -> Callable:
     """Turn sqlite errors into the two exceptions a hook can act on, and make every text argument storable."""
 
     def call(self: Team, *args: object, **kwargs: object) -> object:
-        args = tuple(_storable(arg) if type(arg) is str else arg for arg in args)
-        kwargs = {name: _storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
+        args = tuple(sqlitedb.storable(arg) if type(arg) is str else arg for arg in args)
+        kwargs = {name: sqlitedb.storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
@@ -494,7 +496,7 @@ class Team:
         found = self._session_intent(self.conn, agent, session_id, repo)
         if found is not None:
             return found
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             found = self._session_intent(conn, agent, session_id, repo)  # another hook may have been first
             if found is not None:
                 return found
@@ -504,10 +506,15 @@ class Team:
             return intent
 
     @_guarded
+    def session_intent(self, agent: str, session_id: str, repo: str) -> Intent | None:
+        """The session's intent in this repo, if it has one yet (nothing is created)."""
+        return self._session_intent(self.conn, agent, session_id, repo)
+
+    @_guarded
     def create_intent(self, developer: str, repo: str, title: str) -> Intent:
         if not _title(title):
             raise ValueError("an intent needs a title")
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             return self._insert_intent(conn, developer, repo, _title(title))
 
     @_guarded
@@ -517,7 +524,7 @@ class Team:
     @_guarded
     def intents(self, repo: str, status: str | None = None) -> list[Intent]:
         """The repo's intents (with a status: only those), most recently active first."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             f"SELECT {_INTENT_COLUMNS} FROM intents WHERE repo = ? AND status = coalesce(?, status)"
             " ORDER BY updated_ts DESC, id DESC",
@@ -528,21 +535,21 @@ class Team:
     @_guarded
     def done(self, intent_id: int) -> Intent:
         """Mark the intent done: its claims stop warning others, its history stays."""
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             self._intent(conn, intent_id)
             conn.execute("UPDATE intents SET status = 'done', updated_ts = ? WHERE id = ?", (self.clock(), intent_id))
             return self._intent(conn, intent_id)
 
     @staticmethod
     def _intent(conn: sqlite3.Connection, intent_id: int) -> Intent:
-        rows = _rows(conn, f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?", (intent_id,))
+        rows = sqlitedb.rows(conn, f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?", (intent_id,))
         if not rows:
             raise NoSuchIntent(f"no task {intent_id}")
         return Intent(*rows[0])
 
     @staticmethod
     def _session_intent(conn: sqlite3.Connection, agent: str, session_id: str, repo: str) -> Intent | None:
-        rows = _rows(
+        rows = sqlitedb.rows(
             conn,
             f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id ="
             " (SELECT intent_id FROM sessions WHERE agent = ? AND session_id = ? AND repo = ?)",
@@ -560,7 +567,7 @@ class Team:
 
     def _attach(self, conn: sqlite3.Connection, agent: str, session_id: str, developer: str, intent: Intent) -> None:
         """Point the session at the intent; an intent it leaves that holds nothing is dropped."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             conn,
             "SELECT intent_id FROM sessions WHERE agent = ? AND session_id = ? AND repo = ?",
             (agent, session_id, intent.repo),
@@ -578,7 +585,7 @@ class Team:
         # e.g. the intent a session's first prompt ("resume task 12") created before it resumed task 12
         holders = ("sessions", "claims", "changes", "attempts", "decisions", "notes")
         if not any(
-            _rows(conn, f"SELECT 1 FROM {table} WHERE intent_id = ? LIMIT 1", (intent_id,)) for table in holders
+            sqlitedb.rows(conn, f"SELECT 1 FROM {table} WHERE intent_id = ? LIMIT 1", (intent_id,)) for table in holders
         ):
             conn.execute("DELETE FROM intents WHERE id = ?", (intent_id,))
 
@@ -591,7 +598,7 @@ class Team:
     def claim(self, intent_id: int, symbol_ids: Iterable[str]) -> int:
         """Claim symbols for the intent (made before an edit); returns how many were not claimed yet."""
         now, symbols = self.clock(), _symbols(symbol_ids)
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             intent = self._intent(conn, intent_id)
             before = conn.total_changes
             conn.executemany(
@@ -604,7 +611,7 @@ class Team:
 
     @_guarded
     def claims(self, intent_id: int) -> list[Claim]:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             "SELECT intent_id, symbol, developer, ts FROM claims WHERE intent_id = ? ORDER BY ts, symbol",
             (intent_id,),
@@ -617,7 +624,7 @@ class Team:
         return self._active_claims(repo, "", idle_days)
 
     def _active_claims(self, repo: str, other_than: str, idle_days: float) -> list[tuple[str, Intent, str]]:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             f"SELECT c.symbol, {_I_INTENT_COLUMNS} FROM intents i JOIN claims c ON c.intent_id = i.id"
             " WHERE i.repo = ? AND i.status = 'active' AND i.owner != ? AND i.updated_ts >= ? ORDER BY c.symbol, i.id",
@@ -629,7 +636,7 @@ class Team:
     def record_change(self, intent_id: int, symbol_ids: Iterable[str]) -> None:
         """Symbols an edit touched; the intent's next test run is linked to them."""
         now, symbols = self.clock(), _symbols(symbol_ids)
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             self._intent(conn, intent_id)
             conn.executemany(
                 "INSERT INTO changes VALUES (?, ?, ?) ON CONFLICT (intent_id, symbol) DO UPDATE SET ts = excluded.ts",
@@ -644,11 +651,11 @@ class Team:
         """Record a test run of the intent: deduplicated, linked to the symbols changed since its last run."""
         now, command = self.clock(), command[:COMMAND_CAP]
         failed, errors, key = _joined(run.failed), _joined(run.errors), normalise_command(command, "")
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             intent = self._intent(conn, intent_id)
-            taken = _rows(conn, "DELETE FROM changes WHERE intent_id = ? RETURNING symbol", (intent_id,))
+            taken = sqlitedb.rows(conn, "DELETE FROM changes WHERE intent_id = ? RETURNING symbol", (intent_id,))
             symbols = sorted(symbol for (symbol,) in taken)
-            same = _rows(
+            same = sqlitedb.rows(
                 conn,
                 "SELECT id FROM attempts WHERE intent_id = ? AND outcome = ? AND failed = ? AND errors = ?"
                 " AND resolved_by IS NULL ORDER BY id DESC LIMIT 1",
@@ -691,13 +698,13 @@ class Team:
 
     @staticmethod
     def _attempt(conn: sqlite3.Connection, attempt_id: int) -> Attempt:
-        (row,) = _rows(conn, f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.id = ?", (attempt_id,))
+        (row,) = sqlitedb.rows(conn, f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.id = ?", (attempt_id,))
         return _attempt(row)
 
     @_guarded
     def attempts(self, intent_id: int) -> list[Attempt]:
         """The intent's attempts, oldest first."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn, f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.intent_id = ? ORDER BY a.id", (intent_id,)
         )
         return [_attempt(row) for row in rows]
@@ -713,7 +720,7 @@ class Team:
         text, symbols = text.strip()[:TEXT_CAP], _symbols(symbol_ids)
         if not text:
             raise ValueError("a decision needs a text")
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             if intent_id is not None:
                 intent = self._intent(conn, intent_id)
                 developer, repo = developer or intent.owner, repo or intent.repo
@@ -732,7 +739,7 @@ class Team:
                 )
             conn.executemany("INSERT INTO decision_symbols VALUES (?, ?, NULL)", [(decision_id, s) for s in symbols])
             return _decision(
-                _rows(conn, f"SELECT {_DECISION_COLUMNS} FROM decisions d WHERE d.id = ?", (decision_id,))[0]
+                sqlitedb.rows(conn, f"SELECT {_DECISION_COLUMNS} FROM decisions d WHERE d.id = ?", (decision_id,))[0]
             )
 
     @_guarded
@@ -741,7 +748,7 @@ class Team:
         return self._decisions(repo, symbol_id, include_superseded)
 
     def _decisions(self, repo: str, symbol_id: str, include_superseded: bool) -> list[Decision]:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             f"SELECT {_DECISION_COLUMNS} FROM decisions d JOIN decision_symbols s ON s.decision_id = d.id"
             " WHERE d.repo = ? AND s.symbol = ? AND (? OR s.superseded_by IS NULL) ORDER BY d.ts DESC, d.id DESC",
@@ -754,13 +761,13 @@ class Team:
         """A note on the intent: "progress" (e.g. the last summary at session end) or "handoff"."""
         if kind not in NOTE_KINDS:
             raise ValueError(f"a note is {' or '.join(NOTE_KINDS)}, not {kind!r}")
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             return self._note(conn, intent_id, text, kind, developer)
 
     @_guarded
     def handoff(self, intent_id: int, text: str, developer: str = "") -> Note:
         """Leave a handoff note and mark the intent handed off (its claims stop warning others)."""
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             note = self._note(conn, intent_id, text, "handoff", developer)
             conn.execute("UPDATE intents SET status = 'handed_off' WHERE id = ?", (intent_id,))
             return note
@@ -783,7 +790,7 @@ class Team:
 
     @staticmethod
     def _notes(conn: sqlite3.Connection, intent_id: int) -> list[Note]:
-        rows = _rows(
+        rows = sqlitedb.rows(
             conn,
             "SELECT id, intent_id, developer, kind, text, ts FROM notes WHERE intent_id = ? ORDER BY ts, id",
             (intent_id,),
@@ -796,7 +803,7 @@ class Team:
     def resume(self, intent_id: int, developer: str, agent: str = "", session_id: str = "") -> Resume:
         """Take the intent over (owner, active, this session) and get its claims, unresolved failed
         attempts, active decisions and notes."""
-        with _Immediate(self.conn) as conn:
+        with Immediate(self.conn) as conn:
             intent = self._intent(conn, intent_id)
             conn.execute(
                 "UPDATE intents SET owner = ?, status = 'active', updated_ts = ? WHERE id = ?",
@@ -804,12 +811,12 @@ class Team:
             )
             if agent and session_id:
                 self._attach(conn, agent, session_id, developer, intent)
-            claims = _rows(
+            claims = sqlitedb.rows(
                 conn,
                 "SELECT intent_id, symbol, developer, ts FROM claims WHERE intent_id = ? ORDER BY ts, symbol",
                 (intent_id,),
             )
-            failed = _rows(
+            failed = sqlitedb.rows(
                 conn,
                 f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.intent_id = ? AND a.outcome != 'passed'"
                 " AND a.resolved_by IS NULL ORDER BY a.id",
@@ -827,7 +834,7 @@ class Team:
     def _intent_decisions(conn: sqlite3.Connection, intent: Intent) -> list[Decision]:
         """Active decisions made in the intent, or current on a symbol it claimed or ran tests on."""
         current = "SELECT 1 FROM decision_symbols x WHERE x.decision_id = d.id AND x.superseded_by IS NULL"
-        rows = _rows(
+        rows = sqlitedb.rows(
             conn,
             f"SELECT {_DECISION_COLUMNS} FROM decisions d WHERE d.repo = ? AND ("
             f" (d.intent_id = ? AND (EXISTS ({current})"
@@ -880,7 +887,7 @@ class Team:
 
     @_guarded
     def warned(self, agent: str, session_id: str, key: str) -> bool:
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn, "SELECT 1 FROM warnings WHERE agent = ? AND session_id = ? AND key = ?", (agent, session_id, key)
         )
         return bool(rows)
@@ -909,7 +916,7 @@ class Team:
         """(kind, developer, symbol) for every claim, attempt and decision on the symbols."""
         found = []
         for chunk, marks in _chunks(symbols):
-            found += _rows(
+            found += sqlitedb.rows(
                 self.conn,
                 f"SELECT 'claim', c.developer, c.symbol FROM claims c JOIN intents i ON i.id = c.intent_id"
                 f" WHERE i.repo = ? AND c.symbol IN ({marks})"
@@ -928,7 +935,7 @@ class Team:
         current = [d for d in decisions if symbol_id in d.current]
         superseded = [d for d in decisions if symbol_id not in d.current]
         attempts = self._symbol_attempts(repo, [symbol_id], failed_only=False, limit=-1)
-        claims = _rows(
+        claims = sqlitedb.rows(
             self.conn,
             "SELECT c.developer FROM claims c JOIN intents i ON i.id = c.intent_id WHERE i.repo = ? AND c.symbol = ?",
             (repo, symbol_id),
@@ -952,7 +959,7 @@ class Team:
     def _symbol_attempts(self, repo: str, symbols: list[str], failed_only: bool, limit: int) -> list[Attempt]:
         found: dict[int, Attempt] = {}
         for chunk, marks in _chunks(symbols):
-            rows = _rows(
+            rows = sqlitedb.rows(
                 self.conn,
                 f"SELECT {_ATTEMPT_COLUMNS} FROM attempts a WHERE a.repo = ? AND (NOT ? OR a.outcome != 'passed')"
                 f" AND a.id IN (SELECT attempt_id FROM attempt_symbols WHERE symbol IN ({marks}))",
@@ -965,7 +972,7 @@ class Team:
     @_guarded
     def task_board(self, repo: str, status: str | None = None) -> list[Card]:
         """The repo's intents (active, then handed off, then done; latest first) with what they hold."""
-        rows = _rows(
+        rows = sqlitedb.rows(
             self.conn,
             f"SELECT {_I_INTENT_COLUMNS},"
             " (SELECT count(*) FROM claims c WHERE c.intent_id = i.id),"
@@ -997,7 +1004,7 @@ def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, di
 def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
     """One query on the usual path; the schema is created only when the meta table is missing."""
     try:
-        rows = _rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
+        rows = sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
@@ -1010,16 +1017,16 @@ def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
 
 
 def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
-    tables = _tables(conn)
+    tables = sqlitedb.tables(conn)
     if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
         raise TeamUnavailable(f"{path} is not a hivelore team database (tables: {', '.join(sorted(tables))})")
-    _switch_to_wal(conn, deadline)
-    with _Immediate(conn):
-        if not _tables(conn):  # another process may have created it while this one waited for the lock
+    sqlitedb.switch_to_wal(conn, deadline)
+    with Immediate(conn):
+        if not sqlitedb.tables(conn):  # another process may have created it while this one waited for the lock
             for statement in _TABLES:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('team-schema', ?)", (SCHEMA_VERSION,))
-        return _rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
+        return sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
 
 
 # -- developers ---------------------------------------------------------------------------------

@@ -1,0 +1,74 @@
+"""What the hooks' SQLite stores (events.db, team.db) share: short write transactions, statements
+that finish at once, switching to WAL while other processes open the same file, and plain records.
+
+Stdlib only and cheap to import: every hook process opens at least one of these stores.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+
+class Record:
+    """A plain record: its `__slots__` are its fields, compared, hashed and shown in that order."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f) for f in self.__slots__))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Immediate:
+    """BEGIN IMMEDIATE … COMMIT: the write lock is taken before reading, so no update is lost."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: object) -> None:
+        # sqlite rolls back by itself on some errors (disk full); a second ROLLBACK would hide the cause
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
+    # fetchall() finishes the statement, so an autocommit write commits (and frees the lock) right here
+    return conn.execute(sql, params).fetchall()
+
+
+def storable(text: str) -> str:
+    # JSON payloads can carry lone surrogates (a "\ud800" escape), which sqlite3 refuses to encode
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+
+
+def tables(conn: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def switch_to_wal(conn: sqlite3.Connection, deadline: float) -> None:
+    """Set WAL mode (stored in the file, so once, before creating the tables), waiting out other openers.
+
+    A journal mode change does not go through the busy handler: when several processes create the
+    store at once, all but one are told "locked" at once, so this retries until the deadline.
+    """
+    while True:
+        try:
+            rows(conn, "PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.002)
