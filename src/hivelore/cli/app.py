@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from hivelore import __version__
 from hivelore.cli import agents, fast
+from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
 from hivelore.memory import Memory, looks_like_address, parse_address
@@ -30,6 +31,8 @@ app = typer.Typer(
 index_app = typer.Typer(help="The SQLite index (derived from the files; safe to rebuild).", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 app.add_typer(profile_app, name="profile")
+app.add_typer(graph_app, name="graph")
+app.add_typer(task_app, name="task")
 
 out = Console(highlight=False, soft_wrap=True)
 

@@ -14,6 +14,10 @@ from hivelore.eventstore import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event
 from hivelore.service import Hivelore
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.coordination import Coordination
+
 PROMPT_LESSONS = 3  # at most this many lessons under a prompt
 FAILURE_LESSONS = 3
 NOTE_TTL_DAYS = 14  # captured session notes expire unless someone commits them
@@ -89,6 +93,8 @@ def tool_failure(ctx: HookContext) -> str:
     if event.interrupted:
         return ""
     failure = _stage_failure(ctx)
+    if ctx.recording and event.action == "shell" and not event.subagent:
+        _record_test_run(ctx, event.error or event.output)
     nudge_key = f"nudge:{failure.fingerprint}" if failure else ""
     if nudge_key and nudge_key in ctx.shown():
         return ""  # this session was already told about this failure
@@ -105,8 +111,14 @@ def tool_failure(ctx: HookContext) -> str:
 
 
 def pre_tool(ctx: HookContext) -> str:
-    """Before a tool call: nothing to say yet (the call is judged when it has finished). Silent."""
-    return ""
+    """Before an edit: claim the code it touches for the session's task, and warn (once, never
+    block) when another developer's active task has claimed code within three call hops of it, and
+    about what failed on this code before. Other calls: silent."""
+    event = ctx.event
+    if event.action != "edit" or not event.paths or not ctx.recording:
+        return ""
+    said = _coordinate(ctx, lambda c: c.before_edit(event.agent, event.session_id, event.paths, event.anchors))
+    return "hivelore:\n" + "\n".join(f"- {line}" for line in said) if said else ""
 
 
 def post_tool(ctx: HookContext) -> str:
@@ -117,6 +129,9 @@ def post_tool(ctx: HookContext) -> str:
         return ""
     if event.action == "shell" and event.command:
         ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
+        _record_test_run(ctx, event.output)
+    elif event.action == "edit" and event.paths:
+        _coordinate(ctx, lambda c: c.after_edit(event.paths, event.agent, event.session_id))
     _count_call(ctx)
     return ""
 
@@ -135,6 +150,9 @@ def stop(ctx: HookContext) -> str:
     is kept as the session's staged note."""
     event = ctx.event
     _capture_note(ctx, event.last_message, "last-message")
+    if event.kind == "session_end" and ctx.recording and (event.last_message or event.summary):
+        summary = event.last_message or event.summary
+        _coordinate(ctx, lambda c: c.progress(event.agent, event.session_id, summary), task=False)
     if ctx.store is None or event.subagent:
         return ""
     friction = ctx.store.friction(event.agent, event.session_id)
@@ -186,6 +204,36 @@ def _promote(ctx: HookContext) -> str:
     lines = [f"- {p.line} (said in {len(p.entry['sessions'])} sessions)" for p in outcome.promoted]
     lines += [f"- forgotten: {line}" for line in outcome.forgotten]
     return "hivelore: your profile changed:\n" + "\n".join(lines) if lines else ""
+
+
+def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, task: bool = True) -> object:
+    """Run `work` on the team coordination of the event's repository, with the session's task
+    created from its first prompt if it has none yet (`task`). Trouble there (a damaged team.db, a
+    file the parser chokes on) is logged, and the rest of the hook goes on."""
+    from hivelore.coordination import Coordination
+
+    event = ctx.event
+    prompts = ctx.store.prompts(agent=event.agent, session_id=event.session_id) if ctx.store else []
+    coordination = None
+    try:
+        coordination = Coordination.for_service(ctx.service)
+        if task:
+            coordination.intent(event.agent, event.session_id, prompts[0].text if prompts else "")
+        return work(coordination)
+    except Exception as exc:  # noqa: BLE001 -- coordination is an extra: it must not cost the lessons
+        ctx.service.warnings.append(f"team coordination skipped: {type(exc).__name__}: {exc}")
+        return None
+    finally:
+        if coordination is not None:
+            coordination.close()
+
+
+def _record_test_run(ctx: HookContext, output: str) -> None:
+    from hivelore import testruns
+
+    event = ctx.event
+    if testruns.is_test_command(event.command):
+        _coordinate(ctx, lambda c: c.test_run(event.agent, event.session_id, event.command, output, event.exit_code))
 
 
 def _stage_failure(ctx: HookContext) -> Failure | None:

@@ -1,0 +1,327 @@
+"""`Graph`: the code graph of one repository, kept in HOME/graph.db — indexing and the queries."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from hivelore.codegraph import queries
+from hivelore.codegraph.model import IndexStats, Symbol
+from hivelore.codegraph.store import PARSER_VERSION, FileChange, Store, chunks
+
+MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
+
+_SYMBOL = "id, file, qualname, kind, line, end_line, hash, present"
+
+
+class Graph:
+    """The graph of the repository at `root` (an absolute, resolved path) in one graph.db."""
+
+    def __init__(self, store: Store, root: str, max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.store = store
+        self.root = root
+        self.max_file_bytes = max_file_bytes
+
+    @classmethod
+    def open(cls, home: str, repo_root: str, *, max_file_bytes: int = MAX_FILE_BYTES) -> Graph:
+        """The graph of `repo_root` in `home`/graph.db (created on first use; nothing is indexed)."""
+        os.makedirs(home, exist_ok=True)
+        root = os.path.realpath(repo_root)
+        return cls(Store.open(os.path.join(home, "graph.db"), root), root, max_file_bytes)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Graph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing -----------------------------------------------------------------------------------
+
+    def is_indexed(self) -> bool:
+        """Whether a full `index()` of this repository has completed at least once (indexing only
+        some files does not count: their graph would miss the calls from everywhere else)."""
+        return self.store.meta("parser") is not None
+
+    def index(self, paths: list[str] | None = None) -> IndexStats:
+        """Bring the graph up to date with the files: all of the repository (files whose size and
+        mtime did not change are not read again), or only `paths` (each re-read; a path that no
+        longer exists marks its symbols absent)."""
+        started = time.perf_counter()
+        parsed, skipped, touched = self._update(paths)
+        files, symbols, calls = self.store.counts()
+        return IndexStats(files, parsed, symbols, calls, time.perf_counter() - started, skipped, touched)
+
+    def reindex_file(self, path: str) -> list[str]:
+        """Re-read one file (after an edit); the ids of the symbols it touched: new, gone, or whose
+        hash changed. A formatting-only change touches nothing."""
+        return self._update([path])[2]
+
+    def _update(self, paths: list[str] | None) -> tuple[int, list, list[str]]:
+        """Re-read what changed; (files parsed, files skipped with why, touched ids)."""
+        import hashlib
+
+        from hivelore.codegraph.languages import language_of
+        from hivelore.codegraph.sources import parse_source, skipped_folder, source_files
+
+        store = self.store
+        known = store.stamps()
+        full = paths is None
+        reparse_all = full and store.meta("parser") != PARSER_VERSION
+        if full:
+            wanted = dict(source_files(self.root))
+            removed = [path for path in known if path not in wanted]
+        else:
+            wanted, removed = {}, []
+            for path in paths:
+                relative = self.relative(path)
+                language = language_of(relative)
+                if language is None or skipped_folder(relative) or relative.startswith("../"):
+                    continue  # not source, vendored, or outside the repository
+                if os.path.isfile(os.path.join(self.root, relative)):
+                    wanted[relative] = language
+                elif relative in known:
+                    removed.append(relative)
+        parsed, skipped, stamps = [], [], []
+        for relative, language in wanted.items():
+            absolute = os.path.join(self.root, relative)
+            try:
+                stat = os.stat(absolute)
+                stamp = known.get(relative)
+                if full and not reparse_all and stamp and stamp[:2] == (stat.st_mtime_ns, stat.st_size):
+                    continue
+                if stat.st_size > self.max_file_bytes:
+                    skipped.append((relative, f"larger than {self.max_file_bytes} bytes"))
+                    continue
+                with open(absolute, "rb") as handle:
+                    source = handle.read()
+            except OSError as exc:
+                skipped.append((relative, str(exc)))
+                continue
+            digest = hashlib.blake2b(source, digest_size=16).hexdigest()
+            stamps.append((relative, language, stat.st_mtime_ns, stat.st_size, digest))
+            if stamp and stamp[2] == digest and not reparse_all:
+                continue  # touched, not changed (a checkout, a save without edits)
+            try:
+                parsed.append(parse_source(relative, language, source))
+            except Exception as exc:  # a syntax error, or a construct a walker does not expect: one file lost
+                stamps.pop()  # keep its last good symbols; try again next time
+                skipped.append((relative, f"does not parse: {type(exc).__name__}: {exc}"))
+        touched: list[str] = []
+        with store.transaction():
+            for stamp in stamps:
+                store.stamp(*stamp)
+            changes = [store.write_file(p) for p in parsed] + [store.remove_file(p) for p in removed]
+            for change in changes:
+                touched.extend(change.touched)
+            if parsed or removed:
+                self._resolve(changes, everything=full, files=[p.path for p in parsed])
+            if full:
+                store.set_meta("parser", PARSER_VERSION)
+        return len(parsed), skipped, touched
+
+    def _resolve(self, changes: list[FileChange], everything: bool, files: list[str]) -> None:
+        from hivelore.codegraph.model import Site
+        from hivelore.codegraph.resolve import FileScope, Module, Resolver
+
+        store = self.store
+        resolver = Resolver(store)
+        if everything:
+            callers = None
+            files = store.files()
+        else:
+            callers = set()
+            names: set[str] = set()
+            for change in changes:
+                callers |= change.callers
+                names |= change.names
+            callers |= store.callers_of(names)
+        edges: dict[tuple[int, int], float] = {}
+        for caller, (name, receiver, receiver_type, line, args) in store.sites(callers):
+            site = Site(caller.key, name, receiver, receiver_type, line, args)
+            for callee, confidence in resolver.resolve(caller, site).items():
+                if edges.get((caller.key, callee), 0.0) < confidence:
+                    edges[(caller.key, callee)] = confidence
+        store.replace_calls(callers, [(a, b, c) for (a, b), c in edges.items()])
+        targets = []
+        for path in files:
+            scope = FileScope(path)
+            for binding in store.bindings(path):
+                module = resolver.module_for(scope, binding)
+                if isinstance(module, Module):
+                    targets.append((module.base or "/".join(module.files[:1]), path, binding.line, binding.local))
+        store.set_import_targets(targets)
+
+    # -- symbols ------------------------------------------------------------------------------------
+
+    def relative(self, path: str) -> str:
+        """A path as the graph names files: relative to the repository root, with "/"."""
+        if os.path.isabs(path):
+            path = os.path.relpath(os.path.realpath(path), self.root)
+        return os.path.normpath(path).replace(os.sep, "/")
+
+    def symbols_at(self, path: str, line_start: int, line_end: int) -> list[str]:
+        """Ids of the present symbols whose lines overlap `line_start..line_end`, innermost first
+        (an edit inside a method gives the method, then its class)."""
+        rows = self.store.conn.execute(
+            "SELECT id FROM symbols WHERE repo = ? AND file = ? AND present = 1 AND line <= ? AND end_line >= ?"
+            " ORDER BY end_line - line, line",
+            (self.root, self.relative(path), line_end, line_start),
+        )
+        return [symbol_id for (symbol_id,) in rows]
+
+    def symbols_in(self, path: str) -> list[str]:
+        """Ids of the present symbols of a file, in source order."""
+        rows = self.store.conn.execute(
+            "SELECT id FROM symbols WHERE repo = ? AND file = ? AND present = 1 ORDER BY line, key",
+            (self.root, self.relative(path)),
+        )
+        return [symbol_id for (symbol_id,) in rows]
+
+    def symbol(self, symbol_id: str) -> Symbol | None:
+        """A symbol by id, present or not (None if the graph never saw it)."""
+        row = self.store.conn.execute(
+            f"SELECT {_SYMBOL} FROM symbols WHERE repo = ? AND id = ?", (self.root, symbol_id)
+        ).fetchone()
+        return _symbol(row) if row else None
+
+    def find(self, name: str) -> list[Symbol]:
+        """Present symbols by id, qualified name (`Cart.total`) or plain name (`total`)."""
+        if "::" in name:
+            found = self.symbol(name)
+            return [found] if found and found.present else []
+        rows = self.store.conn.execute(
+            f"SELECT {_SYMBOL} FROM symbols WHERE repo = ? AND present = 1 AND (qualname = ? OR name = ?)"
+            " ORDER BY file, line",
+            (self.root, name, name),
+        )
+        return [_symbol(row) for row in rows]
+
+    # -- calls --------------------------------------------------------------------------------------
+
+    def callees(self, symbol_id: str, min_confidence: float = 0.0) -> list[tuple[str, float]]:
+        """What the symbol calls: (id, confidence), most confident first."""
+        return self._neighbours(symbol_id, "callees", min_confidence)
+
+    def callers(self, symbol_id: str, min_confidence: float = 0.0) -> list[tuple[str, float]]:
+        """What calls the symbol: (id, confidence), most confident first."""
+        return self._neighbours(symbol_id, "callers", min_confidence)
+
+    def _neighbours(self, symbol_id: str, direction: str, min_confidence: float) -> list[tuple[str, float]]:
+        key = self._key(symbol_id)
+        if key is None:
+            return []
+        edges = list(queries.step(self.store.conn, [key], direction, min_confidence))
+        ids = self._ids([target for _source, target, _c in edges])
+        return sorted(((ids[target], c) for _source, target, c in edges), key=lambda item: (-item[1], item[0]))
+
+    def blast_radius(self, symbol_id: str, hops: int = 3, min_confidence: float = 0.0) -> list[tuple[str, int]]:
+        """The callers within `hops` call hops, with their distance, nearest first."""
+        key = self._key(symbol_id)
+        if key is None:
+            return []
+        found = queries.reach(self.store.conn, key, hops, "callers", min_confidence)
+        ids = self._ids([k for k in found if k != key])
+        return sorted(((ids[k], distance) for k, (_parent, distance) in found.items() if k != key), key=_by_distance)
+
+    def within(
+        self, symbol_id: str, hops: int, direction: str = "callers", min_confidence: float = 0.0
+    ) -> dict[str, list[str]]:
+        """The symbols within `hops` hops in one direction ("callers" or "callees"), each with the
+        shortest call path between it and `symbol_id`, written in call order (caller first): for
+        callers `[caller, …, symbol_id]`, for callees `[symbol_id, …, callee]`."""
+        if direction not in ("callers", "callees"):
+            raise ValueError(f"direction must be 'callers' or 'callees', not {direction!r}")
+        key = self._key(symbol_id)
+        if key is None:
+            return {}
+        found = queries.reach(self.store.conn, key, hops, direction, min_confidence)
+        ids = self._ids(list(found))
+        paths = {}
+        for target in found:
+            if target == key:
+                continue
+            path = [ids[k] for k in queries.path_to(found, target)]
+            paths[ids[target]] = path[::-1] if direction == "callers" else path
+        return paths
+
+    def shortest_path(self, a: str, b: str, max_hops: int = 12) -> list[str] | None:
+        """The shortest chain of calls from `a` to `b` (a calls …, which calls b), ids from a to b;
+        None when `a` does not reach `b` within `max_hops`. For the other way round, swap them."""
+        start, goal = self._key(a), self._key(b)
+        if start is None or goal is None:
+            return None
+        if start == goal:
+            return [a]
+        found = queries.reach(self.store.conn, start, max_hops, "callees", goal=goal)
+        if goal not in found:
+            return None
+        path = queries.path_to(found, goal)
+        ids = self._ids(path)
+        return [ids[k] for k in path]
+
+    def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
+        """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first."""
+        ranked = queries.hotspots(self.store.conn, self.root, limit)
+        ids = self._ids([key for key, _rank, _between in ranked])
+        return [(ids[key], rank, between) for key, rank, between in ranked]
+
+    def export(self) -> dict:
+        """The whole graph as JSON-ready data: present symbols, calls between them, imports."""
+        conn, repo = self.store.conn, (self.root,)
+        symbols = [
+            {"id": i, "file": f, "qualname": q, "kind": k, "line": n}
+            for i, f, q, k, n in conn.execute(
+                "SELECT id, file, qualname, kind, line FROM symbols WHERE repo = ? AND present = 1"
+                " ORDER BY file, line, key",
+                repo,
+            )
+        ]
+        calls = [
+            {"caller": a, "callee": b, "confidence": c}
+            for a, b, c in conn.execute(
+                "SELECT caller, callee, confidence FROM call_edges WHERE repo = ? ORDER BY caller, callee", repo
+            )
+        ]
+        imports = [
+            {
+                "file": f,
+                "line": n,
+                "module": "." * level + m,
+                "name": name,
+                "alias": local,
+                "kind": kind,
+                "target": t or None,
+            }
+            for f, n, m, name, level, local, kind, t in conn.execute(
+                "SELECT file, line, module, name, level, local, kind, target FROM imports WHERE repo = ?"
+                " ORDER BY file, line, local",
+                repo,
+            )
+        ]
+        return {"symbols": symbols, "calls": calls, "imports": imports}
+
+    # -- ids and keys ---------------------------------------------------------------------------------
+
+    def _key(self, symbol_id: str) -> int | None:
+        row = self.store.conn.execute(
+            "SELECT key FROM symbols WHERE repo = ? AND id = ? AND present = 1", (self.root, symbol_id)
+        ).fetchone()
+        return row[0] if row else None
+
+    def _ids(self, keys: list[int]) -> dict[int, str]:
+        ids: dict[int, str] = {}
+        for batch in chunks(keys):
+            query = f"SELECT key, id FROM symbols WHERE key IN ({','.join('?' * len(batch))})"
+            ids.update(self.store.conn.execute(query, batch))
+        return ids
+
+
+def _symbol(row: tuple) -> Symbol:
+    return Symbol(*row[:7], bool(row[7]))
+
+
+def _by_distance(item: tuple[str, int]) -> tuple[int, str]:
+    return item[1], item[0]

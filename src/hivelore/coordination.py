@@ -1,0 +1,196 @@
+"""Team coordination over the code graph: what the hooks, `hivelore graph`/`task` and the MCP tools
+share — who is changing which code, what was tried there, and the warning before an edit.
+
+`Coordination.for_service(service)` ties the folder's repository (its git root, and the name every
+worktree shares: `owner/repo` from origin, else the project name) to the developer working in it
+(`HIVELORE_DEVELOPER`, else git's user), the code graph (`HIVELORE_HOME/graph.db`) and the team
+model (`HIVELORE_HOME/team.db`). Both stores open on first use.
+
+A graph that was never built is built in the background (`hivelore graph index`, detached) the
+first time a hook needs it: an edit is never held up by indexing, and until the index exists the
+pre-edit check has nothing to say.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+
+from hivelore.service import Hivelore
+from hivelore.team import Attempt, Intent, Team, developer_for
+
+HOPS = 3  # call hops within which another developer's claim is worth a warning
+HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
+INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
+
+
+class Coordination:
+    """The repository at `root` (named `repo` in the team model), seen by `developer`."""
+
+    def __init__(self, home: str, root: str, repo: str, developer: str) -> None:
+        self.home, self.root, self.repo, self.developer = home, root, repo, developer
+        self._graph = None
+        self._team: Team | None = None
+
+    @classmethod
+    def for_service(cls, service: Hivelore, env: Mapping[str, str] | None = None) -> Coordination:
+        git = service.chain.git
+        root = str(git.root) if git else os.getcwd()
+        projects = [str(s).split("::", 1)[1] for s in service.chain.scopes if str(s).startswith("project::")]
+        repo = git.owner_repo if git and git.owner_repo else (projects[0] if projects else os.path.basename(root))
+        return cls(str(service.settings.home), root, repo, developer_for(root, env))
+
+    @property
+    def graph(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+        if self._graph is None:
+            from hivelore.codegraph import Graph
+
+            self._graph = Graph.open(self.home, self.root)
+        return self._graph
+
+    @property
+    def team(self) -> Team:
+        if self._team is None:
+            self._team = Team.open(self.home)
+        return self._team
+
+    def close(self) -> None:
+        for store in (self._graph, self._team):
+            if store is not None:
+                store.close()
+
+    # -- the session's task ---------------------------------------------------------------------
+
+    def intent(self, agent: str, session_id: str, first_prompt: str = "") -> Intent:
+        """The session's task in this repository, created from its first prompt on first need."""
+        return self.team.intent_for_session(agent, session_id, self.developer, self.repo, first_prompt)
+
+    # -- around an edit ------------------------------------------------------------------------
+
+    def edited_symbols(self, path: str, anchors: Sequence[str] = ()) -> list[str]:
+        """The symbols an edit of `path` touches: those around each replaced text when the edit names
+        it and the file holds it, else every symbol of the file."""
+        relative = self._inside(path)
+        if relative is None:
+            return []
+        lines = _anchor_lines(os.path.join(self.root, relative), anchors)
+        if not lines:
+            return self.graph.symbols_in(relative)
+        found: dict[str, None] = {}
+        for start, end in lines:
+            symbols = self.graph.symbols_at(relative, start, end)
+            found.update(dict.fromkeys(symbols[:1]))  # the innermost: a method, not its whole class
+        return list(found)
+
+    def before_edit(self, agent: str, session_id: str, paths: Sequence[str], anchors: Sequence[str] = ()) -> list[str]:
+        """Claim what the edit touches for the session's task; the lines to show: each conflict with
+        another developer's task (once per session), then what failed on this code before."""
+        if not self._graph_ready():
+            return []
+        symbols = [s for path in paths for s in self.edited_symbols(path, anchors)]
+        if not symbols:
+            return []
+        intent = self.intent(agent, session_id)
+        self.team.claim(intent.id, symbols)
+        said = []
+        for conflict in self.team.conflicts(self.graph, self.repo, symbols, self.developer, hops=HOPS):
+            if self.team.mark_warned(agent, session_id, conflict.key):
+                said.append(f"heads-up (a warning, not a block): {conflict.describe()}")
+        history = self.team.history(self.repo, symbols)
+        for attempt in history.failed[:HISTORY_ATTEMPTS]:
+            key = f"history\0{attempt.id}"
+            if self.team.mark_warned(agent, session_id, key):
+                said.append(f"failed here before: `{attempt.command}` — {_failed(attempt)} ({attempt.developer})")
+        return said
+
+    def after_edit(self, paths: Sequence[str], agent: str, session_id: str) -> list[str]:
+        """Re-index the edited files; record the symbols whose code changed for the session's task."""
+        if not self._graph_ready():
+            return []
+        touched = [s for path in paths if self._inside(path) is not None for s in self.graph.reindex_file(path)]
+        if touched:
+            self.team.record_change(self.intent(agent, session_id).id, touched)
+        return touched
+
+    def test_run(
+        self, agent: str, session_id: str, command: str, output: str, exit_code: int | None
+    ) -> Attempt | None:
+        """Record a test command's run as an attempt of the session's task (None: not a test command)."""
+        from hivelore import testruns
+
+        if not testruns.is_test_command(command):
+            return None
+        run = testruns.parse(output, command, exit_code)
+        return self.team.record_attempt(self.intent(agent, session_id).id, command, run)
+
+    def progress(self, agent: str, session_id: str, summary: str) -> None:
+        """Keep a session's last summary as a progress note on its task (only if it has one)."""
+        if summary.strip() and self.team.session_intent(agent, session_id, self.repo) is not None:
+            self.team.note(self.intent(agent, session_id).id, summary.strip(), "progress", self.developer)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _inside(self, path: str) -> str | None:
+        absolute = os.path.realpath(path if os.path.isabs(path) else os.path.join(self.root, path))
+        relative = os.path.relpath(absolute, os.path.realpath(self.root))
+        return None if relative.startswith("..") else relative.replace(os.sep, "/")
+
+    def _graph_ready(self) -> bool:
+        """Whether the graph of this repository exists; if not, start building it in the background."""
+        if self.graph.is_indexed():
+            return True
+        _index_in_background(self.home, self.root)
+        return False
+
+
+def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
+    """The (first, last) line of each anchor text in the file as it is before the edit."""
+    if not anchors:
+        return []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return []
+    spans = []
+    for anchor in anchors:
+        at = text.find(anchor)
+        if at >= 0:
+            first = text.count("\n", 0, at) + 1
+            spans.append((first, first + anchor.count("\n")))
+    return spans
+
+
+def _failed(attempt: Attempt) -> str:
+    names = [*attempt.failed, *attempt.errors]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    times = f" ({attempt.count}×)" if attempt.count > 1 else ""
+    state = "resolved later" if attempt.resolved_by else "not resolved yet"
+    return f"{shown or attempt.outcome}{times}, {state}"
+
+
+def _index_in_background(home: str, root: str) -> None:
+    import subprocess
+    import zlib
+
+    marker = os.path.join(home, f"graph-indexing-{zlib.crc32(root.encode()):08x}")
+    try:
+        if time.time() - os.stat(marker).st_mtime < INDEXING_STALE_S:
+            return  # already under way (the indexer removes the marker when it is done)
+    except FileNotFoundError:
+        pass
+    try:
+        with open(marker, "w") as handle:
+            handle.write(root)
+        subprocess.Popen(
+            [sys.executable, "-m", "hivelore", "graph", "index", "--marker", marker],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        pass  # no indexer today: the next hook tries again

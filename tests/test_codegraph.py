@@ -1,0 +1,581 @@
+"""The code graph: symbols and their ids, hashes, call resolution, incremental re-indexing, the
+present flag, queries, and precision/recall on the corpus in tests/fixtures/callgraph/."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hivelore.codegraph import Graph
+
+CORPUS = Path(__file__).parent / "fixtures" / "callgraph"
+LANGUAGES = ["python", "typescript", "javascript", "go", "rust", "java"]
+FLOORS = {"precision": 0.9, "recall": 0.8}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def open_graph(tmp_path: Path, files: dict[str, str]) -> Graph:
+    repo = write(tmp_path / "repo", files)
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    return graph
+
+
+def calls(graph: Graph) -> dict[tuple[str, str], float]:
+    return {(c["caller"], c["callee"]): c["confidence"] for c in graph.export()["calls"]}
+
+
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/tokens.py": """
+        def validate_token(token):
+            return bool(token)
+        """,
+    "shop/auth.py": """
+        from shop.tokens import validate_token
+
+
+        def current_user(request):
+            if validate_token(request.token):
+                return request.user
+            return None
+        """,
+    "shop/orders.py": """
+        from shop.auth import current_user
+
+
+        def checkout(request):
+            user = current_user(request)
+            return user
+        """,
+}
+
+
+# -- symbols, ids and hashes --------------------------------------------------------------------
+
+
+def test_symbols_have_repo_relative_ids_qualified_names_kinds_and_spans(tmp_path):
+    graph = open_graph(
+        tmp_path,
+        {
+            "shop/cart.py": """
+                class Cart:
+                    def total(self):
+                        def add(a, b):
+                            return a + b
+
+                        return add(1, 2)
+
+
+                def checkout(cart):
+                    return cart.total()
+                """
+        },
+    )
+    assert graph.symbols_in("shop/cart.py") == [
+        "shop/cart.py::Cart",
+        "shop/cart.py::Cart.total",
+        "shop/cart.py::Cart.total.add",
+        "shop/cart.py::checkout",
+    ]
+    total = graph.symbol("shop/cart.py::Cart.total")
+    assert (total.file, total.qualname, total.kind, total.line, total.end_line, total.present) == (
+        "shop/cart.py",
+        "Cart.total",
+        "method",
+        2,
+        6,
+        True,
+    )
+    assert graph.symbol("shop/cart.py::Cart").kind == "class"
+    assert graph.symbol("shop/cart.py::Cart.total.add").kind == "function"
+    assert [s.id for s in graph.find("Cart.total")] == ["shop/cart.py::Cart.total"]
+    assert [s.id for s in graph.find("total")] == ["shop/cart.py::Cart.total"]
+    assert graph.symbol("shop/cart.py::nothing") is None
+
+
+def test_a_name_defined_twice_in_one_module_gets_a_second_id(tmp_path):
+    graph = open_graph(
+        tmp_path,
+        {
+            "shop/orders.py": """
+                def checkout():
+                    return 1
+
+
+                def checkout():
+                    return 2
+
+
+                def pay():
+                    return checkout()
+                """
+        },
+    )
+    assert graph.symbols_in("shop/orders.py") == [
+        "shop/orders.py::checkout",
+        "shop/orders.py::checkout#2",
+        "shop/orders.py::pay",
+    ]
+    # the later definition replaces the earlier one, so that is the one called
+    assert graph.callees("shop/orders.py::pay") == [("shop/orders.py::checkout#2", 1.0)]
+
+
+def test_the_hash_ignores_formatting_comments_and_docstrings_but_not_a_renamed_local(tmp_path):
+    before = """
+        def total(items):
+            count = 0
+            for item in items:
+                count += item
+            return count
+        """
+    reformatted = '''
+        def total( items ):
+            """Add them up."""
+            # a comment
+            count = 0
+            for item in items:   count += item
+            return (count)
+        '''
+    renamed = before.replace("count", "n")
+    hashes = []
+    for source in (before, reformatted, renamed):
+        graph = open_graph(tmp_path / str(len(hashes)), {"m.py": source})
+        hashes.append(graph.symbol("m.py::total").hash)
+    assert hashes[0] == hashes[1]
+    assert hashes[0] != hashes[2]
+
+
+def test_the_hash_of_a_typescript_function_ignores_formatting_and_comments(tmp_path):
+    sources = [
+        "export function total(items: number[]): number {\n  return items.reduce((a, b) => a + b, 0);\n}\n",
+        "// sums\nexport function total( items: number[] ): number\n{\n"
+        "  return items.reduce( ( a, b ) => a + b, 0 ) // all\n}\n",
+        "export function total(items: number[]): number {\n  return items.reduce((a, b) => a - b, 0);\n}\n",
+    ]
+    hashes = [
+        open_graph(tmp_path / str(i), {"src/m.ts": s}).symbol("src/m.ts::total").hash for i, s in enumerate(sources)
+    ]
+    assert hashes[0] == hashes[1]
+    assert hashes[0] != hashes[2]
+
+
+def test_a_method_change_does_not_change_its_class_hash(tmp_path):
+    repo = write(tmp_path / "repo", {"m.py": "class Cart:\n    def total(self):\n        return 1\n"})
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    (repo / "m.py").write_text("class Cart:\n    def total(self):\n        return 2\n")
+    assert graph.reindex_file(str(repo / "m.py")) == ["m.py::Cart.total"]
+
+
+def test_vendored_and_build_folders_and_oversized_files_are_skipped(tmp_path):
+    repo = write(
+        tmp_path / "repo",
+        {
+            "app.py": "def main():\n    pass\n",
+            "node_modules/lib/index.js": "function vendored() {}\n",
+            ".venv/lib/site.py": "def hidden():\n    pass\n",
+            "build/gen.py": "def generated():\n    pass\n",
+            "big.py": "def big():\n    pass\n" + "# padding\n" * 200,
+        },
+    )
+    graph = Graph.open(str(tmp_path / "home"), str(repo), max_file_bytes=1000)
+    stats = graph.index()
+    assert [s["id"] for s in graph.export()["symbols"]] == ["app.py::main"]
+    assert stats.skipped == [("big.py", "larger than 1000 bytes")]
+
+
+def test_a_file_that_does_not_parse_keeps_its_last_good_symbols(tmp_path):
+    repo = write(tmp_path / "repo", {"m.py": "def ok():\n    pass\n"})
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    (repo / "m.py").write_text("def ok(:\n")
+    stats = graph.index()
+    assert stats.skipped and "does not parse" in stats.skipped[0][1]
+    assert graph.symbol("m.py::ok").present
+
+
+# -- call resolution ------------------------------------------------------------------------------
+
+RULES = {
+    "shop/__init__.py": "from shop.orders import checkout\n",
+    "shop/tokens.py": """
+        def validate_token(token):
+            return True
+
+
+        def refresh(token):
+            return token
+        """,
+    "shop/models.py": """
+        class Base:
+            def __init__(self, owner):
+                self.owner = owner
+
+            def save(self):
+                return self.owner
+
+
+        class Cart(Base):
+            def total(self):
+                self.save()
+                return 0
+
+            @classmethod
+            def empty(cls):
+                return cls(None)
+        """,
+    "shop/orders.py": """
+        import json
+
+        import shop.tokens as tk
+        from shop.tokens import validate_token as check
+        from . import models
+        from .models import Cart
+
+
+        def checkout(request):
+            check(request)
+            tk.refresh(request)
+            cart = Cart(request)
+            cart.total()
+            models.Cart.empty()
+            json.dumps(request)
+            request.archive()
+            request.render()
+            request.publish()
+        """,
+    "shop/reports.py": """
+        from shop.tokens import *  # noqa: F403
+
+
+        class Pdf:
+            def render(self):
+                return ""
+
+            def publish(self):
+                return ""
+
+
+        class Html:
+            def render(self):
+                return ""
+
+
+        def run():
+            refresh(None)
+        """,
+    "archive/store.py": """
+        from shop import checkout
+
+
+        class Archive:
+            def archive(self):
+                return checkout(None)
+
+            def publish(self):
+                return ""
+        """,
+}
+
+
+@pytest.mark.parametrize(
+    ("caller", "callee", "confidence", "rule"),
+    [
+        ("shop/orders.py::checkout", "shop/tokens.py::validate_token", 1.0, "from x import f as g"),
+        ("shop/orders.py::checkout", "shop/tokens.py::refresh", 1.0, "import x as y; y.f()"),
+        ("shop/orders.py::checkout", "shop/models.py::Cart", 1.0, "relative import, instantiation: the class"),
+        ("shop/orders.py::checkout", "shop/models.py::Base.__init__", 1.0, "... and the inherited __init__"),
+        ("shop/orders.py::checkout", "shop/models.py::Cart.total", 0.8, "a method of an instantiated value"),
+        ("shop/orders.py::checkout", "shop/models.py::Cart.empty", 1.0, "module attribute, then class method"),
+        ("shop/models.py::Cart.total", "shop/models.py::Base.save", 1.0, "self.method, inherited"),
+        ("shop/models.py::Cart.empty", "shop/models.py::Cart", 1.0, "cls(...) instantiates"),
+        ("shop/orders.py::checkout", "archive/store.py::Archive.archive", 0.5, "unknown receiver, unique method"),
+        ("shop/orders.py::checkout", "shop/reports.py::Pdf.publish", 0.6, "unknown receiver, one in the same folder"),
+        ("shop/orders.py::checkout", "shop/reports.py::Pdf.render", 0.3, "unknown receiver, ambiguous method"),
+        ("shop/orders.py::checkout", "shop/reports.py::Html.render", 0.3, "unknown receiver, ambiguous method"),
+        ("archive/store.py::Archive.archive", "shop/orders.py::checkout", 1.0, "re-exported by a package"),
+        ("shop/reports.py::run", "shop/tokens.py::refresh", 0.9, "wildcard import"),
+    ],
+)
+def test_each_resolution_rule_gives_its_edge_and_confidence(tmp_path, caller, callee, confidence, rule):
+    graph = open_graph(tmp_path, RULES)
+    assert calls(graph).get((caller, callee)) == confidence, rule
+
+
+def test_calls_outside_the_repository_give_no_edge(tmp_path):
+    graph = open_graph(tmp_path, RULES)
+    callees = [callee for callee, _c in graph.callees("shop/orders.py::checkout")]
+    assert not any("dumps" in callee for callee in callees)  # json.dumps
+    assert len(callees) == 10
+
+
+def test_imports_are_exported_with_the_file_they_resolve_to(tmp_path):
+    graph = open_graph(tmp_path, RULES)
+    imports = [i for i in graph.export()["imports"] if i["file"] == "shop/orders.py"]
+    by_alias = {i["alias"]: i for i in imports}
+    assert by_alias["tk"] == {
+        "file": "shop/orders.py",
+        "line": 3,
+        "module": "shop.tokens",
+        "name": "",
+        "alias": "tk",
+        "kind": "import",
+        "target": "shop/tokens",
+    }
+    assert by_alias["Cart"]["module"] == ".models"
+    assert by_alias["json"]["target"] is None
+
+
+def test_other_languages_resolve_imports_types_and_packages(tmp_path):
+    graph = open_graph(
+        tmp_path,
+        {
+            "go.mod": "module example.com/shop\n",
+            "tokens/tokens.go": 'package tokens\n\nfunc Validate(t string) bool { return t != "" }\n',
+            "orders/orders.go": textwrap.dedent(
+                """
+                package orders
+
+                import tk "example.com/shop/tokens"
+
+                type Cart struct{}
+
+                func (c *Cart) Total() int { return c.count() }
+
+                func (c *Cart) count() int { return 0 }
+
+                func Checkout(t string) int {
+                    tk.Validate(t)
+                    cart := &Cart{}
+                    return cart.Total()
+                }
+                """
+            ),
+        },
+    )
+    assert calls(graph) == {
+        ("orders/orders.go::Cart.Total", "orders/orders.go::Cart.count"): 1.0,
+        ("orders/orders.go::Checkout", "tokens/tokens.go::Validate"): 1.0,
+        ("orders/orders.go::Checkout", "orders/orders.go::Cart.Total"): 0.8,
+    }
+
+
+# -- precision and recall on the corpus --------------------------------------------------------
+
+
+def measure(language: str, home: Path) -> tuple[set, set]:
+    expected = {tuple(edge) for edge in json.loads((CORPUS / language / "expected.json").read_text())["calls"]}
+    with Graph.open(str(home), str(CORPUS / language)) as graph:
+        graph.index()
+        found = set(calls(graph))
+    return expected, found
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_call_edges_meet_the_precision_and_recall_floor(tmp_path, language):
+    expected, found = measure(language, tmp_path)
+    precision = len(expected & found) / len(found)
+    recall = len(expected & found) / len(expected)
+    assert precision >= FLOORS["precision"], sorted(found - expected)
+    assert recall >= FLOORS["recall"], sorted(expected - found)
+
+
+def test_call_edges_over_all_languages(tmp_path):
+    true_positives = found_total = expected_total = 0
+    for language in LANGUAGES:
+        expected, found = measure(language, tmp_path / language)
+        true_positives += len(expected & found)
+        found_total += len(found)
+        expected_total += len(expected)
+    assert true_positives / found_total >= 0.95
+    assert true_positives / expected_total >= 0.95
+
+
+# -- incremental re-indexing and the present flag -------------------------------------------------
+
+
+def test_reindexing_a_file_touches_only_symbols_whose_hash_changed(tmp_path):
+    repo = write(tmp_path / "repo", SHOP)
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    auth = repo / "shop/auth.py"
+    source = auth.read_text()
+
+    auth.write_text("# reformatted\n" + source.replace("return None", "return (None)  # nobody"))
+    assert graph.reindex_file(str(auth)) == []
+
+    auth.write_text(source.replace("return None", "return False"))
+    assert graph.reindex_file("shop/auth.py") == ["shop/auth.py::current_user"]
+
+    logout = "\n\ndef logout(request):\n    return validate_token(request.token)\n"
+    auth.write_text(source.replace("return None", "return False") + logout)
+    assert graph.reindex_file(str(auth)) == ["shop/auth.py::logout"]
+    assert ("shop/tokens.py::validate_token", 1.0) in graph.callees("shop/auth.py::logout")
+
+
+def test_a_new_definition_is_linked_from_callers_in_other_files(tmp_path):
+    repo = write(
+        tmp_path / "repo",
+        {
+            "a.py": "from b import helper\n\n\ndef main():\n    return helper()\n",
+            "b.py": "def other():\n    pass\n",
+        },
+    )
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    assert graph.callees("a.py::main") == []
+    (repo / "b.py").write_text("def other():\n    pass\n\n\ndef helper():\n    pass\n")
+    assert graph.reindex_file(str(repo / "b.py")) == ["b.py::helper"]
+    assert graph.callees("a.py::main") == [("b.py::helper", 1.0)]
+
+
+def test_a_graph_is_indexed_once_a_full_index_has_completed(tmp_path):
+    repo = write(tmp_path / "repo", SHOP)
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    assert not graph.is_indexed()
+    graph.index([str(repo / "shop/auth.py")])
+    assert not graph.is_indexed()  # a few files are not the repository
+    graph.index()
+    assert graph.is_indexed()
+
+
+def test_a_branch_switch_keeps_the_ids_of_removed_symbols_and_restores_them(tmp_path):
+    repo = write(tmp_path / "repo", SHOP)
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    tokens = repo / "shop/tokens.py"
+    source = tokens.read_text()
+
+    tokens.unlink()  # the other branch has no tokens.py
+    stats = graph.index()
+    assert stats.touched == ["shop/tokens.py::validate_token"]
+    gone = graph.symbol("shop/tokens.py::validate_token")
+    assert gone is not None and gone.present is False
+    assert graph.symbols_in("shop/tokens.py") == []
+    assert graph.callees("shop/auth.py::current_user") == []
+    assert "shop/tokens.py::validate_token" not in {s["id"] for s in graph.export()["symbols"]}
+
+    tokens.write_text(source)  # and back
+    graph.index()
+    back = graph.symbol("shop/tokens.py::validate_token")
+    assert back.present is True and back.hash == gone.hash
+    assert graph.callees("shop/auth.py::current_user") == [("shop/tokens.py::validate_token", 1.0)]
+
+
+def test_reindexing_a_deleted_file_marks_its_symbols_absent(tmp_path):
+    repo = write(tmp_path / "repo", SHOP)
+    graph = Graph.open(str(tmp_path / "home"), str(repo))
+    graph.index()
+    (repo / "shop/orders.py").unlink()
+    assert graph.reindex_file(str(repo / "shop/orders.py")) == ["shop/orders.py::checkout"]
+    assert graph.symbol("shop/orders.py::checkout").present is False
+
+
+# -- queries -------------------------------------------------------------------------------------
+
+
+def test_blast_radius_within_and_shortest_path_on_the_shop_story(tmp_path):
+    graph = open_graph(tmp_path, SHOP)
+    token = "shop/tokens.py::validate_token"
+    assert graph.blast_radius(token) == [("shop/auth.py::current_user", 1), ("shop/orders.py::checkout", 2)]
+    assert graph.blast_radius(token, hops=1) == [("shop/auth.py::current_user", 1)]
+    assert graph.within(token, 3, "callers") == {
+        "shop/auth.py::current_user": ["shop/auth.py::current_user", token],
+        "shop/orders.py::checkout": ["shop/orders.py::checkout", "shop/auth.py::current_user", token],
+    }
+    assert graph.within("shop/orders.py::checkout", 3, "callees") == {
+        "shop/auth.py::current_user": ["shop/orders.py::checkout", "shop/auth.py::current_user"],
+        token: ["shop/orders.py::checkout", "shop/auth.py::current_user", token],
+    }
+    assert graph.within(token, 3, "callees") == {}
+    assert graph.shortest_path("shop/orders.py::checkout", token) == [
+        "shop/orders.py::checkout",
+        "shop/auth.py::current_user",
+        token,
+    ]
+    assert graph.shortest_path(token, "shop/orders.py::checkout") is None
+    assert graph.callers("shop/auth.py::current_user") == [("shop/orders.py::checkout", 1.0)]
+    with pytest.raises(ValueError):
+        graph.within(token, 3, "sideways")
+
+
+def test_symbols_at_gives_the_symbols_an_edit_overlaps_innermost_first(tmp_path):
+    graph = open_graph(
+        tmp_path, {"m.py": "class Cart:\n    def total(self):\n        return 1\n\n\ndef f():\n    pass\n"}
+    )
+    assert graph.symbols_at("m.py", 3, 3) == ["m.py::Cart.total", "m.py::Cart"]
+    assert graph.symbols_at("m.py", 3, 6) == ["m.py::Cart.total", "m.py::f", "m.py::Cart"]
+    assert graph.symbols_at("m.py", 4, 4) == []
+
+
+def test_hotspots_rank_what_much_code_depends_on(tmp_path):
+    files = {"lib.py": "def core():\n    pass\n"}
+    for i in range(5):
+        files[f"use{i}.py"] = f"from lib import core\n\n\ndef user{i}():\n    core()\n"
+    files["top.py"] = "from use0 import user0\n\n\ndef top():\n    user0()\n"
+    graph = open_graph(tmp_path, files)
+    spots = graph.hotspots(3)
+    assert spots[0][0] == "lib.py::core"
+    assert all(0 < rank <= 1 and 0 <= between <= 1 for _id, rank, between in spots)
+    assert dict((i, b) for i, _r, b in graph.hotspots(10))["use0.py::user0"] > 0
+
+
+def test_export_has_the_documented_shape(tmp_path):
+    graph = open_graph(tmp_path, SHOP)
+    exported = json.loads(json.dumps(graph.export()))
+    assert set(exported) == {"symbols", "calls", "imports"}
+    assert exported["symbols"][0] == {
+        "id": "shop/auth.py::current_user",
+        "file": "shop/auth.py",
+        "qualname": "current_user",
+        "kind": "function",
+        "line": 4,
+    }
+    assert {"caller": "shop/orders.py::checkout", "callee": "shop/auth.py::current_user", "confidence": 1.0} in (
+        exported["calls"]
+    )
+    assert all(set(i) == {"file", "line", "module", "name", "alias", "kind", "target"} for i in exported["imports"])
+
+
+def test_worktrees_of_one_repository_share_ids(tmp_path):
+    home = tmp_path / "home"
+    first = Graph.open(str(home), str(write(tmp_path / "a", SHOP)))
+    second = Graph.open(str(home), str(write(tmp_path / "b", SHOP)))
+    first.index()
+    second.index()
+    assert first.symbols_in("shop/auth.py") == second.symbols_in("shop/auth.py") == ["shop/auth.py::current_user"]
+    (tmp_path / "b/shop/tokens.py").unlink()
+    second.index()
+    assert first.symbol("shop/tokens.py::validate_token").present
+    assert not second.symbol("shop/tokens.py::validate_token").present
+
+
+def test_opening_a_graph_and_the_hook_queries_import_no_parser_and_no_rustworkx(tmp_path):
+    graph = open_graph(tmp_path, SHOP)
+    graph.close()
+    code = (
+        "import sys\n"
+        "from hivelore.codegraph import Graph\n"
+        f"g = Graph.open({str(tmp_path / 'home')!r}, {str(tmp_path / 'repo')!r})\n"
+        "assert g.symbols_at('shop/tokens.py', 1, 2) == ['shop/tokens.py::validate_token']\n"
+        "assert g.within('shop/tokens.py::validate_token', 3, 'callers')\n"
+        "heavy = [m for m in ('rustworkx', 'tree_sitter', 'ast', 'hivelore.codegraph.resolve') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

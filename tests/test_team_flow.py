@@ -1,0 +1,197 @@
+"""The shop story, end to end: three developers' agents in one repository, through the real hook
+command and the real CLI (as subprocesses, in a temporary HIVELORE_HOME and git repository).
+
+dev-a's task "add JWT support" edits `validate_token`; dev-b's agent is about to edit `checkout`,
+which calls `current_user`, which calls `validate_token`, and is warned with that path; dev-a's
+first test run fails `test_refresh_session`; dev-c takes the task over the next morning and gets the
+failed attempt, the claims and the decisions in one answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, make_repo
+
+FILES = {
+    "shop/__init__.py": "",
+    "shop/tokens.py": (
+        "def validate_token(token):\n"
+        "    if not token:\n"
+        "        raise ValueError('no token')\n"
+        "    return token.split('.')[0]\n"
+    ),
+    "shop/users.py": (
+        "from shop.tokens import validate_token\n\n\n"
+        "def current_user(request):\n"
+        "    return validate_token(request.headers['Authorization'])\n"
+    ),
+    "shop/orders.py": (
+        "from shop.users import current_user\n\n\n"
+        "def checkout(request, cart):\n"
+        "    user = current_user(request)\n"
+        "    return {'user': user, 'total': sum(cart)}\n\n\n"
+        "def receipt(order):\n"
+        "    return f\"total: {order['total']}\"\n"
+    ),
+    "shop/reports.py": (
+        "from shop.orders import receipt\n\n\n"
+        "def daily(orders):\n"
+        "    return [receipt(o) for o in orders]\n"
+    ),
+}
+PYTEST_FAILURE = """\
+.F                                                                       [100%]
+=================================== FAILURES ===================================
+_____________________________ test_refresh_session _____________________________
+
+    def test_refresh_session():
+>       assert refresh_session("old.jwt") != "old.jwt"
+E       AssertionError: assert 'old.jwt' != 'old.jwt'
+
+tests/test_tokens.py:9: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_tokens.py::test_refresh_session - AssertionError: assert 'old.jwt' != 'old.jwt'
+1 failed, 1 passed in 0.04s
+"""
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "shop", origin="git@github.com:acme/shop.git")
+    for name, text in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "shop")
+    return repo
+
+
+def env(home: Path, developer: str) -> dict[str, str]:
+    return {**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_DEVELOPER": developer}
+
+
+def cli(home: Path, repo: Path, developer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hivelore", *args], cwd=repo, env=env(home, developer),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def hook(home: Path, repo: Path, developer: str, event: str, payload: dict) -> str:
+    """One Claude hook as the agent runs it; what the agent is told (additionalContext)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event],
+        input=json.dumps({"cwd": str(repo), "hook_event_name": event, **payload}),
+        cwd=repo, env=env(home, developer), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stderr == ""
+    log = home / "logs" / "hooks.log"
+    assert not log.exists(), log.read_text()
+    return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] if result.stdout else ""
+
+
+def edit(home: Path, repo: Path, developer: str, session: str, path: str, old: str) -> str:
+    tool_input = {"file_path": str(repo / path), "old_string": old, "new_string": old + "  # changed"}
+    payload = {"session_id": session, "tool_name": "Edit", "tool_input": tool_input}
+    return hook(home, repo, developer, "PreToolUse", payload)
+
+
+def prompt(home: Path, repo: Path, developer: str, session: str, text: str) -> str:
+    return hook(home, repo, developer, "UserPromptSubmit", {"session_id": session, "prompt": text})
+
+
+def test_the_shop_story(home: Path, shop: Path) -> None:
+    indexed = cli(home, shop, "dev-a", "graph", "index")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "symbols" in indexed.stdout
+
+    # dev-a's agent starts on JWT support and edits validate_token: its task claims it.
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    assert edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]") == ""
+
+    # dev-b's agent is about to change checkout, two calls away from validate_token.
+    prompt(home, shop, "dev-b", "b-1", "speed up checkout")
+    warning = edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}")
+    assert "heads-up (a warning, not a block)" in warning
+    assert "checkout → current_user → validate_token" in warning
+    assert "dev-a" in warning and "add JWT support" in warning
+    # Shown once: the same edit again says nothing.
+    assert edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}") == ""
+    # receipt shares no call path with validate_token (only a caller, daily, would): no warning.
+    assert edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return f\"total: {order['total']}\"") == ""
+
+    # dev-a's first test run fails test_refresh_session.
+    failure = {
+        "session_id": "a-1",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q tests/test_tokens.py"},
+        "error": f"Exit code 1\n{PYTEST_FAILURE}",
+    }
+    hook(home, shop, "dev-a", "PostToolUseFailure", failure)
+    decided = cli(
+        home, shop, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"
+    )
+    assert decided.returncode == 0, decided.stderr
+
+    # The next morning dev-c takes the task over and gets everything in one answer.
+    board = json.loads(cli(home, shop, "dev-c", "task", "list", "--json").stdout)
+    (task,) = [t for t in board if t["title"] == "add JWT support"]
+    resumed = cli(home, shop, "dev-c", "task", "resume", str(task["id"]), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    answer = json.loads(resumed.stdout)
+
+    assert answer["task"]["owner"] == "dev-c"
+    assert answer["claims"] == ["shop/tokens.py::validate_token"]
+    (attempt,) = answer["failed_attempts"]
+    assert attempt["failed"] == ["tests/test_tokens.py::test_refresh_session"] and attempt["developer"] == "dev-a"
+    assert [d["text"] for d in answer["decisions"]] == ["Tokens are JWTs signed with RS256"]
+
+
+def test_graph_queries_answer_from_the_cli(home: Path, shop: Path) -> None:
+    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+
+    radius = json.loads(cli(home, shop, "dev-a", "graph", "blast-radius", "validate_token", "--json").stdout)
+    assert radius == [
+        {"symbol": "shop/users.py::current_user", "distance": 1},
+        {"symbol": "shop/orders.py::checkout", "distance": 2},
+    ]
+    path = json.loads(cli(home, shop, "dev-a", "graph", "path", "checkout", "validate_token", "--json").stdout)
+    assert path == ["shop/orders.py::checkout", "shop/users.py::current_user", "shop/tokens.py::validate_token"]
+    exported = json.loads(cli(home, shop, "dev-a", "graph", "export", "--json").stdout)
+    assert {"symbols", "calls", "imports"} <= set(exported)
+    assert {"caller": "shop/reports.py::daily", "callee": "shop/orders.py::receipt"} in [
+        {k: c[k] for k in ("caller", "callee")} for c in exported["calls"]
+    ]
+    unknown = cli(home, shop, "dev-a", "graph", "blast-radius", "no_such_function")
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
+
+
+def test_an_edit_after_a_change_reindexes_and_records_the_touched_symbols(home: Path, shop: Path) -> None:
+    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    prompt(home, shop, "dev-a", "a-1", "harden tokens")
+    tokens = shop / "shop" / "tokens.py"
+    tokens.write_text(tokens.read_text().replace("split('.')[0]", "split('.')[1]"))
+    post = {
+        "session_id": "a-1",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(tokens), "old_string": "[0]", "new_string": "[1]"},
+        "tool_response": {"filePath": str(tokens)},
+    }
+    hook(home, shop, "dev-a", "PostToolUse", post)
+    passing = {
+        "session_id": "a-1",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q"},
+        "tool_response": {"stdout": "..   [100%]\n2 passed in 0.03s\n", "stderr": "", "interrupted": False},
+    }
+    hook(home, shop, "dev-a", "PostToolUse", passing)
+
+    why = json.loads(cli(home, shop, "dev-a", "graph", "why", "validate_token", "--json").stdout)
+    assert [a["outcome"] for a in why["attempts"]] == ["passed"]
+    assert why["people"] == ["dev-a"]
