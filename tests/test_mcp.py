@@ -42,7 +42,10 @@ TOOLS = {
     "memory_tree",
 }
 PROFILE_TOOLS = {"profile_read", "profile_search"}
-READ_ONLY_TOOLS = {"memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS}
+GRAPH_TOOLS = {"blast_radius", "shortest_path", "hotspots", "conflicts", "who_knows", "why", "task_board"}
+READ_ONLY_TOOLS = {
+    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS
+}  # fmt: skip
 DESTRUCTIVE_TOOLS = {"memory_forget", "memory_archive"}
 
 REPO = "repo::acme/checkout"
@@ -133,14 +136,14 @@ def memory_files(home: Path) -> list[Path]:
 # -- 1. what the server offers ------------------------------------------------------------------------------
 
 
-async def test_server_lists_eleven_tools_with_output_schemas_and_honest_annotations(
+async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations(
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
-    """The server introduces itself as hivelore, with instructions, and lists exactly eleven tools: nine for
-    memories, two that read the user's profile.
+    """The server introduces itself as hivelore, with instructions, and lists exactly its tools: nine for
+    memories, two that read the user's profile, seven that query the code graph and the team's tasks.
 
     Every name is a plain snake_case identifier (some clients reject anything else), every tool declares
-    an outputSchema (its results are structured), the seven reading tools are marked read-only and the
+    an outputSchema (its results are structured), the reading tools are marked read-only and the
     two that lose data (forget, archive) are marked destructive, so a client can auto-approve the former
     and ask before the latter.
     """
@@ -149,7 +152,7 @@ async def test_server_lists_eleven_tools_with_output_schemas_and_honest_annotati
         assert session.instructions and "memory_write" in session.instructions
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
 
-    assert set(tools) == TOOLS | PROFILE_TOOLS
+    assert set(tools) == TOOLS | PROFILE_TOOLS | GRAPH_TOOLS
     for name, tool in tools.items():
         assert re.fullmatch(r"[a-z][a-z0-9_]*", name), name
         assert tool.description, f"{name} has no description"
@@ -163,7 +166,7 @@ async def test_server_lists_eleven_tools_with_output_schemas_and_honest_annotati
     for name in DESTRUCTIVE_TOOLS:
         assert tools[name].annotations.destructive_hint is True, name
         assert tools[name].annotations.read_only_hint is not True, name
-    for name in (TOOLS | PROFILE_TOOLS) - READ_ONLY_TOOLS:
+    for name in (TOOLS | PROFILE_TOOLS | GRAPH_TOOLS) - READ_ONLY_TOOLS:
         assert tools[name].annotations.read_only_hint is not True, f"{name} changes the store"
 
     write_input = tools["memory_write"].input_schema

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git, make_repo
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 FILES = {
     "shop/__init__.py": "",
@@ -195,3 +197,33 @@ def test_an_edit_after_a_change_reindexes_and_records_the_touched_symbols(home: 
     why = json.loads(cli(home, shop, "dev-a", "graph", "why", "validate_token", "--json").stdout)
     assert [a["outcome"] for a in why["attempts"]] == ["passed"]
     assert why["people"] == ["dev-a"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_the_mcp_tools_answer_the_same_questions(home: Path, shop: Path) -> None:
+    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "hivelore", "mcp"], cwd=str(shop), env=env(home, "dev-b")
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        radius = (await session.call_tool("blast_radius", {"symbol": "validate_token"})).structured_content
+        clash = (await session.call_tool("conflicts", {"symbols": ["checkout"]})).structured_content
+        board = (await session.call_tool("task_board", {})).structured_content
+        unknown = await session.call_tool("why", {"symbol": "no_such_function"})
+
+    assert [c["symbol"] for c in radius["callers"]] == ["shop/users.py::current_user", "shop/orders.py::checkout"]
+    (conflict,) = clash["conflicts"]
+    assert conflict["path"] == [
+        "shop/orders.py::checkout", "shop/users.py::current_user", "shop/tokens.py::validate_token"
+    ]  # fmt: skip
+    assert conflict["developer"] == "dev-a" and conflict["task"]["title"] == "add JWT support"
+    assert [t["task"]["title"] for t in board["tasks"]] == ["add JWT support"]
+    assert unknown.is_error

@@ -17,8 +17,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from hivelore.coordination import Coordination
 from hivelore.memory import Memory
 from hivelore.service import Hivelore, NotFound
+from hivelore.team import Attempt, Decision, Intent
 from hivelore.vault import DriftError
 
 INSTRUCTIONS = (
@@ -109,6 +111,98 @@ class ProfileLine(BaseModel):
 class ProfileSearchOut(BaseModel):
     profile: str
     lines: list[ProfileLine]
+
+
+class Neighbour(BaseModel):
+    symbol: str
+    distance: int = Field(description="Call hops from the symbol asked about.")
+
+
+class BlastRadiusOut(BaseModel):
+    symbol: str
+    callers: list[Neighbour] = Field(description="What calls the symbol within the hops, nearest first.")
+
+
+class PathOut(BaseModel):
+    path: list[str] | None = Field(description="The shortest call chain, caller first; null: no chain.")
+
+
+class Hotspot(BaseModel):
+    symbol: str
+    pagerank: float
+    betweenness: float
+
+
+class HotspotsOut(BaseModel):
+    hotspots: list[Hotspot]
+
+
+class TaskOut(BaseModel):
+    id: int
+    title: str
+    owner: str
+    status: str
+
+
+class ConflictOut(BaseModel):
+    symbol: str = Field(description="The symbol you would edit.")
+    claimed: str = Field(description="The symbol another developer's task claimed.")
+    path: list[str] = Field(description="The shortest call path between them, caller first.")
+    developer: str
+    task: TaskOut
+
+
+class ConflictsOut(BaseModel):
+    conflicts: list[ConflictOut]
+
+
+class Expert(BaseModel):
+    developer: str
+    score: float
+    claims: int
+    attempts: int
+    decisions: int
+
+
+class WhoKnowsOut(BaseModel):
+    symbol: str
+    developers: list[Expert]
+
+
+class DecisionOut(BaseModel):
+    id: int
+    text: str
+    developer: str
+    symbols: list[str]
+
+
+class AttemptOut(BaseModel):
+    command: str
+    outcome: str
+    failed: list[str]
+    developer: str
+    count: int
+    resolved: bool
+
+
+class WhyOut(BaseModel):
+    symbol: str
+    current: list[DecisionOut]
+    superseded: list[DecisionOut]
+    attempts: list[AttemptOut]
+    people: list[str]
+
+
+class Card(BaseModel):
+    task: TaskOut
+    claims: int
+    failed_attempts: int
+    last_note: str | None
+
+
+class TaskBoardOut(BaseModel):
+    repo: str
+    tasks: list[Card]
 
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -234,7 +328,114 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             found = profile.search(query, include_protected)
         return ProfileSearchOut(profile=profile.profile_id, lines=[ProfileLine(file=f, line=line) for f, line in found])
 
+    @contextlib.contextmanager
+    def coordination() -> Iterator[Coordination]:
+        with service() as svc:
+            found = Coordination.for_service(svc)
+            try:
+                yield found
+            except LookupError as exc:  # an unknown symbol or task
+                raise ToolError(str(exc)) from exc
+            finally:
+                found.close()
+
+    def symbol_id(c: Coordination, name: str) -> str:
+        if c.graph.symbol(name) is not None:
+            return name
+        found = c.graph.find(name)
+        if len(found) != 1:
+            what = "no symbol" if not found else f"{len(found)} symbols ({', '.join(s.id for s in found[:5])})"
+            raise ToolError(f"'{name}' names {what}: give a symbol id like shop/orders.py::checkout.")
+        return found[0].id
+
+    @server.tool(annotations=READ_ONLY)
+    def blast_radius(symbol: str, hops: int = 3) -> BlastRadiusOut:
+        """What calls a symbol (id like shop/orders.py::checkout, or a name) within N call hops."""
+        with coordination() as c:
+            sid = symbol_id(c, symbol)
+            found = c.graph.blast_radius(sid, hops=hops)
+        return BlastRadiusOut(symbol=sid, callers=[Neighbour(symbol=s, distance=d) for s, d in found])
+
+    @server.tool(annotations=READ_ONLY)
+    def shortest_path(source: str, target: str) -> PathOut:
+        """The shortest call chain from one symbol to another."""
+        with coordination() as c:
+            return PathOut(path=c.graph.shortest_path(symbol_id(c, source), symbol_id(c, target)))
+
+    @server.tool(annotations=READ_ONLY)
+    def hotspots(limit: int = 20) -> HotspotsOut:
+        """The symbols at the centre of the call graph (PageRank and betweenness)."""
+        with coordination() as c:
+            found = c.graph.hotspots(limit)
+        return HotspotsOut(hotspots=[Hotspot(symbol=s, pagerank=p, betweenness=b) for s, p, b in found])
+
+    @server.tool(annotations=READ_ONLY)
+    def conflicts(symbols: list[str]) -> ConflictsOut:
+        """Before editing: other developers' active tasks that claimed code within 3 call hops of these
+        symbols (callees and callers checked separately), each with the call path. A warning, not a block."""
+        with coordination() as c:
+            found = c.team.conflicts(c.graph, c.repo, [symbol_id(c, s) for s in symbols], c.developer)
+        return ConflictsOut(
+            conflicts=[
+                ConflictOut(symbol=x.symbol, claimed=x.claimed, path=list(x.path), developer=x.developer,
+                            task=_task(x.intent))
+                for x in found
+            ]
+        )  # fmt: skip
+
+    @server.tool(annotations=READ_ONLY)
+    def who_knows(symbol: str) -> WhoKnowsOut:
+        """Developers ranked by their claims, attempts and decisions on a symbol and its neighbours."""
+        with coordination() as c:
+            sid = symbol_id(c, symbol)
+            found = c.team.who_knows(c.graph, c.repo, sid)
+        return WhoKnowsOut(
+            symbol=sid,
+            developers=[Expert(developer=e.developer, score=round(e.score, 3), claims=e.claims,
+                               attempts=e.attempts, decisions=e.decisions) for e in found],
+        )  # fmt: skip
+
+    @server.tool(annotations=READ_ONLY)
+    def why(symbol: str) -> WhyOut:
+        """A symbol's current decision, the decisions it superseded, the test attempts on it, the people."""
+        with coordination() as c:
+            found = c.team.why(c.repo, symbol_id(c, symbol))
+        return WhyOut(
+            symbol=found.symbol,
+            current=[_decision(d) for d in found.current],
+            superseded=[_decision(d) for d in found.superseded],
+            attempts=[_attempt(a) for a in found.attempts],
+            people=found.people,
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    def task_board() -> TaskBoardOut:
+        """This repository's tasks: owner, status, claims, failed attempts, last note."""
+        with coordination() as c:
+            cards = c.team.task_board(c.repo)
+            repo = c.repo
+        return TaskBoardOut(
+            repo=repo,
+            tasks=[Card(task=_task(card.intent), claims=card.claims, failed_attempts=card.failed,
+                        last_note=card.last_note.text if card.last_note else None) for card in cards],
+        )  # fmt: skip
+
     return server
+
+
+def _task(intent: Intent) -> TaskOut:
+    return TaskOut(id=intent.id, title=intent.title, owner=intent.owner, status=intent.status)
+
+
+def _decision(decision: Decision) -> DecisionOut:
+    return DecisionOut(id=decision.id, text=decision.text, developer=decision.developer, symbols=list(decision.symbols))
+
+
+def _attempt(attempt: Attempt) -> AttemptOut:
+    return AttemptOut(
+        command=attempt.command, outcome=attempt.outcome, failed=list(attempt.failed), developer=attempt.developer,
+        count=attempt.count, resolved=attempt.resolved_by is not None,
+    )  # fmt: skip
 
 
 def serve() -> None:
