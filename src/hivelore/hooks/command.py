@@ -36,7 +36,9 @@ def main(argv: list[str]) -> int:
         # Some payloads name no session (Kiro CLI); the agent process that runs the hooks stands in for it.
         event.session_id = f"process-{os.getppid()}"
     text = ""
-    if event.kind != "other":
+    # Most pre-tool calls are reads and shell commands, which hivelore only looks at once they ran:
+    # they answer before the stores are even imported.
+    if event.kind != "other" and not (event.kind == "pre_tool" and event.action != "edit"):
         try:
             text = _handle(event, read_only)
         except Exception as exc:  # a hook never fails the agent: the log says what went wrong
