@@ -11,9 +11,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from hivelore.cli.output import print_json, reported_errors
+from hivelore.cli.output import EXIT_FAILED, fail, print_json, reported_errors
 from hivelore.coordination import Coordination
 from hivelore.service import Hivelore, NotFound
+from hivelore.team import TeamUnavailable
 
 graph_app = typer.Typer(help="The code graph: symbols, calls, and who is changing what.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks (intents): claims, attempts, decisions, handoff and resume.", no_args_is_help=True)
@@ -29,6 +30,8 @@ def coordination() -> Iterator[Coordination]:
         found = Coordination.for_service(Hivelore.open())
         try:
             yield found
+        except TeamUnavailable as exc:
+            fail(f"{exc}.", EXIT_FAILED)
         finally:
             found.close()
 
@@ -183,6 +186,22 @@ def task_list(as_json: JsonFlag = False) -> None:
         intent = card.intent
         out.print(f"[bold]{intent.id}[/bold] [{intent.status}] {escape(intent.title)}  [dim]{escape(intent.owner)}, "
                   f"{card.claims} claims, {card.failed} failed attempts[/dim]")  # fmt: skip
+
+
+@task_app.command("create")
+def create(title: Annotated[str, typer.Argument(help="What the task is, e.g. 'add JWT support'.")]) -> None:
+    """Start a task explicitly (a session's first edit or test run starts one from its first prompt)."""
+    with coordination() as c:
+        intent = c.team.create_intent(c.developer, c.repo, title)
+    print(f"task {intent.id}: {intent.title} ({intent.owner})")
+
+
+@task_app.command("done")
+def done(task_id: Annotated[int, typer.Argument(help="The task.")]) -> None:
+    """Mark a task done: its claims no longer warn anyone."""
+    with coordination() as c:
+        c.team.done(task_id)
+    print(f"task {task_id} done")
 
 
 @task_app.command("handoff")

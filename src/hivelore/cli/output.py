@@ -11,7 +11,7 @@ import sqlite3
 import sys
 from collections.abc import Iterator
 
-from hivelore.service import Hivelore, NotFound
+from hivelore.service import Hivelore
 from hivelore.vault import DriftError
 
 EXIT_FAILED = 1  # not found, or the index is damaged
@@ -29,7 +29,9 @@ def reported_errors() -> Iterator[None]:
     """Turn the service's errors into one line on stderr and a non-zero exit."""
     try:
         yield
-    except NotFound as exc:
+    except LookupError as exc:  # NotFound, an unknown task or symbol; a bare KeyError is a bug, not an answer
+        if isinstance(exc, KeyError | IndexError):
+            raise
         fail(str(exc), EXIT_FAILED)
     except DriftError as exc:
         fail(str(exc), EXIT_CONFLICT)
