@@ -61,6 +61,20 @@ class Coordination:
             if store is not None:
                 store.close()
 
+    def symbol(self, name: str) -> str:
+        """The id of the one symbol `name` names (an id, a qualified name or a name); a LookupError
+        when none does, a ValueError when several do."""
+        if self.graph.symbol(name) is not None:
+            return name
+        found = self.graph.find(name)
+        if not found:
+            hint = "check the name, or run `hivelore graph index`"
+            raise LookupError(f"no symbol '{name}' in the graph of {self.root}: {hint}.")
+        if len(found) > 1:
+            ids = ", ".join(s.id for s in found[:5])
+            raise ValueError(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
+        return found[0].id
+
     # -- the session's task ---------------------------------------------------------------------
 
     def intent(self, agent: str, session_id: str, first_prompt: str = "") -> Intent:

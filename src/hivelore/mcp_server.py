@@ -339,20 +339,11 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             finally:
                 found.close()
 
-    def symbol_id(c: Coordination, name: str) -> str:
-        if c.graph.symbol(name) is not None:
-            return name
-        found = c.graph.find(name)
-        if len(found) != 1:
-            what = "no symbol" if not found else f"{len(found)} symbols ({', '.join(s.id for s in found[:5])})"
-            raise ToolError(f"'{name}' names {what}: give a symbol id like shop/orders.py::checkout.")
-        return found[0].id
-
     @server.tool(annotations=READ_ONLY)
     def blast_radius(symbol: str, hops: int = 3) -> BlastRadiusOut:
         """What calls a symbol (id like shop/orders.py::checkout, or a name) within N call hops."""
         with coordination() as c:
-            sid = symbol_id(c, symbol)
+            sid = c.symbol(symbol)
             found = c.graph.blast_radius(sid, hops=hops)
         return BlastRadiusOut(symbol=sid, callers=[Neighbour(symbol=s, distance=d) for s, d in found])
 
@@ -360,7 +351,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def shortest_path(source: str, target: str) -> PathOut:
         """The shortest call chain from one symbol to another."""
         with coordination() as c:
-            return PathOut(path=c.graph.shortest_path(symbol_id(c, source), symbol_id(c, target)))
+            return PathOut(path=c.graph.shortest_path(c.symbol(source), c.symbol(target)))
 
     @server.tool(annotations=READ_ONLY)
     def hotspots(limit: int = 20) -> HotspotsOut:
@@ -374,7 +365,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Before editing: other developers' active tasks that claimed code within 3 call hops of these
         symbols (callees and callers checked separately), each with the call path. A warning, not a block."""
         with coordination() as c:
-            found = c.team.conflicts(c.graph, c.repo, [symbol_id(c, s) for s in symbols], c.developer)
+            found = c.team.conflicts(c.graph, c.repo, [c.symbol(s) for s in symbols], c.developer)
         return ConflictsOut(
             conflicts=[
                 ConflictOut(symbol=x.symbol, claimed=x.claimed, path=list(x.path), developer=x.developer,
@@ -387,7 +378,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def who_knows(symbol: str) -> WhoKnowsOut:
         """Developers ranked by their claims, attempts and decisions on a symbol and its neighbours."""
         with coordination() as c:
-            sid = symbol_id(c, symbol)
+            sid = c.symbol(symbol)
             found = c.team.who_knows(c.graph, c.repo, sid)
         return WhoKnowsOut(
             symbol=sid,
@@ -399,7 +390,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def why(symbol: str) -> WhyOut:
         """A symbol's current decision, the decisions it superseded, the test attempts on it, the people."""
         with coordination() as c:
-            found = c.team.why(c.repo, symbol_id(c, symbol))
+            found = c.team.why(c.repo, c.symbol(symbol))
         return WhyOut(
             symbol=found.symbol,
             current=[_decision(d) for d in found.current],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 
 
 class Record:
@@ -72,3 +73,28 @@ def switch_to_wal(conn: sqlite3.Connection, deadline: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.002)
+
+
+def guarded(error_for: Callable[[sqlite3.Error, str], Exception]) -> Callable[[Callable], Callable]:
+    """A decorator for a store's methods: every text argument made storable, and every sqlite error
+    turned into the store's own exception (`error_for(exc, self.path)`), which a hook can act on."""
+
+    def wrap(method: Callable) -> Callable:
+        def call(self, *args: object, **kwargs: object) -> object:  # noqa: ANN001 -- any store with a .path
+            args = tuple(storable(arg) if type(arg) is str else arg for arg in args)
+            kwargs = {name: storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.Error as exc:
+                raise error_for(exc, self.path) from exc
+
+        call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
+        return call
+
+    return wrap
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether the error only says another process held the lock for the whole busy timeout."""
+    message = str(exc)
+    return "locked" in message or "busy" in message

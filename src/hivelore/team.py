@@ -423,26 +423,13 @@ def _decision(row: tuple) -> Decision:
 # -- the store ----------------------------------------------------------------------------------
 
 
-def _guarded(method: Callable) -> Callable:
-    """Turn sqlite errors into the two exceptions a hook can act on, and make every text argument storable."""
-
-    def call(self: Team, *args: object, **kwargs: object) -> object:
-        args = tuple(sqlitedb.storable(arg) if type(arg) is str else arg for arg in args)
-        kwargs = {name: sqlitedb.storable(arg) if type(arg) is str else arg for name, arg in kwargs.items()}
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise _unavailable(exc, self.path) from exc
-
-    call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
-    return call
-
-
 def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
-    message = str(exc)
-    if "locked" in message or "busy" in message:
-        return TeamBusy(f"{path} is busy ({message})")
-    return TeamUnavailable(f"{path} cannot be used ({message}); move it away to start a new team database")
+    if sqlitedb.is_busy(exc):
+        return TeamBusy(f"{path} is busy ({exc})")
+    return TeamUnavailable(f"{path} cannot be used ({exc}); move it away to start a new team database")
+
+
+_guarded = sqlitedb.guarded(_unavailable)
 
 
 class Team:

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from hivelore.cli.output import EXIT_FAILED, fail, print_json, reported_errors
 from hivelore.coordination import Coordination
-from hivelore.service import Hivelore, NotFound
+from hivelore.service import Hivelore
 from hivelore.team import TeamUnavailable
 
 graph_app = typer.Typer(help="The code graph: symbols, calls, and who is changing what.", no_args_is_help=True)
@@ -34,19 +34,6 @@ def coordination() -> Iterator[Coordination]:
             fail(f"{exc}.", EXIT_FAILED)
         finally:
             found.close()
-
-
-def _symbol(c: Coordination, name: str) -> str:
-    """The one symbol `name` names, or a clear error."""
-    if c.graph.symbol(name) is not None:
-        return name
-    found = c.graph.find(name)
-    if not found:
-        raise NotFound(f"no symbol '{name}' in the graph of {c.root}: check the name, or run `hivelore graph index`.")
-    if len(found) > 1:
-        ids = ", ".join(s.id for s in found[:5])
-        raise ValueError(f"'{name}' names {len(found)} symbols ({ids}…): give the id.")
-    return found[0].id
 
 
 @graph_app.command("index")
@@ -82,7 +69,7 @@ def blast_radius(
 ) -> None:
     """What calls SYMBOL within N hops, nearest first: what an edit of it may break."""
     with coordination() as c:
-        found = c.graph.blast_radius(_symbol(c, symbol), hops=hops)
+        found = c.graph.blast_radius(c.symbol(symbol), hops=hops)
     if as_json:
         print_json([{"symbol": s, "distance": d} for s, d in found])
     else:
@@ -94,7 +81,7 @@ def blast_radius(
 def shortest_path(source: Symbol, target: Symbol, as_json: JsonFlag = False) -> None:
     """The shortest call chain from SOURCE to TARGET."""
     with coordination() as c:
-        found = c.graph.shortest_path(_symbol(c, source), _symbol(c, target))
+        found = c.graph.shortest_path(c.symbol(source), c.symbol(target))
     if as_json:
         print_json(found)
     else:
@@ -119,7 +106,7 @@ def conflicts(
 ) -> None:
     """Other developers' active tasks that claimed code within 3 call hops of SYMBOLS."""
     with coordination() as c:
-        ids = [_symbol(c, s) for s in symbols]
+        ids = [c.symbol(s) for s in symbols]
         found = c.team.conflicts(c.graph, c.repo, ids, c.developer)
     if as_json:
         print_json([_conflict(x) for x in found])
@@ -133,7 +120,7 @@ def conflicts(
 def who_knows(symbol: Symbol, as_json: JsonFlag = False) -> None:
     """Developers ranked by their claims, attempts and decisions on SYMBOL and its neighbours."""
     with coordination() as c:
-        found = c.team.who_knows(c.graph, c.repo, _symbol(c, symbol))
+        found = c.team.who_knows(c.graph, c.repo, c.symbol(symbol))
     rows = [
         {"developer": e.developer, "score": round(e.score, 3), "claims": e.claims, "attempts": e.attempts,
          "decisions": e.decisions}
@@ -151,7 +138,7 @@ def who_knows(symbol: Symbol, as_json: JsonFlag = False) -> None:
 def why(symbol: Symbol, as_json: JsonFlag = False) -> None:
     """SYMBOL's current decision, the ones it superseded, the attempts on it and the people."""
     with coordination() as c:
-        found = c.team.why(c.repo, _symbol(c, symbol))
+        found = c.team.why(c.repo, c.symbol(symbol))
     answer = {
         "symbol": found.symbol,
         "current": [_decision(d) for d in found.current],
@@ -248,7 +235,7 @@ def decide(
 ) -> None:
     """Record a decision about code; a newer one on the same code supersedes it (history kept)."""
     with coordination() as c:
-        ids = [_symbol(c, s) for s in symbols or []]
+        ids = [c.symbol(s) for s in symbols or []]
         found = c.team.decide(text, ids, intent_id=task_id, developer=c.developer, repo=c.repo)
     print(f"decision {found.id} recorded" + (f" on {', '.join(found.symbols)}" if found.symbols else ""))
 
