@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -16,8 +17,9 @@ def run() -> None:
         main()
     except SystemExit as exc:
         if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and isinstance(exc.code, int | None):
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):  # the reader went away: nothing to tell it
+                    stream.flush()
             os._exit(exc.code or 0)
         raise
 

@@ -45,8 +45,11 @@ def main(argv: list[str]) -> int:
             _log(agent, event_name, f"{type(exc).__name__}: {exc}")
     reply = answer(event, text)
     if reply:
-        sys.stdout.write(reply + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(reply + "\n")
+            sys.stdout.flush()
+        except OSError as exc:  # the agent stopped listening (a closed pipe): nothing to tell it
+            _log(agent, event_name, f"answer not delivered: {exc}")
     return 0
 
 
