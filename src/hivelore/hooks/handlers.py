@@ -213,6 +213,8 @@ def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, tas
     from hivelore.coordination import Coordination
 
     event = ctx.event
+    if ctx.service.chain.git is None:
+        return None  # a folder outside git has no repository to share, and may be a whole home folder
     prompts = ctx.store.prompts(agent=event.agent, session_id=event.session_id) if ctx.store else []
     coordination = None
     try:
