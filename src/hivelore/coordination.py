@@ -101,7 +101,8 @@ class Coordination:
     def before_edit(self, agent: str, session_id: str, paths: Sequence[str], anchors: Sequence[str] = ()) -> list[str]:
         """Claim what the edit touches for the session's task; the lines to show: each conflict with
         another developer's task (once per session), then what failed on this code before."""
-        if not self._graph_ready():
+        paths = [p for p in paths if self._inside(p) is not None]
+        if not paths or not self._graph_ready():
             return []
         symbols = [s for path in paths for s in self.edited_symbols(path, anchors)]
         if not symbols:
@@ -121,9 +122,10 @@ class Coordination:
 
     def after_edit(self, paths: Sequence[str], agent: str, session_id: str) -> list[str]:
         """Re-index the edited files; record the symbols whose code changed for the session's task."""
-        if not self._graph_ready():
+        paths = [p for p in paths if self._inside(p) is not None]
+        if not paths or not self._graph_ready():
             return []
-        touched = [s for path in paths if self._inside(path) is not None for s in self.graph.reindex_file(path)]
+        touched = [s for path in paths for s in self.graph.reindex_file(path)]
         if touched:
             self.team.record_change(self.intent(agent, session_id).id, touched)
         return touched
