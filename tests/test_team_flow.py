@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -227,3 +228,17 @@ async def test_the_mcp_tools_answer_the_same_questions(home: Path, shop: Path) -
     assert conflict["developer"] == "dev-a" and conflict["task"]["title"] == "add JWT support"
     assert [t["task"]["title"] for t in board["tasks"]] == ["add JWT support"]
     assert unknown.is_error
+
+
+def test_a_repository_without_a_graph_gets_one_built_in_the_background(home: Path, shop: Path) -> None:
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    # No graph yet: the edit is not held up (nothing to check), and the index starts in the background.
+    assert edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]") == ""
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        exported = json.loads(cli(home, shop, "dev-a", "graph", "export", "--json").stdout)
+        if exported["symbols"] and not list(home.glob("graph-indexing-*")):
+            break
+        time.sleep(0.2)
+    assert "shop/tokens.py::validate_token" in {s["id"] for s in exported["symbols"]}
