@@ -242,3 +242,18 @@ def test_a_repository_without_a_graph_gets_one_built_in_the_background(home: Pat
             break
         time.sleep(0.2)
     assert "shop/tokens.py::validate_token" in {s["id"] for s in exported["symbols"]}
+
+
+def test_an_edit_brings_up_the_lessons_that_name_the_code_it_touches(home: Path, shop: Path) -> None:
+    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    lesson = "validate_token must reject expired JWTs: check exp before splitting, or refresh breaks"
+    assert cli(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", lesson).returncode == 0
+    other = cli(home, shop, "dev-a", "write", "repo::acme/shop::tokens-in-general", "tokens rotate daily")
+    assert other.returncode == 0
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+
+    told = edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]")
+
+    assert "a lesson about this code: repo::acme/shop::token-expiry" in told
+    assert "tokens-in-general" not in told  # it does not name validate_token
+    assert edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]") == ""  # once

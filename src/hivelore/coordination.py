@@ -98,15 +98,18 @@ class Coordination:
             found.update(dict.fromkeys(symbols[:1]))  # the innermost: a method, not its whole class
         return list(found)
 
-    def before_edit(self, agent: str, session_id: str, paths: Sequence[str], anchors: Sequence[str] = ()) -> list[str]:
-        """Claim what the edit touches for the session's task; the lines to show: each conflict with
-        another developer's task (once per session), then what failed on this code before."""
+    def before_edit(
+        self, agent: str, session_id: str, paths: Sequence[str], anchors: Sequence[str] = ()
+    ) -> tuple[list[str], list[str]]:
+        """Claim what the edit touches for the session's task. Returns the lines to show (each
+        conflict with another developer's task, once per session, then what failed on this code
+        before) and the ids of the symbols the edit touches."""
         paths = [p for p in paths if self._inside(p) is not None]
         if not paths or not self._graph_ready():
-            return []
+            return [], []
         symbols = [s for path in paths for s in self.edited_symbols(path, anchors)]
         if not symbols:
-            return []
+            return [], []
         intent = self.intent(agent, session_id)
         self.team.claim(intent.id, symbols)
         said = []
@@ -118,7 +121,7 @@ class Coordination:
             key = f"history\0{attempt.id}"
             if self.team.mark_warned(agent, session_id, key):
                 said.append(f"failed here before: `{attempt.command}` — {_failed(attempt)} ({attempt.developer})")
-        return said
+        return said, symbols
 
     def after_edit(self, paths: Sequence[str], agent: str, session_id: str) -> list[str]:
         """Re-index the edited files; record the symbols whose code changed for the session's task."""

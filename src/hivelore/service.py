@@ -458,6 +458,18 @@ class Hivelore:
                 found.append(hit)
         return found[:limit]
 
+    def citing(self, names: Iterable[str], exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
+        """Committed memories whose text names one of these symbols (`validate_token`, `Cart.total`)
+        as written: the lessons about the code an agent is about to edit."""
+        excluded, found = set(exclude), {}
+        for name in dict.fromkeys(n for n in names if len(n) >= 3):
+            for hit in self.search(name, limit=MAX_RELATED_HITS) if recall.query_words(name) else []:
+                memory = hit.row.memory
+                cited = name in memory.value or name in memory.key
+                if cited and hit.row.state == "committed" and memory.address not in excluded:
+                    found.setdefault(memory.address, hit)
+        return list(found.values())[:limit]
+
     def _fresh_visible(self, index: Index, row: Row) -> Row | None:
         """The row, found visible by the index, as its file is now, if it is still visible (an in-place
         edit may have archived it; an unchanged file need not be decoded to know)."""

@@ -117,7 +117,13 @@ def pre_tool(ctx: HookContext) -> str:
     event = ctx.event
     if event.action != "edit" or not event.paths or not ctx.recording:
         return ""
-    said = _coordinate(ctx, lambda c: c.before_edit(event.agent, event.session_id, event.paths, event.anchors))
+    checked = _coordinate(ctx, lambda c: c.before_edit(event.agent, event.session_id, event.paths, event.anchors))
+    said, symbols = checked if checked else ([], [])
+    lessons = ctx.service.citing([s.rsplit("::", 1)[-1].split("#")[0] for s in symbols], exclude=ctx.shown())
+    if lessons:
+        ctx.mark_shown([h.row.memory.address for h in lessons])
+        width = ctx.service.settings.context_line_chars
+        said += [f"a lesson about this code: {recall.line_for(h.row, width)[2:]}" for h in lessons]
     return "hivelore:\n" + "\n".join(f"- {line}" for line in said) if said else ""
 
 
