@@ -365,7 +365,7 @@ def test_cursor_shell_events() -> None:
     assert after.cwd == "/home/dev/src/acme-api"  # first workspace root
 
     before = normalise("cursor", "beforeShellExecution", example("cursor", "beforeShellExecution", "pytest"))
-    assert (before.kind, before.command, before.output) == ("pre_tool", "pytest -q", "")
+    assert (before.kind, before.command, before.output) == ("other", "pytest -q", "")  # preToolUse is hooked
 
 
 def test_cursor_file_mcp_agent_and_subagent_events() -> None:
@@ -557,7 +557,7 @@ EXPECTED_ANSWERS = {
     ("gemini", "SessionEnd"): SYSTEM,
     ("cursor", "sessionStart"): {"additional_context": TEXT},
     ("cursor", "beforeSubmitPrompt"): {"continue": True},
-    ("cursor", "beforeShellExecution"): {"permission": "allow", "agent_message": TEXT},
+    ("cursor", "preToolUse"): "",
     ("cursor", "postToolUse"): {"additional_context": TEXT},
     ("cursor", "postToolUseFailure"): {"additional_context": TEXT},
     ("cursor", "preCompact"): {"user_message": TEXT},
@@ -568,7 +568,6 @@ EXPECTED_ANSWERS = {
 ANSWER_IDS = [f"{agent}/{event_name}" for agent, event_name in sorted(EXPECTED_ANSWERS)]
 NEUTRAL_ANSWERS = {
     ("cursor", "beforeSubmitPrompt"): {"continue": True},
-    ("cursor", "beforeShellExecution"): {"permission": "allow"},
 }
 
 

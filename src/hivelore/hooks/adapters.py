@@ -501,13 +501,13 @@ _CONTRACTS: dict[str, dict[str, str]] = {
 
 # cursor.com/docs/hooks, "Hook events": the neutral object each event needs and the field that carries text.
 # sessionStart takes additional_context; beforeSubmitPrompt cannot inject context, so it only lets the prompt
-# through; beforeShellExecution always allows (agent_message is "sent to agent"); preCompact shows user_message.
-# afterShellExecution/afterFileEdit/afterMCPExecution/sessionEnd have no output, and stop's followup_message would
-# be submitted as a new user message, so those print nothing.
+# through; preCompact shows user_message. A pre-tool answer would have to carry a `permission`, and "allow" could
+# skip Cursor's own approval of a command, so hivelore prints nothing there (it claims code silently; Cursor
+# fails open). afterShellExecution/afterFileEdit/afterMCPExecution/sessionEnd have no output, and stop's
+# followup_message would be submitted as a new user message, so those print nothing.
 _CURSOR_OUTPUT: dict[str, tuple[dict[str, object], str]] = {
     "sessionStart": ({}, "additional_context"),
     "beforeSubmitPrompt": ({"continue": True}, ""),
-    "beforeShellExecution": ({"permission": "allow"}, "agent_message"),
     "preCompact": ({}, "user_message"),
     "postToolUse": ({}, "additional_context"),
     "postToolUseFailure": ({}, "additional_context"),

@@ -51,7 +51,9 @@ HOOK_EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "cursor": (
         ("sessionStart", "session_start"),
         ("beforeSubmitPrompt", "prompt"),
-        ("beforeShellExecution", "pre_tool"),
+        # The generic preToolUse (not beforeShellExecution): it carries edits, which are what the
+        # pre-edit check needs; hivelore does not judge shell commands before they run.
+        ("preToolUse", "pre_tool"),
         # postToolUse/postToolUseFailure, not the older after* events: only they carry a failure and
         # can answer with additional_context (cursor.com/docs/hooks, "Hook events").
         ("postToolUse", "post_tool"),
