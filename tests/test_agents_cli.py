@@ -294,11 +294,6 @@ def test_install_merges_into_the_users_files_and_uninstall_restores_every_byte(
     assert after == before, "the user's files are byte-identical again, everything install created is gone"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="install.py re-renders a JSON file with json.dumps: the inline `[{ ... }]` of Cursor's documented "
-    "hooks.json example comes back expanded after uninstall",
-)
 def test_uninstall_restores_a_hand_formatted_json_file(env: dict[str, str], repo: Path) -> None:
     docs_example = (
         '{\n  "version": 1,\n  "hooks": {\n    "afterFileEdit": [{ "command": "./hooks/format.sh" }]\n  }\n}\n'
@@ -518,3 +513,23 @@ def test_doctor_runs_each_wired_hook_once_and_reports_a_broken_one(env: dict[str
         timeout=30,
     )
     assert list(home.glob("events.db*"))
+
+
+def test_a_file_edited_after_install_keeps_the_edit_when_uninstall_takes_ours_out(
+    env: dict[str, str], repo: Path
+) -> None:
+    hooks = repo / ".cursor/hooks.json"
+    hooks.parent.mkdir()
+    hooks.write_text('{"version": 1, "hooks": {"stop": [{ "command": "./mine.sh" }]}}\n')
+    install(env, repo, "--project", "--agent", "cursor", "--yes")
+    ledger = Path(env["HIVELORE_HOME"]) / "installed.json"
+    assert ledger.stat().st_mode & 0o777 == 0o600  # it holds a copy of the user's file
+    data = json.loads(hooks.read_text())
+    data["hooks"]["stop"].append({"command": "./added-later.sh"})
+    hooks.write_text(json.dumps(data, indent=2) + "\n")
+
+    assert hivelore(env, repo, "uninstall", "--project", "--agent", "cursor", "--yes").returncode == 0
+
+    left = json.loads(hooks.read_text())
+    assert left["hooks"]["stop"] == [{"command": "./mine.sh"}, {"command": "./added-later.sh"}]
+    assert "hivelore" not in hooks.read_text()

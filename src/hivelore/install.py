@@ -41,7 +41,10 @@ lists install had to create for them once empty, our skills unless edited since 
 "skip"), and the files and folders install created once they hold nothing else. What install
 created is recorded in `<hivelore home>/installed.json` (the ledger), so a file, object or list the
 user had before is never deleted, even when it is empty again; without the ledger (say, on a
-teammate's machine) uninstall removes our entries and unedited skills only. `.hivelore.json`
+teammate's machine) uninstall removes our entries and unedited skills only. For a file the user had,
+the ledger also keeps its bytes from before install: while the file still holds exactly what install
+left there, uninstall puts those bytes back (formatting and all); once someone edited it, uninstall
+takes out our entries and keeps the rest. The ledger is written readable by its owner only. `.hivelore.json`
 always stays: it is the committable project setting that teammates share, and it holds no secret.
 """
 
@@ -136,6 +139,7 @@ class FileEdit:
     after: bytes | None
     new_dirs: tuple[Path, ...] = ()  # folders `apply` creates first (they did not exist when planned)
     old_dirs: tuple[Path, ...] = ()  # folders install created that `apply` removes last, once empty
+    private: bool = False  # written readable by its owner only (the ledger holds copies of config files)
 
     @property
     def change(self) -> Change:
@@ -589,16 +593,35 @@ def _toml_found(doc: tomlkit.TOMLDocument) -> tuple[str, ...] | None:
 
 class _Ledger:
     """What install created: path -> "" for a file or folder, `path#container` -> "" for an object or
-    list it added inside a file, and a skill file's path -> the sha256 of the bytes it wrote."""
+    list it added inside a file, and a skill file's path -> the sha256 of the bytes it wrote. And,
+    for a file the user had, its bytes before install and the sha256 of what install left there
+    (`originals`): while the file still holds exactly that, uninstall gives the user's bytes back
+    as they were, formatting and all (the ledger is written readable by its owner only)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.before = _read(path)
         data = _parse_json(path, _text(path, self.before)) if self.before is not None else {}
-        created = data.get("created", {})
-        if not isinstance(created, dict):
-            raise InstallError(f"{path}: 'created' must be a JSON object: fix or delete it.")
+        created, originals = data.get("created", {}), data.get("originals", {})
+        if not isinstance(created, dict) or not isinstance(originals, dict):
+            raise InstallError(f"{path}: 'created' and 'originals' must be JSON objects: fix or delete it.")
         self.created: dict[str, str] = {str(k): str(v) for k, v in created.items()}
+        self.originals: dict[str, dict[str, str]] = {
+            str(k): v for k, v in originals.items() if isinstance(v, dict) and {"text", "installed"} <= set(v)
+        }
+
+    def remember_original(self, path: Path, before: bytes, after: bytes) -> None:
+        """Install changed a file the user had: keep its first bytes, and what install left there."""
+        kept = self.originals.get(str(path))
+        text = kept["text"] if kept else before.decode("utf-8", "surrogateescape")
+        self.originals[str(path)] = {"text": text, "installed": _sha(after)}
+
+    def original(self, path: Path, now: bytes | None) -> bytes | None:
+        """The user's bytes from before install, if the file still holds exactly what install left."""
+        kept = self.originals.pop(str(path), None)
+        if kept is None or now is None or _sha(now) != kept["installed"]:
+            return None
+        return kept["text"].encode("utf-8", "surrogateescape")
 
     def has(self, path: Path) -> bool:
         return str(path) in self.created
@@ -618,11 +641,13 @@ class _Ledger:
         self.set_containers(path, set())
 
     def edit(self) -> FileEdit | None:
-        after = _render_json({"created": dict(sorted(self.created.items()))}, None).encode() if self.created else None
+        record = {"created": dict(sorted(self.created.items())), "originals": dict(sorted(self.originals.items()))}
+        after = _render_json(record, None).encode() if self.created or self.originals else None
         if self.before is None and after is None:
             return None
         summary = "the record of what hivelore install created"
-        return _file_edit(self.path, self.before, after, summary, _missing_dirs(self.path))
+        edit = _file_edit(self.path, self.before, after, summary, _missing_dirs(self.path))
+        return dataclasses.replace(edit, private=True)
 
 
 def _missing_dirs(path: Path) -> tuple[Path, ...]:
@@ -680,6 +705,10 @@ def _plan_file(spec: _File, installing: bool, ledger: _Ledger) -> FileEdit | Non
     if empty and before is not None and ledger.has(spec.path):
         after = None  # a file we created that holds nothing of anyone else now (also `install --hooks none`)
         ledger.forget(spec.path)
+    elif installing and before is not None and after is not None and after != before and not ledger.has(spec.path):
+        ledger.remember_original(spec.path, before, after)
+    elif not installing and before is not None:
+        after = ledger.original(spec.path, before) or after
     summary = "; ".join(phrases) or "nothing but what install had put there"
     summary += f" ({spec.note})" if installing and spec.note and after is not None else ""
     return _file_edit(spec.path, before, after, summary, _missing_dirs(spec.path))
@@ -765,7 +794,7 @@ def plan_uninstall(target: Target) -> list[FileEdit]:
 # --- applying ----------------------------------------------------------------------------------------------
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, data: bytes, private: bool = False) -> None:
     real = path.resolve() if path.is_symlink() else path  # keep a dotfile manager's link a link
     try:
         mode = stat.S_IMODE(real.stat().st_mode)
@@ -773,7 +802,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    atomicfile.replace(real, data, permissions=mode)
+    atomicfile.replace(real, data, permissions=0o600 if private else mode)
 
 
 def apply(edits: list[FileEdit]) -> list[Change]:
@@ -788,7 +817,7 @@ def apply(edits: list[FileEdit]) -> list[Change]:
         if edit.after is None and edit.before is not None:
             edit.path.unlink()
         elif edit.after is not None and edit.after != edit.before:
-            _write_atomic(edit.path, edit.after)
+            _write_atomic(edit.path, edit.after, edit.private)
     for folder in sorted({d for e in edits for d in e.old_dirs}, key=lambda p: -len(p.parts)):
         with contextlib.suppress(OSError):  # something new appeared in it since planning: it stays
             folder.rmdir()
