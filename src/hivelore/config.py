@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from hivelore.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MODES = ("local",)
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
@@ -34,9 +37,15 @@ class Settings:
     profile: str = "default"
 
 
+def home_path(env: Mapping[str, str]) -> str:
+    """HIVELORE_HOME, else ~/.hivelore, as a string (the hooks' light path imports no pathlib)."""
+    return os.path.expanduser(env.get("HIVELORE_HOME") or os.path.join("~", ".hivelore"))
+
+
 def home_dir(env: Mapping[str, str]) -> Path:
-    configured = env.get("HIVELORE_HOME")
-    return Path(configured).expanduser() if configured else Path.home() / ".hivelore"
+    from pathlib import Path
+
+    return Path(home_path(env))
 
 
 def _read_json(path: Path) -> dict[str, object]:

@@ -11,10 +11,14 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
+from hivelore.config import home_path
 from hivelore.hooks.adapters import Event, answer, normalise
 from hivelore.hooks.catalog import AGENTS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.service import Hivelore
 
 MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
 FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 0.12) must not stall the hook
@@ -125,12 +129,17 @@ def _read_stdin() -> bytes:
 def _handle(event: Event, read_only: bool) -> str:
     from hivelore.eventstore import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
-    from hivelore.service import Hivelore
+
+    def open_service() -> Hivelore:
+        from pathlib import Path
+
+        from hivelore.service import Hivelore
+
+        return Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
 
     cwd = event.cwd if event.cwd and os.path.isdir(event.cwd) else os.getcwd()
     event.cwd = cwd
-    service = Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
-    home = str(service.settings.home)
+    home = home_path(os.environ)
     store = None
     try:
         store = EventStore.open(home)
@@ -142,20 +151,19 @@ def _handle(event: Event, read_only: bool) -> str:
             store = reset(home)
         except EventStoreUnavailable as again:  # e.g. the folder is read-only: answer without the store
             _log(event.agent, event.name, f"event store cannot be recreated: {again}")
+    heard = answer(event, "?") != ""  # whether this agent shows anything a hook says at this event
+    context = HookContext(event, open_service, store, read_only, heard)
     try:
-        heard = answer(event, "?") != ""  # whether this agent shows anything a hook says at this event
-        return HANDLERS[event.kind](HookContext(event, service, store, read_only, heard))
+        return HANDLERS[event.kind](context)
     finally:
-        for warning in service.warnings:
+        for warning in context.close():
             _log(event.agent, event.name, f"warning: {warning}")
-        service.close()
         if store is not None:
             store.close()
 
 
 def log_path() -> str:
-    home = os.environ.get("HIVELORE_HOME") or os.path.join(os.path.expanduser("~"), ".hivelore")
-    return os.path.join(os.path.expanduser(home), "logs", "hooks.log")
+    return os.path.join(home_path(os.environ), "logs", "hooks.log")
 
 
 def _log(agent: str, event_name: str, message: str) -> None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hivelore import recall
 from hivelore.eventstore import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event
-from hivelore.service import Hivelore
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from hivelore import recall
     from hivelore.coordination import Coordination
+    from hivelore.service import Hivelore
 
 PROMPT_LESSONS = 3  # at most this many lessons under a prompt
 FAILURE_LESSONS = 3
@@ -28,17 +28,37 @@ FRAMING = "considerations, not rules; read any in full with memory_read"
 
 
 class HookContext:
-    """What a handler works with: the event, the service for its folder, the event store (None when
-    events.db cannot be used), whether this hook may record prompts, failures and notes
-    (`--hooks read-only` may not; it still keeps the session's bookkeeping of what it showed), and
-    whether the agent shows what a hook says at this event at all (`heard`)."""
+    """What a handler works with: the event, the memory service for its folder (opened on first use:
+    the most frequent events, a read or a shell command that ran, need only the event store), the
+    event store (None when events.db cannot be used), whether this hook may record prompts, failures
+    and notes (`--hooks read-only` may not; it still keeps the session's bookkeeping of what it
+    showed), and whether the agent shows what a hook says at this event at all (`heard`)."""
 
-    __slots__ = ("event", "service", "store", "read_only", "heard")
+    __slots__ = ("event", "_open_service", "_service", "store", "read_only", "heard")
 
     def __init__(
-        self, event: Event, service: Hivelore, store: EventStore | None, read_only: bool, heard: bool = True
+        self,
+        event: Event,
+        open_service: Callable[[], Hivelore],
+        store: EventStore | None,
+        read_only: bool,
+        heard: bool = True,
     ) -> None:
-        self.event, self.service, self.store, self.read_only, self.heard = event, service, store, read_only, heard
+        self.event, self._open_service, self._service = event, open_service, None
+        self.store, self.read_only, self.heard = store, read_only, heard
+
+    @property
+    def service(self) -> Hivelore:
+        if self._service is None:
+            self._service = self._open_service()
+        return self._service
+
+    def close(self) -> list[str]:
+        """Close the service if it was opened; the warnings it gathered."""
+        if self._service is None:
+            return []
+        self._service.close()
+        return list(self._service.warnings)
 
     @property
     def recording(self) -> bool:
@@ -121,6 +141,8 @@ def pre_tool(ctx: HookContext) -> str:
     said, symbols = checked if checked else ([], [])
     lessons = ctx.service.citing([s.rsplit("::", 1)[-1].split("#")[0] for s in symbols], exclude=ctx.shown())
     if lessons:
+        from hivelore import recall
+
         ctx.mark_shown([h.row.memory.address for h in lessons])
         width = ctx.service.settings.context_line_chars
         said += [f"a lesson about this code: {recall.line_for(h.row, width)[2:]}" for h in lessons]
@@ -264,6 +286,8 @@ def _count_call(ctx: HookContext) -> None:
 
 
 def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -> str:
+    from hivelore import recall
+
     lines = [recall.line_for(h.row, ctx.service.settings.context_line_chars) for h in hits]
     return "\n".join([f"{title} ({FRAMING}):", *lines])
 
