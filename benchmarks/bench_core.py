@@ -66,7 +66,9 @@ REBUILD = "hivelore index rebuild"
 HOOK_START = "hook: session start (claude)"
 HOOK_PROMPT = "hook: prompt (claude)"
 HOOK_FAILURE = "hook: tool failure (claude)"
-HOOKS = (HOOK_START, HOOK_PROMPT, HOOK_FAILURE)
+HOOK_READ = "hook: after a read (claude)"
+HOOK_SHELL = "hook: after a shell command (claude)"
+HOOKS = (HOOK_START, HOOK_PROMPT, HOOK_FAILURE, HOOK_READ, HOOK_SHELL)
 ROW_ORDER = (
     BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, *HOOKS, REBUILD_FIRST, REBUILD,
 )  # fmt: skip
@@ -249,12 +251,31 @@ class Bench:
                     "error": FAILURE,
                 },
             ),
+            # The most frequent events of all: a file read, a shell command that passed.
+            HOOK_READ: (
+                "PostToolUse",
+                {
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Read",
+                    "tool_input": {"file_path": str(self.repo / "README.md")},
+                    "tool_response": {"type": "text"},
+                },
+            ),
+            HOOK_SHELL: (
+                "PostToolUse",
+                {
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "git status --short"},
+                    "tool_response": {"stdout": "", "stderr": "", "interrupted": False},
+                },
+            ),
         }
         for label, (event, payload) in payloads.items():
-            session = {"session_id": f"bench-{self.size}-{round_no}-{event}"}
+            session = {"session_id": f"bench-{self.size}-{round_no}-{label}"}
             argv = [self.hivelore, "hook", "--agent", "claude", "--event", event]
             proc = self.timed(label, argv, json.dumps({**base, **session, **payload}))
-            if proc is not None and round_no == 0:
+            if proc is not None and round_no == 0 and label in (HOOK_START, HOOK_PROMPT, HOOK_FAILURE):
                 said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else ""
                 self.notes.append(f"{label}: {len(said):,} chars; {said.splitlines()[0][:90] if said else '(silent)'}")
 
