@@ -195,6 +195,7 @@ def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
 
 
 _guarded = sqlitedb.guarded(_unavailable)
+_SCHEMA = sqlitedb.Schema("schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable)
 
 
 class EventStore:
@@ -209,21 +210,7 @@ class EventStore:
     def open(cls, folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:
         """Open folder/events.db, creating the folder and the database when missing."""
         path = os.path.join(folder, FILENAME)
-        try:
-            os.makedirs(folder, exist_ok=True)
-            conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise EventStoreUnavailable(f"{path} cannot be opened ({exc})") from exc
-        try:
-            _check_schema(conn, path, timeout)
-            # per connection; in WAL mode NORMAL cannot corrupt, it only drops the last commits on power loss
-            conn.execute("PRAGMA synchronous=NORMAL")
-        except EventStoreUnavailable:
-            conn.close()
-            raise
-        except sqlite3.Error as exc:
-            conn.close()
-            raise _unavailable(exc, path) from exc
+        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
         return cls(conn, path, clock)
 
     def close(self) -> None:
@@ -469,32 +456,6 @@ class EventStore:
         )
         with Immediate(self.conn) as conn:
             return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)
-
-
-def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
-    """One query on the usual path; the schema is created only when the meta table is missing."""
-    try:
-        rows = sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        rows = _create_schema(conn, path, time.monotonic() + timeout)
-    version = rows[0][0] if rows else None
-    if version != SCHEMA_VERSION:
-        raise EventStoreUnavailable(f"{path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
-
-
-def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
-    tables = sqlitedb.tables(conn)
-    if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
-        raise EventStoreUnavailable(f"{path} is not a hivelore event store (tables: {', '.join(sorted(tables))})")
-    sqlitedb.switch_to_wal(conn, deadline)
-    with Immediate(conn):
-        if not sqlitedb.tables(conn):  # another process may have created it while this one waited for the lock
-            for statement in _TABLES:
-                conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        return sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'schema'")
 
 
 def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:

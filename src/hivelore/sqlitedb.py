@@ -6,9 +6,10 @@ Stdlib only and cheap to import: every hook process opens at least one of these 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 class Record:
@@ -98,3 +99,67 @@ def is_busy(exc: sqlite3.Error) -> bool:
     """Whether the error only says another process held the lock for the whole busy timeout."""
     message = str(exc)
     return "locked" in message or "busy" in message
+
+
+class Schema(Record):
+    """What a store's file holds: its tables, and the version it records under `key` in its meta
+    table; `what` names the store in errors ("a hivelore event store"), `error` is the exception a
+    file that cannot be used raises, `advice` ends a version mismatch's message."""
+
+    __slots__ = ("key", "version", "statements", "what", "error", "advice")
+
+    def __init__(
+        self, key: str, version: str, statements: Sequence[str], what: str, error: type[Exception], advice: str = ""
+    ) -> None:
+        self.key, self.version, self.statements, self.what = key, version, tuple(statements), what
+        self.error, self.advice = error, advice
+
+
+def connect(
+    path: str, schema: Schema, timeout: float, error_for: Callable[[sqlite3.Error, str], Exception]
+) -> sqlite3.Connection:
+    """Open a store's file (its folder and tables created when missing) in WAL mode; `schema.error`
+    when it is not this store at this version, `error_for` for any other sqlite error."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    except (OSError, sqlite3.Error) as exc:
+        raise schema.error(f"{path} cannot be opened ({exc})") from exc
+    try:
+        _check_schema(conn, path, schema, time.monotonic() + timeout)
+        # per connection; in WAL mode NORMAL cannot corrupt, it only drops the last commits on power loss
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except schema.error:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise error_for(exc, path) from exc
+    return conn
+
+
+def _check_schema(conn: sqlite3.Connection, path: str, schema: Schema, deadline: float) -> None:
+    """One query on the usual path; the tables are created only when the meta table is missing."""
+    try:
+        found = rows(conn, "SELECT value FROM meta WHERE name = ?", (schema.key,))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        found = _create_schema(conn, path, schema, deadline)
+    version = found[0][0] if found else None
+    if version != schema.version:
+        label = schema.key.replace("-", " ")
+        raise schema.error(f"{path} has {label} {version}, this hivelore needs {schema.version}{schema.advice}")
+
+
+def _create_schema(conn: sqlite3.Connection, path: str, schema: Schema, deadline: float) -> list:
+    present = tables(conn)
+    if present and "meta" not in present:  # someone else's database: do not even change its journal mode
+        raise schema.error(f"{path} is not {schema.what} (tables: {', '.join(sorted(present))})")
+    switch_to_wal(conn, deadline)
+    with Immediate(conn):
+        if not tables(conn):  # another process may have created it while this one waited for the lock
+            for statement in schema.statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES (?, ?)", (schema.key, schema.version))
+        return rows(conn, "SELECT value FROM meta WHERE name = ?", (schema.key,))

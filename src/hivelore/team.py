@@ -430,6 +430,10 @@ def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
 
 
 _guarded = sqlitedb.guarded(_unavailable)
+_SCHEMA = sqlitedb.Schema(
+    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable,
+    "; move it away to start a new one",
+)  # fmt: skip
 
 
 class Team:
@@ -444,20 +448,7 @@ class Team:
     def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> Team:
         """Open home/team.db, creating the folder and the database when missing."""
         path = os.path.join(home, FILENAME)
-        try:
-            os.makedirs(home, exist_ok=True)
-            conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise TeamUnavailable(f"{path} cannot be opened ({exc})") from exc
-        try:
-            _check_schema(conn, path, timeout)
-            conn.execute("PRAGMA synchronous=NORMAL")  # in WAL mode it cannot corrupt, only drop the last commits
-        except TeamUnavailable:
-            conn.close()
-            raise
-        except sqlite3.Error as exc:
-            conn.close()
-            raise _unavailable(exc, path) from exc
+        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
         return cls(conn, path, clock)
 
     def close(self) -> None:
@@ -986,34 +977,6 @@ def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, di
 
 
 # -- schema -------------------------------------------------------------------------------------
-
-
-def _check_schema(conn: sqlite3.Connection, path: str, timeout: float) -> None:
-    """One query on the usual path; the schema is created only when the meta table is missing."""
-    try:
-        rows = sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        rows = _create_schema(conn, path, time.monotonic() + timeout)
-    version = rows[0][0] if rows else None
-    if version != SCHEMA_VERSION:
-        raise TeamUnavailable(
-            f"{path} has team schema {version}, this hivelore needs {SCHEMA_VERSION}; move it away to start a new one"
-        )
-
-
-def _create_schema(conn: sqlite3.Connection, path: str, deadline: float) -> list:
-    tables = sqlitedb.tables(conn)
-    if tables and "meta" not in tables:  # someone else's database: do not even change its journal mode
-        raise TeamUnavailable(f"{path} is not a hivelore team database (tables: {', '.join(sorted(tables))})")
-    sqlitedb.switch_to_wal(conn, deadline)
-    with Immediate(conn):
-        if not sqlitedb.tables(conn):  # another process may have created it while this one waited for the lock
-            for statement in _TABLES:
-                conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('team-schema', ?)", (SCHEMA_VERSION,))
-        return sqlitedb.rows(conn, "SELECT value FROM meta WHERE name = 'team-schema'")
 
 
 # -- developers ---------------------------------------------------------------------------------
