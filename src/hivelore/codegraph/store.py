@@ -9,12 +9,12 @@ written, so calls can be resolved again without re-parsing) and `imports`.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from hivelore.codegraph.model import Binding, ParsedFile
 from hivelore.records import record
+from hivelore.sqlitedb import Immediate
 
 SCHEMA_VERSION = "1"
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
@@ -132,15 +132,8 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+    def transaction(self) -> Immediate:
+        return Immediate(self.conn)
 
     def meta(self, name: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE name = ?", (f"{name}:{self.repo}",)).fetchone()

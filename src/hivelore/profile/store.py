@@ -267,9 +267,9 @@ class Profile:
         (the new line's and every active entry's; the ledger's `category` only records what it was
         when promoted). Refused (nothing written) over budget, on drift, or for SOUL.md.
         """
-        if category_of is not None:
-            category = category_of(clean_line(line))
         text = clean_line(line)
+        if category_of is not None:
+            category = category_of(text)
         _check_writable(file, "promotion")
         if category is not None and (not isinstance(category, str) or not category.strip()):
             raise ProfileError("the category must be a non-empty name such as 'package manager', or None.")
@@ -277,10 +277,7 @@ class Profile:
         evidence = _clean_sessions(sessions)
         with self._lock():
             self._recover_if_needed()
-            loaded = self._snapshot()
-            entries = self._parse_ledger(loaded[LEDGER][0])
-            before = _fingerprint(entries)
-            markdown = {name: loaded[name][0] or "" for name in WRITABLE}
+            loaded, entries, before, markdown = self._load()
             now = _iso(_now())
             entry = next(
                 (e for e in entries if e["status"] == "active" and e["file"] == file and e["line"] == text), None
@@ -320,10 +317,7 @@ class Profile:
         key = _loose(clean_line(line))
         with self._lock():
             self._recover_if_needed()
-            loaded = self._snapshot()
-            entries = self._parse_ledger(loaded[LEDGER][0])
-            before = _fingerprint(entries)
-            markdown = {name: loaded[name][0] or "" for name in WRITABLE}
+            loaded, entries, before, markdown = self._load()
             now = _iso(_now())
             forgotten = set()
             for entry in entries:
@@ -386,6 +380,13 @@ class Profile:
             if name != SOUL or include_protected:
                 sources.append((name, _read_text_lenient(self._path(name))))
         return sources
+
+    def _load(self) -> tuple[dict, list[dict], str, dict[str, str]]:
+        """Under the lock: the files as loaded (text, stamp), the ledger's entries, their fingerprint
+        (to tell whether the ledger changed) and the writable Markdown files' texts."""
+        loaded = self._snapshot()
+        entries = self._parse_ledger(loaded[LEDGER][0])
+        return loaded, entries, _fingerprint(entries), {name: loaded[name][0] or "" for name in WRITABLE}
 
     def _snapshot(self) -> dict[str, tuple[str | None, Stamp | None]]:
         """USER.md, MEMORY.md and promotions.json as loaded now: (text or None, stamp or None)."""
