@@ -320,6 +320,16 @@ class EventStore:
         )
 
     @_guarded
+    def first_prompt(self, agent: str, session_id: str) -> str:
+        """The session's first kept prompt ("" if none): what its task is named after."""
+        found = sqlitedb.rows(
+            self.conn,
+            "SELECT text FROM prompts WHERE agent = ? AND session_id = ? ORDER BY ts, id LIMIT 1",
+            (agent, session_id),
+        )
+        return found[0][0] if found else ""
+
+    @_guarded
     def prompts(
         self, agent: str | None = None, session_id: str | None = None, root_only: bool = False, since: float = 0.0
     ) -> list[Prompt]:

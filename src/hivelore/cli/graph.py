@@ -218,9 +218,10 @@ def resume(task_id: Annotated[int, typer.Argument(help="The task.")], as_json: J
         print_json(answer)
         return
     out.print(f"[bold]task {found.intent.id}: {escape(found.intent.title)}[/bold] — now yours")
-    for name, items in (("claims", answer["claims"]), ("notes", [n["text"] for n in answer["notes"]])):
-        for item in items:
-            out.print(f"  {name[:-1]}: {escape(str(item))}")
+    for claim in answer["claims"]:
+        out.print(f"  claim: {escape(claim)}")
+    for note in found.notes:
+        out.print(f"  note: {escape(note.text)}")
     for a in found.failed:
         out.print(f"  failed: {escape(a.command)} → {escape(', '.join(a.failed) or a.outcome)} ({a.count}×)")
     for d in found.decisions:

@@ -243,12 +243,12 @@ def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, tas
     event = ctx.event
     if ctx.service.chain.git is None:
         return None  # a folder outside git has no repository to share, and may be a whole home folder
-    prompts = ctx.store.prompts(agent=event.agent, session_id=event.session_id) if ctx.store else []
     coordination = None
     try:
         coordination = Coordination.for_service(ctx.service)
         if task:
-            coordination.intent(event.agent, event.session_id, prompts[0].text if prompts else "")
+            first = ctx.store.first_prompt(event.agent, event.session_id) if ctx.store else ""
+            coordination.intent(event.agent, event.session_id, first)
         return work(coordination)
     except Exception as exc:  # noqa: BLE001 -- coordination is an extra: it must not cost the lessons
         ctx.service.warnings.append(f"team coordination skipped: {type(exc).__name__}: {exc}")
