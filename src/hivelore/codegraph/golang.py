@@ -12,10 +12,6 @@ def parse(source: bytes, path: str, language: str) -> ParsedFile:
 
 
 class _Go(Walker):
-    def enter(self, node, scope: Scope) -> Scope | None:
-        handler = _HANDLERS.get(node.type)
-        return handler(self, node, scope) if handler else scope
-
     def _function(self, node, scope: Scope) -> Scope:
         inner = self.define(
             node, self.text(node.child_by_field_name("name")), "function", scope, returns=self._result(node)
@@ -176,3 +172,4 @@ _HANDLERS = {
     "range_clause": _Go._range,
     "import_spec": _Go._import,
 }
+_Go.handlers = _HANDLERS

@@ -23,10 +23,6 @@ def parse(source: bytes, path: str, language: str) -> ParsedFile:
 class _Java(Walker):
     implicit_this = True
 
-    def enter(self, node, scope: Scope) -> Scope | None:
-        handler = _HANDLERS.get(node.type)
-        return handler(self, node, scope) if handler else scope
-
     def _type(self, node, scope: Scope) -> Scope:
         bases = []
         for field in ("superclass", "interfaces"):
@@ -156,3 +152,4 @@ _HANDLERS = {
     "explicit_constructor_invocation": _Java._explicit_constructor,
     "import_declaration": _Java._import,
 }
+_Java.handlers = _HANDLERS

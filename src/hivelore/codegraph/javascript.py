@@ -17,10 +17,6 @@ def parse(source: bytes, path: str, language: str) -> ParsedFile:
 
 
 class _JavaScript(Walker):
-    def enter(self, node, scope: Scope) -> Scope | None:
-        handler = _HANDLERS.get(node.type)
-        return handler(self, node, scope) if handler else scope
-
     # -- definitions ------------------------------------------------------------------------------
 
     def _function(self, node, scope: Scope) -> Scope:
@@ -289,3 +285,4 @@ _HANDLERS = {
     "export_statement": _JavaScript._export,
     "assignment_expression": _JavaScript._assignment,
 }
+_JavaScript.handlers = _HANDLERS

@@ -13,10 +13,6 @@ def parse(source: bytes, path: str, language: str) -> ParsedFile:
 
 
 class _Rust(Walker):
-    def enter(self, node, scope: Scope) -> Scope | None:
-        handler = _HANDLERS.get(node.type)
-        return handler(self, node, scope) if handler else scope
-
     # -- definitions ------------------------------------------------------------------------------
 
     def _function(self, node, scope: Scope) -> Scope | None:
@@ -226,3 +222,4 @@ _HANDLERS = {
     "closure_expression": _Rust._bindings,
     "use_declaration": _Rust._use,
 }
+_Rust.handlers = _HANDLERS

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from collections.abc import Callable
 
 from hivelore.codegraph.model import Binding, Definition, ParsedFile, Site
 
@@ -91,10 +92,14 @@ class Walker:
         self._hash_definitions()
         return ParsedFile(self.path, self.language, self.definitions, self._sites(), self.bindings)
 
+    # node type -> the method that handles it; each language's walker fills it in
+    handlers: dict[str, Callable[..., Scope | None]] = {}  # noqa: RUF012 -- read-only, replaced per subclass
+
     def enter(self, node, scope: Scope) -> Scope | None:
         """Look at one node: record what it defines, calls, imports or binds; return the scope its
-        children are walked in (None: do not walk them)."""
-        raise NotImplementedError
+        children are walked in (None: do not walk them). Node types without a handler pass through."""
+        handler = self.handlers.get(node.type)
+        return handler(self, node, scope) if handler else scope
 
     # -- what the subclasses call -----------------------------------------------------------------
 
