@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Hooks run as subprocesses answer in their own process: a hook server started per test's home would
+# outlive the test. tests/test_hook_server.py turns it on and stops what it starts.
+os.environ["HIVELORE_HOOK_SERVER"] = "off"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 

@@ -65,8 +65,17 @@ def expected_entry() -> list[str]:
 ENTRY = expected_entry()
 
 
+def expected_hook_entry() -> list[str]:
+    """What a hook runs: the `hivelore-hook` launcher installed next to the console script, else `<entry> hook`."""
+    launcher = Path(ENTRY[0]).with_name("hivelore-hook")
+    return [str(launcher)] if len(ENTRY) == 1 and launcher.is_file() else [*ENTRY, "hook"]
+
+
+HOOK_ENTRY = expected_hook_entry()
+
+
 def our_hook(agent: str, event: str, read_only: bool = False) -> str:
-    return shlex.join([*ENTRY, "hook", "--agent", agent, "--event", event, *(["--read-only"] if read_only else [])])
+    return shlex.join([*HOOK_ENTRY, "--agent", agent, "--event", event, *(["--read-only"] if read_only else [])])
 
 
 # --- the places a test runs in ------------------------------------------------------------------------------

@@ -64,10 +64,10 @@ class Hook(NamedTuple):
 
 
 def hook_env(home: Path) -> dict[str, str]:
-    """The test's environment with only HIVELORE_HOME of hivelore's variables (an agent running these tests
-    may have set HIVELORE_AGENT or HIVELORE_SESSION)."""
+    """The test's environment with only HIVELORE_HOME and HIVELORE_HOOK_SERVER (see conftest.py) of hivelore's
+    variables (an agent running these tests may have set HIVELORE_AGENT or HIVELORE_SESSION)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
-    return {**env, "HIVELORE_HOME": str(home)}
+    return {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": os.environ["HIVELORE_HOOK_SERVER"]}
 
 
 def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes) -> Hook:
@@ -567,12 +567,12 @@ HEAVY = ("typer", "click", "pydantic", "rich", "httpx", "yaml", "mcp")
 
 
 def probe(event: str) -> str:
-    """A `python -c` program: the hook command as `hivelore` runs it, then the heavy modules it imported."""
+    """A `python -c` program: the hook command as `hivelore hook` and `hivelore-hook` run it (answered in its own
+    process: conftest.py turns the hook server off), then the heavy modules it imported."""
     return (
         "import sys\n"
-        f"sys.argv = ['hivelore', 'hook', '--agent', 'claude', '--event', {event!r}]\n"
-        "from hivelore.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from hivelore.hooks.client import main\n"
+        f"main(['--agent', 'claude', '--event', {event!r}])\n"
         f"heavy = {HEAVY!r}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
     )

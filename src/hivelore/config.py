@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Mapping
 
+from hivelore.home import home_path
 from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -35,11 +36,6 @@ class Settings:
     context_line_chars: int
     search_limit: int
     profile: str = "default"
-
-
-def home_path(env: Mapping[str, str]) -> str:
-    """HIVELORE_HOME, else ~/.hivelore, as a string (the hooks' light path imports no pathlib)."""
-    return os.path.expanduser(env.get("HIVELORE_HOME") or os.path.join("~", ".hivelore"))
 
 
 def home_dir(env: Mapping[str, str]) -> Path:

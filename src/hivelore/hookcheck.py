@@ -68,7 +68,8 @@ def check_hook(command: str, agent: str, event: str, cwd: Path) -> HookCheck:
         return HookCheck(event, False, 0.0, f"{missing} does not exist: run `hivelore install` again")
     payload = json.dumps(sample_payload(agent, event, cwd))
     with tempfile.TemporaryDirectory(prefix="hivelore-doctor-") as home:
-        env = {**os.environ, "HIVELORE_HOME": home}
+        # Answered in the hook's own process: a hook server started for a throw-away home is waste.
+        env = {**os.environ, "HIVELORE_HOME": home, "HIVELORE_HOOK_SERVER": "off"}
         started = time.perf_counter()
         try:
             proc = subprocess.run(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -17,18 +16,36 @@ def run() -> None:
         main()
     except SystemExit as exc:
         if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and isinstance(exc.code, int | None):
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(OSError, ValueError):  # the reader went away: nothing to tell it
-                    stream.flush()
-            os._exit(exc.code or 0)
+            _leave(exc.code or 0)
         raise
+
+
+def run_hook(argv: list[str]) -> None:
+    """`hivelore hook ARGS`, and the `hivelore-hook ARGS` launcher: one agent event. It exits 0
+    whatever happens; what went wrong is in HIVELORE_HOME/logs/hooks.log."""
+    from hivelore.hooks.client import main as hook
+
+    try:
+        hook(argv)
+    except Exception as exc:  # a hook never fails the agent
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"hivelore hook {' '.join(argv)}: {type(exc).__name__}: {exc}")
+    _leave(0)
+
+
+def _leave(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 -- contextlib.suppress would cost every hook 0.5 ms of imports
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away: nothing to tell it
+            pass
+    os._exit(code)
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "hook":  # runs on every agent event: nothing more is imported
-        from hivelore.hooks.command import main as hook
-
-        raise SystemExit(hook(sys.argv[2:]))
+        run_hook(sys.argv[2:])
     from hivelore.cli.fast import COMMANDS
 
     if len(sys.argv) > 1 and sys.argv[1] in COMMANDS:

@@ -1,4 +1,8 @@
-"""`hivelore hook --agent A --event E [--read-only]`: one agent hook event, payload on stdin.
+"""One agent hook event, answered in this process: `respond(argv, payload, cwd, ppid)`.
+
+`hivelore hook --agent A --event E [--read-only]` reaches this through `hooks.client`, which hands
+the event to the resident hook server when one runs (the server calls `respond` in turn) and
+calls it here otherwise.
 
 A hook must never fail or stall the agent: whatever arrives (garbage, nothing, megabytes, the
 wrong agent), it exits 0, prints only what the agent's parser accepts, and writes what went wrong
@@ -9,52 +13,43 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
-from hivelore.config import home_path
+from hivelore.home import home_path
 from hivelore.hooks.adapters import Event, answer, normalise
 from hivelore.hooks.catalog import AGENTS
+from hivelore.hooks.client import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.service import Hivelore
 
-MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
-FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 0.12) must not stall the hook
-IDLE_WAIT_S = 0.5  # once the payload came, a pause this long without EOF ends it
 LOG_CAP = 1_000_000  # bytes of hooks.log before it is rotated to hooks.log.1
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 
 
-def main(argv: list[str]) -> int:
+def respond(argv: list[str], raw: bytes, cwd: str, ppid: int) -> tuple[str, str]:
+    """What to print on stdout and on stderr for one hook event: its command line, the bytes that
+    came on stdin, the folder and the parent process (the agent) of the hook process."""
     try:
         agent, event_name, read_only = _arguments(argv)
     except ValueError as exc:
-        _read_stdin()  # the agent's write must not end in a broken pipe
-        print(f"hivelore: {exc} ({USAGE})", file=sys.stderr)
-        _log("-", "-", f"hivelore hook {' '.join(argv)}: {exc}")  # the agent may never show stderr
-        return 0
-    event = normalise(agent, event_name, _payload(agent, event_name))
+        log("-", "-", f"hivelore hook {' '.join(argv)}: {exc}")  # the agent may never show stderr
+        return "", f"hivelore: {exc} ({USAGE})\n"
+    event = normalise(agent, event_name, _payload(agent, event_name, raw))
     if not event.session_id:
         # Some payloads name no session (Kiro CLI); the agent process that runs the hooks stands in for it.
-        event.session_id = f"process-{os.getppid()}"
+        event.session_id = f"process-{ppid}"
     text = ""
     # Most pre-tool calls are reads and shell commands, which hivelore only looks at once they ran:
     # they answer before the stores are even imported.
     if event.kind != "other" and not (event.kind == "pre_tool" and event.action != "edit"):
         try:
-            text = _handle(event, read_only)
+            text = _handle(event, read_only, cwd)
         except Exception as exc:  # a hook never fails the agent: the log says what went wrong
-            _log(agent, event_name, f"{type(exc).__name__}: {exc}")
+            log(agent, event_name, f"{type(exc).__name__}: {exc}")
     reply = answer(event, text)
-    if reply:
-        try:
-            sys.stdout.write(reply + "\n")
-            sys.stdout.flush()
-        except OSError as exc:  # the agent stopped listening (a closed pipe): nothing to tell it
-            _log(agent, event_name, f"answer not delivered: {exc}")
-    return 0
+    return (reply + "\n" if reply else ""), ""
 
 
 def _arguments(argv: list[str]) -> tuple[str, str, bool]:
@@ -77,56 +72,30 @@ def _arguments(argv: list[str]) -> tuple[str, str, bool]:
     return values["--agent"], values["--event"], read_only
 
 
-def _payload(agent: str, event_name: str) -> object:
-    """The JSON object on stdin, or None when there is none or it is not a JSON object (logged). Kiro
-    IDE 0.12 passes its payload in the USER_PROMPT variable instead."""
-    try:
-        raw = _read_stdin()
-    except (OSError, ValueError, AttributeError) as exc:
-        _log(agent, event_name, f"cannot read stdin: {exc}")
-        return None
+def _payload(agent: str, event_name: str, raw: bytes) -> object:
+    """The JSON object that came on stdin, or None when there is none or it is not a JSON object
+    (logged). Kiro IDE 0.12 passes its payload in the USER_PROMPT variable instead."""
     if not raw.strip() and agent == "kiro" and os.environ.get("USER_PROMPT"):
         raw = os.environ["USER_PROMPT"].encode("utf-8", "replace")
         if not raw.lstrip().startswith(b"{"):
             return {"prompt": raw.decode("utf-8")}
     if len(raw) > MAX_PAYLOAD:
-        _log(agent, event_name, f"payload over {MAX_PAYLOAD:,} bytes: ignored")
+        log(agent, event_name, f"payload over {MAX_PAYLOAD:,} bytes: ignored")
         return None
     if not raw.strip():
         return None
     try:
         payload = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested beyond the parser's depth
-        _log(agent, event_name, f"payload is not JSON ({exc})")
+        log(agent, event_name, f"payload is not JSON ({exc})")
         return None
     if not isinstance(payload, dict):
-        _log(agent, event_name, f"payload is JSON but not an object ({type(payload).__name__}): ignored")
+        log(agent, event_name, f"payload is JSON but not an object ({type(payload).__name__}): ignored")
         return None
     return payload
 
 
-def _read_stdin() -> bytes:
-    """Everything on stdin up to MAX_PAYLOAD + 1 bytes (the rest is read and dropped, so the agent's
-    write never blocks), waiting at most FIRST_BYTE_WAIT_S for it to start and IDLE_WAIT_S between
-    chunks: a hook that waited for an EOF that never comes would stall the agent."""
-    import select
-
-    fd = sys.stdin.fileno()
-    chunks: list[bytes] = []
-    size = 0
-    wait = FIRST_BYTE_WAIT_S
-    while select.select([fd], [], [], wait)[0]:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        if size <= MAX_PAYLOAD:
-            chunks.append(chunk)
-        size += len(chunk)
-        wait = IDLE_WAIT_S
-    return b"".join(chunks)[: MAX_PAYLOAD + 1]
-
-
-def _handle(event: Event, read_only: bool) -> str:
+def _handle(event: Event, read_only: bool, cwd: str) -> str:
     from hivelore.eventstore import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
 
@@ -137,37 +106,35 @@ def _handle(event: Event, read_only: bool) -> str:
 
         return Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
 
-    cwd = event.cwd if event.cwd and os.path.isdir(event.cwd) else os.getcwd()
+    if event.cwd and os.path.isdir(event.cwd):
+        cwd = event.cwd
     event.cwd = cwd
     home = home_path(os.environ)
     store = None
     try:
         store = EventStore.open(home)
     except EventStoreBusy as exc:
-        _log(event.agent, event.name, f"event store busy, event not recorded: {exc}")
+        log(event.agent, event.name, f"event store busy, event not recorded: {exc}")
     except EventStoreUnavailable as exc:
-        _log(event.agent, event.name, f"event store unusable, recreating it: {exc}")
+        log(event.agent, event.name, f"event store unusable, recreating it: {exc}")
         try:
             store = reset(home)
         except EventStoreUnavailable as again:  # e.g. the folder is read-only: answer without the store
-            _log(event.agent, event.name, f"event store cannot be recreated: {again}")
+            log(event.agent, event.name, f"event store cannot be recreated: {again}")
     heard = answer(event, "?") != ""  # whether this agent shows anything a hook says at this event
     context = HookContext(event, open_service, store, read_only, heard)
     try:
         return HANDLERS[event.kind](context)
     finally:
         for warning in context.close():
-            _log(event.agent, event.name, f"warning: {warning}")
+            log(event.agent, event.name, f"warning: {warning}")
         if store is not None:
             store.close()
 
 
-def log_path() -> str:
-    return os.path.join(home_path(os.environ), "logs", "hooks.log")
-
-
-def _log(agent: str, event_name: str, message: str) -> None:
-    path = log_path()
+def log(agent: str, event_name: str, message: str) -> None:
+    """One line in HIVELORE_HOME/logs/hooks.log: where a hook, which must stay silent, says what went wrong."""
+    path = os.path.join(home_path(os.environ), "logs", "hooks.log")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:

@@ -1,0 +1,160 @@
+"""`hivelore hook …`, the process an agent starts on every event: read the payload, then let the
+resident hook server answer it, or answer it here.
+
+The server (`hooks.server`) has hivelore's modules loaded and the stores' pages cached, so a hook
+it answers costs this process little more than Python's own start-up. When none is running (the
+first event after a while, another system than Linux, or `HIVELORE_HOOK_SERVER=off`), this process
+answers the event itself (`hooks.command.respond`, the same code the server runs) and then starts a
+server for the events to come. This module is the part that runs before either: it imports no
+module of hivelore's beyond the two it needs, and nothing from the standard library but `_socket`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from hivelore import __version__
+from hivelore.home import home_path
+from hivelore.hooks.wire import PROTOCOL, WireError, pack, pack_environ, server_address, unpack
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import TextIO
+
+MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
+FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 0.12) must not stall the hook
+IDLE_WAIT_S = 0.5  # once the payload came, a pause this long without EOF ends it
+CONNECT_WAIT_S = 1.0
+ANSWER_WAIT_S = 30.0  # well within every agent's hook timeout (Claude Code's default: 60 s)
+OFF = ("0", "off", "false", "no")
+
+
+def main(argv: list[str]) -> int:
+    try:
+        raw = read_stdin()
+    except (OSError, ValueError, AttributeError):  # no stdin at all: an event without a payload
+        raw = b""
+    cwd = _cwd()
+    address = server_address(home_path(os.environ), sys.executable, __version__) if enabled(os.environ) else None
+    status, out, err = _ask(address, argv, raw, cwd) if address and cwd else (b"absent", "", "")
+    if status in (b"absent", b"stale", b"refused"):
+        from hivelore.hooks.command import respond
+
+        out, err = respond(argv, raw, cwd or "", os.getppid())
+    _write(sys.stdout, out)
+    _write(sys.stderr, err)
+    if status in (b"absent", b"stale") and address and cwd:
+        start_server(home_path(os.environ))
+    return 0
+
+
+def enabled(environ: Mapping[str, str]) -> bool:
+    """Whether hooks may use a hook server (`HIVELORE_HOOK_SERVER=off` says no)."""
+    return environ.get("HIVELORE_HOOK_SERVER", "on").strip().lower() not in OFF
+
+
+def read_stdin() -> bytes:
+    """Everything on stdin up to MAX_PAYLOAD + 1 bytes (the rest is read and dropped, so the agent's
+    write never blocks), waiting at most FIRST_BYTE_WAIT_S for it to start and IDLE_WAIT_S between
+    chunks: a hook that waited for an EOF that never comes would stall the agent."""
+    import select
+
+    fd = sys.stdin.fileno()
+    chunks: list[bytes] = []
+    size = 0
+    wait = FIRST_BYTE_WAIT_S
+    while select.select([fd], [], [], wait)[0]:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        if size <= MAX_PAYLOAD:
+            chunks.append(chunk)
+        size += len(chunk)
+        wait = IDLE_WAIT_S
+    return b"".join(chunks)[: MAX_PAYLOAD + 1]
+
+
+def request(verb: bytes, home: str, fields: list[bytes]) -> bytes:
+    return pack([PROTOCOL, verb, os.fsencode(os.path.abspath(home)), os.fsencode(sys.executable), *fields])
+
+
+def exchange(address: bytes, message: bytes) -> list[bytes] | None:
+    """Send one message to the server and return its answer's fields; None when no server listens
+    there. An answer cut short (the server died mid-event, or took longer than ANSWER_WAIT_S)
+    raises OSError or WireError: the event may have been handled, so it is not handled again."""
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_WAIT_S)
+        try:
+            sock.connect(address)
+        except OSError:
+            return None
+        sock.settimeout(ANSWER_WAIT_S)
+        sock.sendall(message)
+        sock.shutdown(_socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(1 << 20):
+            chunks.append(chunk)
+        return unpack(b"".join(chunks))
+    finally:
+        sock.close()
+
+
+def start_server(home: str) -> None:
+    """Start a hook server for `home`, detached: its own session, stdio on /dev/null (an agent reads
+    a hook's stdout until every holder closes it). Two hooks starting one at once is harmless: the
+    second server finds the name taken and leaves."""
+    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    argv = [sys.executable, "-m", "hivelore.hooks.server", os.path.abspath(home)]
+    try:
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
+    except OSError as exc:
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"could not start the hook server: {exc}")
+
+
+def _ask(address: bytes, argv: list[str], raw: bytes, cwd: str) -> tuple[bytes, str, str]:
+    """(status, stdout, stderr) of the event as the server answered it. Status b"ok": answered;
+    b"absent": no server; b"stale" (its code changed on disk) or b"refused" (not its home, or it
+    cannot take this event): answer it here; b"lost": the answer never came, stay silent."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    fields = [b"\0".join(os.fsencode(a) for a in argv), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
+    message = request(b"hook", home_path(os.environ), [*fields, pack_environ(dict(os.environ)), raw])
+    try:
+        answer = exchange(address, message)
+    except (OSError, WireError) as exc:
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"the hook server did not answer ({exc}); the event was left unanswered")
+        return b"lost", "", ""
+    if answer is None:
+        return b"absent", "", ""
+    if len(answer) != 3:
+        return b"refused", "", ""
+    status, out, err = answer
+    return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under the agent: answered here, where that is handled
+        return ""
+
+
+def _write(stream: TextIO, text: str) -> None:
+    if not text:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:  # the agent stopped listening (a closed pipe): nothing to tell it
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"answer not delivered: {exc}")
