@@ -17,6 +17,8 @@ from hivelore.cli import agents, fast
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
+from hivelore.home import home_path
+from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory import Memory, looks_like_address, parse_address
 from hivelore.service import Hivelore
 from hivelore.transfer import ImportRecord
@@ -33,6 +35,11 @@ app.add_typer(index_app, name="index")
 app.add_typer(profile_app, name="profile")
 app.add_typer(graph_app, name="graph")
 app.add_typer(task_app, name="task")
+hook_server_app = typer.Typer(
+    help="The resident process that answers hook events for this HIVELORE_HOME (see docs/hooks.md).",
+    no_args_is_help=True,
+)
+app.add_typer(hook_server_app, name="hook-server")
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -424,6 +431,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             if git
             else None,
             "index": service.index_status(),
+            "hook_server": server_state(str(service.settings.home), os.environ),
             "agents": agents.agents_report(service),
         }
     if as_json:
@@ -454,6 +462,18 @@ def _print_agents(found: list[dict]) -> None:
             out.print(f"    hook {hook['event']}: {state} {hook['ms']} ms, {escape(hook['detail'])}")
         if entry["skills"]:
             out.print(f"    skills: {len(entry['skills'])}")
+
+
+@hook_server_app.command("status")
+def hook_server_status() -> None:
+    """Whether a hook server runs for this HIVELORE_HOME, since when, and how many events it answered."""
+    print(server_state(home_path(os.environ), os.environ))
+
+
+@hook_server_app.command("stop")
+def hook_server_stop() -> None:
+    """Stop the hook server of this HIVELORE_HOME (the next hook event starts a new one)."""
+    print("stopped" if stop_server(home_path(os.environ)) else "no hook server was running")
 
 
 app.command()(agents.install)

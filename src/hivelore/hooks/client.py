@@ -104,6 +104,31 @@ def exchange(address: bytes, message: bytes) -> list[bytes] | None:
         sock.close()
 
 
+def server_state(home: str, environ: Mapping[str, str]) -> str:
+    """One line on the hook server for `home`, as `doctor` and `hivelore hook-server status` say it."""
+    if not enabled(environ):
+        return "off (HIVELORE_HOOK_SERVER is set to off): each hook answers in its own process"
+    address = server_address(home, sys.executable, __version__)
+    if address is None:
+        return f"not available on {sys.platform}: each hook answers in its own process"
+    answer = _control(address, b"status", home)
+    return f"running: {answer}" if answer else "not running: the next hook event starts it"
+
+
+def stop_server(home: str) -> bool:
+    """Ask the hook server for `home` to leave; whether one was running."""
+    address = server_address(home, sys.executable, __version__)
+    return address is not None and _control(address, b"stop", home) is not None
+
+
+def _control(address: bytes, verb: bytes, home: str) -> str | None:
+    try:
+        answer = exchange(address, request(verb, home, []))
+    except (OSError, WireError):
+        return None
+    return answer[1].decode("utf-8", "replace") if answer and len(answer) == 3 and answer[0] == b"ok" else None
+
+
 def start_server(home: str) -> None:
     """Start a hook server for `home`, detached: its own session, stdio on /dev/null (an agent reads
     a hook's stdout until every holder closes it). Two hooks starting one at once is harmless: the

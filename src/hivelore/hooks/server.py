@@ -52,18 +52,19 @@ class HookServer:
             try:
                 conn, _ = self.listener.accept()
             except TimeoutError:
-                reason = self._reason_to_leave()
+                conn = None
+            if conn is not None:
+                with conn:
+                    reason = self._serve(conn)
                 if reason:
                     return reason
-                continue
-            with conn:
-                reason = self._serve(conn)
+            # Asked after every connection too: `status` calls do not make a server busy.
+            reason = self._reason_to_leave(full=conn is None)
             if reason:
                 return reason
 
     def _serve(self, conn: socket.socket) -> str:
         """Answer one connection; a reason to leave after it, or ""."""
-        self.last_event = time.monotonic()
         try:
             fields = self._read(conn)
         except (OSError, WireError) as exc:
@@ -86,6 +87,7 @@ class HookServer:
             self.listener.close()  # the hook starts a new server: the name must be free by then
             self._send(conn, [b"stale", b"", b""])
             return "its code changed on disk"
+        self.last_event = time.monotonic()
         self._send(conn, self._answer(fields[4:]))
         self.events += 1
         return ""
@@ -121,11 +123,13 @@ class HookServer:
         except OSError as exc:  # the hook process gave up waiting
             log("-", "-", f"hook server: an answer was not delivered ({exc})")
 
-    def _reason_to_leave(self) -> str:
-        if not os.path.isdir(self.home):
-            return "its home folder was removed"
+    def _reason_to_leave(self, full: bool) -> str:
         if time.monotonic() - self.last_event > self.idle_s:
             return f"idle for {self.idle_s:g} s"
+        if not full:
+            return ""
+        if not os.path.isdir(self.home):
+            return "its home folder was removed"
         if self._code_changed():
             return "its code changed on disk"
         return ""
@@ -142,7 +146,8 @@ class HookServer:
 
     def _status(self) -> str:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_ns / 1e9))
-        return f"pid {os.getpid()}, since {since}, {self.events} events answered, leaves after {self.idle_s:g} s idle"
+        answered = f"{self.events} event{'' if self.events == 1 else 's'} answered"
+        return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle"
 
 
 def idle_seconds(environ: Mapping[str, str]) -> float:
@@ -176,7 +181,7 @@ def main(argv: list[str]) -> int:
     reason = server.serve()
     listener.close()
     os.environ["HIVELORE_HOME"] = home
-    log("-", "-", f"hook server left after {server.events} events: {reason}")
+    log("-", "-", f"hook server left after {server.events} event{'' if server.events == 1 else 's'}: {reason}")
     return 0
 
 
