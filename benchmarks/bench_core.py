@@ -69,8 +69,11 @@ HOOK_FAILURE = "hook: tool failure (claude)"
 HOOK_READ = "hook: after a read (claude)"
 HOOK_SHELL = "hook: after a shell command (claude)"
 HOOKS = (HOOK_START, HOOK_PROMPT, HOOK_FAILURE, HOOK_READ, HOOK_SHELL)
+ALONE = "  same, no hook server"  # the hook answers in its own process (the first event after idle, or off)
+HOOKS_ALONE = tuple(f"{label} {ALONE.strip()}" for label in HOOKS)
 ROW_ORDER = (
-    BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, *HOOKS, REBUILD_FIRST, REBUILD,
+    BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT,
+    *(row for pair in zip(HOOKS, HOOKS_ALONE, strict=True) for row in pair), REBUILD_FIRST, REBUILD,
 )  # fmt: skip
 PROMPT = "why does pnpm test fail with ECONNREFUSED 5432?"
 FAILURE = "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete]\nExit code 1"
@@ -99,6 +102,8 @@ class Bench:
         self.size, self.runs, self.rebuild_runs = size, runs, rebuild_runs
         self.seed, self.timeout, self.budget, self.keep = seed, timeout, budget, keep
         self.hivelore = str(Path(sys.executable).parent / "hivelore")
+        launcher = Path(sys.executable).parent / "hivelore-hook"  # what `hivelore install` wires, when present
+        self.hook = [str(launcher)] if launcher.is_file() else [self.hivelore, "hook"]
         self.series: dict[str, Series] = {}
         self.notes: list[str] = []
         self.counter = 0
@@ -109,14 +114,15 @@ class Bench:
     # -- running commands ---------------------------------------------------------------------
 
     def run(
-        self, argv: list[str], stdin: str | None = None
+        self, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
     ) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
         """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input."""
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                argv, cwd=self.repo, env=self.env, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                capture_output=True, text=True, timeout=self.timeout, check=False,
+                argv, cwd=self.repo, env=env or self.env, input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True, text=True,
+                timeout=self.timeout, check=False,
             )
         except subprocess.TimeoutExpired:
             failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
@@ -129,7 +135,9 @@ class Bench:
             )
         return seconds, proc, None
 
-    def timed(self, label: str, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str] | None:
+    def timed(
+        self, label: str, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str] | None:
         """Run and record one sample of `label`; after a failure, or once its samples add up to the
         time budget, the command is not run again at this size."""
         series = self.series.setdefault(label, Series())
@@ -139,7 +147,7 @@ class Bench:
             series.over_budget = True
             self.log(f"{label}: {len(series.samples)} runs used the {self.budget:g} s budget; no more runs")
             return None
-        seconds, proc, failure = self.run(argv, stdin)
+        seconds, proc, failure = self.run(argv, stdin, env)
         if failure:
             series.failure = failure
             self.log(f"FAILED: {label}")
@@ -187,11 +195,15 @@ class Bench:
             if proc is not None:
                 self.notes.append(f"setup rebuild said: {proc.stdout.strip()}")
             self.warm_up()
+            self.start_hook_server()
             repo_keys = stats.keys.get(REPO_ADDRESS, [])
             update_key = repo_keys[len(repo_keys) // 2] if repo_keys else "bench-update"
             for round_no in range(self.runs):
                 self.log(f"round {round_no + 1} of {self.runs}")
                 self.round(round_no, update_key, rebuild=round_no < self.rebuild_runs)
+            status = self.untimed([self.hivelore, "hook-server", "status"])
+            self.notes.append(f"hook server: {status.stdout.strip() if status else '?'}")
+            self.untimed([self.hivelore, "hook-server", "stop"])
             db = self.home / "index.db"
             if db.exists():
                 self.notes.append(f"index.db: {db.stat().st_size / 1e6:.1f} MB")
@@ -211,6 +223,19 @@ class Bench:
             top = f"; best: {hits[0]['scope']}::{hits[0]['key']}" if hits else ""
             took = f" (first read after the rebuild, untimed run: {time.perf_counter() - started:.2f} s)"
             self.notes.append(f'search "{QUERY}": {len(hits)} hits{top}{took}')
+
+    def start_hook_server(self) -> None:
+        """An untimed hook event: answered in its own process, it starts the hook server, which the
+        timed hook rows then use (the "no hook server" rows turn it off)."""
+        payload = {"session_id": "bench-warm-up", "cwd": str(self.repo), "hook_event_name": "Stop"}
+        self.run([*self.hook, "--agent", "claude", "--event", "Stop"], json.dumps(payload))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            status = self.untimed([self.hivelore, "hook-server", "status"])
+            if status is not None and status.stdout.startswith("running"):
+                return
+            time.sleep(0.1)
+        self.notes.append("the hook server did not start within 30 s: the hook rows ran without it")
 
     def round(self, round_no: int, update_key: str, rebuild: bool) -> None:
         hl = self.hivelore
@@ -271,9 +296,12 @@ class Bench:
                 },
             ),
         }
+        alone = {**self.env, "HIVELORE_HOOK_SERVER": "off"}
         for label, (event, payload) in payloads.items():
+            argv = [*self.hook, "--agent", "claude", "--event", event]
+            session = {"session_id": f"bench-{self.size}-{round_no}-{label}-alone"}
+            self.timed(f"{label} {ALONE.strip()}", argv, json.dumps({**base, **session, **payload}), alone)
             session = {"session_id": f"bench-{self.size}-{round_no}-{label}"}
-            argv = [self.hivelore, "hook", "--agent", "claude", "--event", event]
             proc = self.timed(label, argv, json.dumps({**base, **session, **payload}))
             if proc is not None and round_no == 0 and label in (HOOK_START, HOOK_PROMPT, HOOK_FAILURE):
                 said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else ""
@@ -338,8 +366,9 @@ def table(results: list[SizeResult]) -> str:
             median, low = statistics.median(series.samples), min(series.samples)
             ratio = f"{median / bare:.1f}×" if bare else "-"
             failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
+            shown = ALONE if label in HOOKS_ALONE else label
             rows.append((
-                f"{result.size:,}", label, f"{len(series.samples)}{failed}", f"{median * 1000:,.0f}",
+                f"{result.size:,}", shown, f"{len(series.samples)}{failed}", f"{median * 1000:,.0f}",
                 f"{low * 1000:,.0f}", ratio, _target(result.size, label, median, bare),
             ))
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
