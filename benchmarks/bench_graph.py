@@ -68,9 +68,9 @@ def spread(samples: list[float]) -> str:
     return f"median {median_ms(samples):.2f} ms, p95 {p95 * 1000:.2f} ms, max {ordered[-1] * 1000:.2f} ms"
 
 
-def timed(function, *args):
+def timed(function, *args, **kwargs):
     started = time.perf_counter()
-    result = function(*args)
+    result = function(*args, **kwargs)
     return time.perf_counter() - started, result
 
 
@@ -174,33 +174,70 @@ def bench_queries(graph: Graph, runs: int) -> None:
 
 
 def bench_hook_process(graph: Graph, home: Path, runs: int) -> None:
-    """The conflict check as a whole process, the way a hook runs it, against bare Python."""
+    """The real pre-edit hook as a whole process: `hivelore-hook --agent claude --event PreToolUse`
+    with an Edit payload, through the hook server and in its own process, against bare Python.
+    Developer dev-b's task has claimed the most called symbol; dev-a edits one of its callers, so
+    every timed run finds dev-b's claim one hop away (a new session each run, so each is warned)."""
     compileall.compile_dir(str(HERE.parent / "src"), quiet=1)  # as an installed package has them
-    conn = graph.store.conn
-    row = conn.execute(
-        "SELECT s.id, s.file, s.line FROM calls c JOIN symbols s ON s.key = c.callee WHERE s.repo = ?"
-        " GROUP BY c.callee ORDER BY count(*) DESC LIMIT 1",
+    root = Path(graph.root)
+    if not (root / ".git").exists():  # the hooks coordinate only inside a git repository
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    pair = graph.store.conn.execute(
+        "SELECT e.file, e.line, r.file, r.line FROM calls c JOIN symbols e ON e.key = c.callee"
+        " JOIN symbols r ON r.key = c.caller WHERE e.repo = ? AND c.callee IN (SELECT callee FROM calls"
+        " GROUP BY callee ORDER BY count(*) DESC LIMIT 1) AND r.file != e.file LIMIT 1",
         (graph.root,),
     ).fetchone()
-    if row is None:
+    if pair is None:
         return
-    symbol_id, path, line = row
-    code = (
-        "from hivelore.codegraph import Graph\n"
-        f"g = Graph.open({str(home)!r}, {graph.root!r})\n"
-        f"for s in g.symbols_at({path!r}, {line}, {line}):\n"
-        "    g.within(s, 3, 'callers'); g.within(s, 3, 'callees')\n"
-    )
-    bare, hook = [], []
-    for _ in range(runs):
-        for command, samples in (([sys.executable, "-c", "pass"], bare), ([sys.executable, "-c", code], hook)):
-            seconds, result = timed(subprocess.run, command)
-            if result.returncode:
-                raise SystemExit(f"the hook-style process failed: {command}")
-            samples.append(seconds)
-    ratio = statistics.median(hook) / statistics.median(bare)
-    print(f"- whole process: open + symbols_at + conflict check on the most called symbol ({symbol_id}):")
-    print(f"  {median_ms(hook):.1f} ms against bare python {median_ms(bare):.1f} ms ({ratio:.1f}×)")
+    callee_file, callee_line, caller_file, caller_line = pair
+    bin_dir = Path(sys.executable).parent
+    launcher = [str(bin_dir / "hivelore-hook")] if (bin_dir / "hivelore-hook").is_file() else [
+        str(bin_dir / "hivelore"), "hook"]  # fmt: skip
+    argv = [*launcher, "--agent", "claude", "--event", "PreToolUse"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
+    env.update(HIVELORE_HOME=str(home), HIVELORE_DEVELOPER="dev-a")
+
+    def edit(session: str, file: str, line: int) -> str:
+        text = (root / file).read_text(encoding="utf-8").splitlines()[line - 1]
+        tool_input = {"file_path": str(root / file), "old_string": text, "new_string": text + "  # edited"}
+        return json.dumps({"session_id": session, "cwd": str(root), "hook_event_name": "PreToolUse",
+                           "tool_name": "Edit", "tool_input": tool_input})  # fmt: skip
+
+    def hook(session: str, file: str, line: int, **extra: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(argv, input=edit(session, file, line), capture_output=True, text=True,
+                              cwd=root, env={**env, **extra})  # fmt: skip
+        if proc.returncode or proc.stderr:
+            raise SystemExit(f"the pre-edit hook failed: {proc.returncode} {proc.stderr}")
+        return proc
+
+    hook("bench-b", callee_file, callee_line, HIVELORE_DEVELOPER="dev-b", HIVELORE_HOOK_SERVER="off")
+    hook("bench-a-start", caller_file, caller_line)  # answered in its own process; starts the server
+    status = [str(bin_dir / "hivelore"), "hook-server", "status"]
+    deadline = time.monotonic() + 30
+    while not subprocess.run(status, capture_output=True, text=True, env=env).stdout.startswith("running"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the hook server did not start within 30 s")
+        time.sleep(0.1)
+    bare, served, alone, said = [], [], [], ""
+    for i in range(runs):
+        seconds, _ = timed(subprocess.run, [sys.executable, "-c", "pass"])
+        bare.append(seconds)
+        seconds, _ = timed(hook, f"bench-a-alone-{i}", caller_file, caller_line, HIVELORE_HOOK_SERVER="off")
+        alone.append(seconds)
+        seconds, proc = timed(hook, f"bench-a-{i}", caller_file, caller_line)
+        served.append(seconds)
+        said = said or proc.stdout
+    answered = subprocess.run(status, capture_output=True, text=True, env=env).stdout.strip()
+    subprocess.run([str(bin_dir / "hivelore"), "hook-server", "stop"], capture_output=True, env=env)
+    warning = json.loads(said)["hookSpecificOutput"]["additionalContext"] if said else "(silent)"
+    print(f"- the pre-edit hook as a whole process (`{Path(launcher[0]).name}`), {runs} runs, medians: an Edit")
+    print(f"  of {caller_file}:{caller_line}, whose callee in {callee_file} dev-b has claimed")
+    for label, samples in (("with the hook server", served), ("in its own process (no server)", alone)):
+        ratio = statistics.median(samples) / statistics.median(bare)
+        print(f"  {label}: {median_ms(samples):.1f} ms against bare python {median_ms(bare):.1f} ms ({ratio:.1f}×)")
+    print(f"  it said: {' '.join(warning.split())[:160]}")
+    print(f"  hook server: {answered}")
 
 
 def main() -> None:
@@ -221,7 +258,9 @@ def main() -> None:
             corpus(work / "home")
             return
         if args.small:
-            graph = bench_index("hivelore src/", HERE.parent / "src", work / "home", min(args.files, 5))
+            # a copy: the pre-edit hook coordinates the git repository around it, which must be this one
+            shutil.copytree(HERE.parent / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+            graph = bench_index("hivelore src/", work / "src", work / "home", min(args.files, 5))
             bench_queries(graph, min(args.runs, 50))
             bench_hook_process(graph, work / "home", 3)
             return

@@ -258,6 +258,27 @@ def test_codex_apply_patch_names_the_patched_files() -> None:
     assert moved.paths == ("a.py", "b.py", "c.py", "d.py")
 
 
+def test_codex_apply_patch_anchors_are_the_text_each_hunk_replaces() -> None:
+    """So the pre-edit hook claims the functions a patch changes, not every symbol of its files."""
+    event = normalise(
+        "codex", "PreToolUse", example("codex", "PreToolUse", "apply_patch (raw patch in tool_input.command)")
+    )
+    assert event.anchors == ("    return sum(i.price for i in items)",)
+
+    patch = (
+        "*** Begin Patch\n*** Update File: shop/orders.py\n@@ def checkout(cart):\n     user = current_user()\n"
+        "-    total = cart.total()\n+    total = cart.total(user)\n     return pay(total)\n@@ class Cart:\n"
+        "-    def total(self):\n+    def total(self, user=None):\n*** Add File: shop/new.py\n+x = 1\n*** End Patch\n"
+    )
+    event = normalise("codex", "PreToolUse", {"tool_name": "apply_patch", "tool_input": {"command": patch}})
+    assert event.anchors == (
+        "def checkout(cart):",
+        "    user = current_user()\n    total = cart.total()\n    return pay(total)",
+        "class Cart:",
+        "    def total(self):",
+    )
+
+
 def test_codex_mcp_error_result_is_a_failure() -> None:
     payload = example("codex", "PostToolUse", "MCP tool (serialized McpToolOutput)")
     payload["tool_response"]["isError"] = True  # variant: the MCP server reported an error

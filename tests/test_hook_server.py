@@ -24,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_hooks import (
     ADDRESS,
+    BAD_INPUT,
     LESSON,
     NUDGE,
     SEEN,
@@ -133,6 +134,42 @@ def test_every_fixture_payload_is_answered_by_the_server_as_by_the_hook_itself(
     assert answered == len(by_server)
     assert any(text for _, text in by_server)  # not a vacuous replay
     assert [line for line in log_lines(with_server) if "hook server" not in line] == []  # no handler failed
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "logged"),
+    [*BAD_INPUT.values(), (["--agent", "claude", "--event", ""], b"{}", "--event is missing")],
+    ids=[*BAD_INPUT, "empty --event"],
+)
+def test_bad_input_gets_the_same_answer_and_log_line_through_the_server(
+    tmp_path: Path,
+    repo: Path,
+    server_on: None,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    stdin: bytes,
+    logged: str | None,
+) -> None:
+    served = tmp_path / "served"
+    server = running_server(served)
+    next(server)
+    try:
+        through_server = run_hook(served, repo, args, stdin)
+        answered = events_answered(served)
+    finally:
+        next(server, None)
+
+    alone = tmp_path / "alone"
+    monkeypatch.setenv("HIVELORE_HOOK_SERVER", "off")
+    by_itself = run_hook(alone, repo, args, stdin)
+
+    assert answered == 1
+    assert (through_server.returncode, through_server.stdout, through_server.stderr) == (
+        by_itself.returncode, by_itself.stdout, by_itself.stderr,
+    )  # fmt: skip
+    logged_lines = [line.split(" ", 1)[1] for line in log_lines(served) if "hook server" not in line]
+    assert logged_lines == [line.split(" ", 1)[1] for line in log_lines(alone)]
+    assert (logged is None) == (logged_lines == [])
 
 
 # --- 2. the session story, through the server ----------------------------------------------------------------------

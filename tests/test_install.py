@@ -7,6 +7,7 @@ import re
 import shlex
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,33 @@ def test_global_claude_server_goes_to_claude_json(user_home: Path, project: Path
     apply(plan_install(t))
     assert "hivelore" in read_json(user_home / ".claude.json")["mcpServers"]
     assert (user_home / ".claude/settings.json").exists() and not (project / ".mcp.json").exists()
+
+
+def test_global_codex_files_go_to_codex_home_when_it_is_set(user_home: Path, project: Path, tmp_path: Path) -> None:
+    """Codex reads its global config from $CODEX_HOME (default ~/.codex); install and uninstall follow it."""
+    codex_home = tmp_path / "codex-home"
+    t = Target("global", None, user_home, ("codex",), "all", ENTRY, codex_home=codex_home)
+    apply(plan_install(t))
+    assert "hivelore" in tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]
+    assert "SessionStart" in read_json(codex_home / "hooks.json")["hooks"]
+    assert not (user_home / ".codex").exists()
+
+    apply(plan_uninstall(t))
+    assert not (codex_home / "config.toml").exists() and not (codex_home / "hooks.json").exists()
+
+
+def test_the_hook_launcher_next_to_the_entry_point_is_wired(user_home: Path, project: Path, tmp_path: Path) -> None:
+    """`hivelore-hook` beside the `hivelore` script runs the hooks (it skips pip's wrapper); else `hivelore hook`."""
+    bin_dir = tmp_path / "venv-bin"
+    bin_dir.mkdir()
+    (bin_dir / "hivelore").write_text("#!/bin/sh\n")
+    entry = (str(bin_dir / "hivelore"),)
+    plain = install.hook_command(entry, "claude", "Stop", False)
+    assert plain == f"{bin_dir}/hivelore hook --agent claude --event Stop"
+    (bin_dir / "hivelore-hook").write_text("#!/bin/sh\n")
+    assert install.hook_command(entry, "claude", "Stop", True) == (
+        f"{bin_dir}/hivelore-hook --agent claude --event Stop --read-only"
+    )
 
 
 # --- merging into files the user already has ---------------------------------------------------------------------
@@ -520,6 +548,9 @@ def test_default_entry_is_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     ("command", "ours"),
     [
         ("'/opt/hive lore/bin/hivelore' hook --agent claude --event Stop", True),
+        ("/opt/venv/bin/hivelore-hook --agent claude --event Stop", True),
+        ("/opt/venv/bin/hivelore-hook --agent gemini --event AfterTool --read-only", True),
+        ("/opt/venv/bin/hivelore-hook --event Stop", False),
         ("/usr/bin/python3 -m hivelore hook --agent kiro --event stop --read-only", True),
         ("C:/tools/hivelore.exe hook --agent cursor --event stop", True),
         ("~/bin/audit.sh", False),

@@ -19,11 +19,22 @@ import time
 from collections.abc import Mapping, Sequence
 
 from hivelore.service import Hivelore
-from hivelore.team import Attempt, Intent, Team, developer_for
+from hivelore.sqlitedb import Record
+from hivelore.team import Attempt, Decision, Intent, Team, developer_for
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
+
+
+class SymbolHistory(Record):
+    """What an agent about to edit `symbol` should know: the failed attempts on it (latest first),
+    its active decisions (newest first) and the active tasks of other developers that claimed it."""
+
+    __slots__ = ("symbol", "failed", "decisions", "claimed_by")
+
+    def __init__(self, symbol: str, failed: list[Attempt], decisions: list[Decision], claimed_by: list[Intent]) -> None:
+        self.symbol, self.failed, self.decisions, self.claimed_by = symbol, failed, decisions, claimed_by
 
 
 class Coordination:
@@ -75,6 +86,28 @@ class Coordination:
             raise ValueError(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
         return found[0].id
 
+    def repo_path(self, path: str) -> str:
+        """`path` (absolute, or relative to the repository root) as the graph names files; a
+        ValueError when it is outside the repository."""
+        relative = self._inside(path)
+        if relative is None:
+            raise ValueError(f"{path} is outside the repository at {self.root}.")
+        return relative
+
+    def code_history(self, symbols: Sequence[str]) -> list[SymbolHistory]:
+        """The history of those symbols that have one, in the order given: what the pre-edit hook
+        says about failed attempts, plus every active decision and other developers' claims on them
+        (by the conflict check's rule: active tasks, not idle)."""
+        claimed: dict[str, list[Intent]] = {}
+        for symbol, intent, _owner in self.team.active_claims(self.repo, other_than=self.developer):
+            claimed.setdefault(symbol, []).append(intent)
+        found = []
+        for symbol in dict.fromkeys(symbols):
+            history = self.team.history(self.repo, [symbol], limit=-1)
+            if history.failed or history.decisions or symbol in claimed:
+                found.append(SymbolHistory(symbol, history.failed, history.decisions, claimed.get(symbol, [])))
+        return found
+
     # -- the session's task ---------------------------------------------------------------------
 
     def intent(self, agent: str, session_id: str, first_prompt: str = "") -> Intent:
@@ -120,7 +153,7 @@ class Coordination:
         for attempt in history.failed[:HISTORY_ATTEMPTS]:
             key = f"history\0{attempt.id}"
             if self.team.mark_warned(agent, session_id, key):
-                said.append(f"failed here before: `{attempt.command}` — {_failed(attempt)} ({attempt.developer})")
+                said.append(failed_here_before(attempt))
         return said, symbols
 
     def after_edit(self, paths: Sequence[str], agent: str, session_id: str) -> list[str]:
@@ -133,9 +166,7 @@ class Coordination:
             self.team.record_change(self.intent(agent, session_id).id, touched)
         return touched
 
-    def test_run(
-        self, agent: str, session_id: str, command: str, output: str, exit_code: int | None
-    ) -> Attempt | None:
+    def test_run(self, agent: str, session_id: str, command: str, output: str, exit_code: int | None) -> Attempt | None:
         """Record a test command's run as an attempt of the session's task (None: not a test command)."""
         from hivelore import testruns
 
@@ -180,6 +211,18 @@ def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
             first = text.count("\n", 0, at) + 1
             spans.append((first, first + anchor.count("\n")))
     return spans
+
+
+def failed_here_before(attempt: Attempt, when: str = "") -> str:
+    """A failed attempt on code about to change, as the pre-edit hook and `context --symbol` say it:
+    the command, the failing tests, how often, whether it was resolved, who (and `when`, if given)."""
+    who = f"{attempt.developer}, {when}" if when else attempt.developer
+    return f"failed here before: `{attempt.command}` — {_failed(attempt)} ({who})"
+
+
+def cited_name(symbol_id: str) -> str:
+    """How a lesson names a symbol: `Cart.total` for `shop/cart.py::Cart.total#2`."""
+    return symbol_id.rsplit("::", 1)[-1].split("#")[0]
 
 
 def _failed(attempt: Attempt) -> str:

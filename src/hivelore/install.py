@@ -89,7 +89,8 @@ class InstallError(ValueError):
 class Target:
     """Where to install: `where` is "project" or "global"; `home` is the user's home folder (the
     agents' global files live there); `hivelore_home` holds the ledger (default `<home>/.hivelore`,
-    the CLI passes the HIVELORE_HOME in force)."""
+    the CLI passes the HIVELORE_HOME in force); `codex_home` is Codex's global folder (default
+    `<home>/.codex`, the CLI passes CODEX_HOME when it is set, as Codex itself reads it)."""
 
     where: str
     project_root: Path | None
@@ -98,6 +99,7 @@ class Target:
     hooks: str
     entry: tuple[str, ...]
     hivelore_home: Path | None = None
+    codex_home: Path | None = None
 
     def __post_init__(self) -> None:
         if self.where not in ("project", "global"):
@@ -420,11 +422,12 @@ def _codex(target: Target) -> tuple[list[_File], Path]:
     # shape (timeout in seconds); we use hooks.json rather than an inline [hooks] table so the user's
     # TOML keeps only the one line group we own. Skills: `.agents/skills` (repo) and `~/.agents/skills`.
     base, project = target.base, target.where == "project"
+    folder = base / ".codex" if project else target.codex_home or base / ".codex"
     trust = "Codex reads a project's .codex/ only once the project is trusted; " if project else ""
     hooks = _Hooks(_entries(target, "codex", _claude_style), True)
     files = [
-        _File(base / ".codex/config.toml", (), toml_server=_server(target), note=trust.rstrip("; ")),
-        _File(base / ".codex/hooks.json", (hooks,), note=trust + "Codex asks you to review new hooks (/hooks)"),
+        _File(folder / "config.toml", (), toml_server=_server(target), note=trust.rstrip("; ")),
+        _File(folder / "hooks.json", (hooks,), note=trust + "Codex asks you to review new hooks (/hooks)"),
     ]
     return files, base / ".agents/skills"
 

@@ -23,7 +23,8 @@ API:
     team.intent_for_session(agent, session_id, developer, repo, first_prompt) -> Intent
     team.create_intent(developer, repo, title) -> Intent ; team.intent(id) ; team.intents(repo, status=None)
     team.claim(intent_id, symbol_ids) -> int        # how many were new
-    team.claims(intent_id) -> list[Claim] ; team.active_claims(repo) -> list[(symbol_id, Intent, developer)]
+    team.claims(intent_id) -> list[Claim]
+    team.active_claims(repo, other_than="") -> list[(symbol_id, Intent, developer)]
     team.record_change(intent_id, symbol_ids)       # touched by an edit since the intent's last run
     team.record_attempt(intent_id, command, run) -> Attempt ; team.attempts(intent_id) -> list[Attempt]
     team.decide(text, symbol_ids, intent_id=None, developer="", repo="") -> Decision
@@ -181,6 +182,11 @@ class Intent(Record):
         self.id, self.repo, self.title, self.owner, self.status = id, repo, title, owner, status
         self.created_ts, self.updated_ts = created_ts, updated_ts
 
+    @property
+    def label(self) -> str:
+        """How a warning names it: `task 7: "add JWT support"`."""
+        return f'task {self.id}: "{self.title}"'
+
 
 class Claim(Record):
     __slots__ = ("intent_id", "symbol", "developer", "ts")
@@ -285,8 +291,7 @@ class Conflict(Record):
     def describe(self) -> str:
         """One line for a warning: the call path, who, and their intent."""
         path = " → ".join(_short(symbol) for symbol in self.path)
-        task = f'task {self.intent.id}: "{self.intent.title}"'
-        return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({task})"
+        return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({self.intent.label})"
 
 
 class Resume(Record):
@@ -597,9 +602,12 @@ class Team:
         return [Claim(*row) for row in rows]
 
     @_guarded
-    def active_claims(self, repo: str, idle_days: float = IDLE_DAYS) -> list[tuple[str, Intent, str]]:
-        """(symbol, intent, developer) for every claim of the repo's active intents that are not idle."""
-        return self._active_claims(repo, "", idle_days)
+    def active_claims(
+        self, repo: str, idle_days: float = IDLE_DAYS, other_than: str = ""
+    ) -> list[tuple[str, Intent, str]]:
+        """(symbol, intent, developer) for every claim of the repo's active intents that are not idle
+        (with `other_than`: of intents someone else owns, as the conflict check sees them)."""
+        return self._active_claims(repo, other_than, idle_days)
 
     def _active_claims(self, repo: str, other_than: str, idle_days: float) -> list[tuple[str, Intent, str]]:
         rows = sqlitedb.rows(

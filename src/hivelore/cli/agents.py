@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -144,6 +145,7 @@ def _target(where: str, agent: str, hooks: str, service: Hivelore) -> Target:
         hooks=hooks,
         entry=default_entry(),
         hivelore_home=service.settings.home,
+        codex_home=Path(os.environ["CODEX_HOME"]).expanduser() if os.environ.get("CODEX_HOME") else None,
     )
 
 

@@ -95,7 +95,12 @@ SEARCH = Command(
 CONTEXT = Command(
     "context",
     "Print the block an agent gets at session start for this folder.",
-    {"--budget": ("int", "character budget (default 2000)"), "--json": ("flag", "print JSON")},
+    {
+        "--budget": ("int", "character budget (default 2000)"),
+        "--file": ("texts", "after the lessons, the history of this file's code (repeatable)"),
+        "--symbol": ("texts", "after the lessons, the history of this symbol: id, qualified name or name (repeatable)"),
+        "--json": ("flag", "print JSON"),
+    },
 )
 
 
@@ -126,22 +131,28 @@ def context(argv: Sequence[str]) -> int:
         if budget is not None and budget <= 0:
             raise ValueError("--budget must be a positive number of characters.")
         service = Hivelore.open()
+        code = None
+        if args["file"] or args["symbol"]:  # only then: the code graph and team.db cost the plain context nothing
+            from hivelore.cli import code_history
+
+            code = code_history.gather(service, args["file"], args["symbol"])
         selection = service.context(budget)
         print_warnings(service)
     if args["json"]:
-        print_json(
-            {
-                "scopes": service.scopes,
-                "total": selection.total,
-                "shown": [r.row.memory.to_dict() for r in selection.shown],
-                "left_out": selection.left_out,
-                "shadowed": selection.shadowed,
-                "near_duplicates": selection.duplicates,
-                "text": service.render_context(selection),
-            }
-        )
+        answer = {
+            "scopes": service.scopes,
+            "total": selection.total,
+            "shown": [r.row.memory.to_dict() for r in selection.shown],
+            "left_out": selection.left_out,
+            "shadowed": selection.shadowed,
+            "near_duplicates": selection.duplicates,
+            "text": service.render_context(selection),
+        }
+        print_json(answer if code is None else {**answer, "code": code_history.as_json(code)})
     else:
         print(service.render_context(selection))
+        if code is not None:
+            print(f"\n{code_history.render(code, service.settings.context_line_chars)}")
     return 0
 
 

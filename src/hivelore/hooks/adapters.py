@@ -295,21 +295,44 @@ _ANCHOR_KEYS = ("old_string", "old_str")  # Claude Edit/MultiEdit, Gemini replac
 
 
 def _anchors(inputs: dict) -> tuple[str, ...]:
-    """The texts an edit replaces, when its input names them (a whole-file write names none)."""
+    """The texts an edit replaces, when its input names them (a whole-file write names none); for a
+    Codex patch, each hunk's old lines and the line its `@@` header names."""
     edits = inputs.get("edits")
     found = [inputs.get(k) for k in _ANCHOR_KEYS]
     if isinstance(edits, list):
         found += [e.get(k) for e in edits[:_MAX_ITEMS] if isinstance(e, dict) for k in _ANCHOR_KEYS]
+    found += _patch_anchors(_patch_text(inputs))
     return tuple(text for text in found if isinstance(text, str) and text.strip())
 
 
-def _patch_paths(inputs: dict) -> list[str]:
-    """Files named in a Codex apply_patch body ("*** Update File: x"), wherever the patch text sits."""
+def _patch_text(inputs: dict) -> str:
+    """A Codex apply_patch body, wherever the tool input holds it ("" for none)."""
     for key in ("command", "patch", "input"):
         text = inputs.get(key)
         if isinstance(text, str) and "*** Begin Patch" in text:
-            return [m.group(1) for m in _PATCH_FILE.finditer(text)]
-    return []
+            return text
+    return ""
+
+
+def _patch_paths(inputs: dict) -> list[str]:
+    """Files named in a Codex apply_patch body ("*** Update File: x")."""
+    return [m.group(1) for m in _PATCH_FILE.finditer(_patch_text(inputs))]
+
+
+def _patch_anchors(patch: str) -> list[str]:
+    """Per hunk of a patch, the text it replaces as the file has it now (its context and removed
+    lines, in order), and the line its `@@ …` header quotes (often the enclosing `def`)."""
+    found: list[str] = []
+    block: list[str] = []
+    for line in patch.splitlines()[:_MAX_ITEMS * 10]:
+        if line.startswith(("@@", "*** ")):
+            found.append("\n".join(block))
+            block = []
+            found.append(line[2:].strip() if line.startswith("@@") else "")
+        elif line.startswith((" ", "-")):
+            block.append(line[1:])
+    found.append("\n".join(block))
+    return [text for text in found if text.strip()]
 
 
 def _input_paths(inputs: dict) -> list[str]:

@@ -149,7 +149,7 @@ def _ask(address: bytes, argv: list[str], raw: bytes, cwd: str) -> tuple[bytes, 
     cannot take this event): answer it here; b"lost": the answer never came, stay silent."""
     mask = os.umask(0o022)
     os.umask(mask)
-    fields = [b"\0".join(os.fsencode(a) for a in argv), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
+    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
     message = request(b"hook", home_path(os.environ), [*fields, pack_environ(dict(os.environ)), raw])
     try:
         answer = exchange(address, message)

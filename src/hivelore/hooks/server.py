@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import struct
 import sys
 import time
@@ -29,6 +30,10 @@ from hivelore.hooks.command import log, respond
 from hivelore.hooks.wire import PROTOCOL, WireError, pack, server_address, unpack, unpack_environ
 
 IDLE_S = 1800.0
+# The home's SQLite stores. An event opens, writes and closes some of them; when the closing
+# connection is a file's last, SQLite checkpoints its log into the file and syncs it, 2 to 20 ms per
+# store per event. The server keeps one idle connection to each, so no event's is the last.
+STORES = ("index.db", "events.db", "team.db", "graph.db")
 TICK_S = 2.0  # how often an idle server checks whether it should leave
 READ_WAIT_S = 5.0  # a client that connects and sends nothing must not hold the others up
 # Loaded before the first event, so that no event pays for them.
@@ -44,6 +49,7 @@ class HookServer:
         self.started_ns = time.time_ns()
         self.last_event = time.monotonic()
         self.events = 0
+        self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
 
     def serve(self) -> str:
         """Answer events until it is time to leave; why it left."""
@@ -90,11 +96,16 @@ class HookServer:
         self.last_event = time.monotonic()
         self._send(conn, self._answer(fields[4:]))
         self.events += 1
+        self._keep_stores()
         return ""
 
     def _answer(self, fields: list[bytes]) -> list[bytes]:
         """One hook event in the hook process's environment, folder and umask."""
         argv, cwd, ppid, mask, environ, raw = fields
+        try:
+            args = [os.fsdecode(a) for a in unpack(argv)]
+        except WireError:
+            return [b"refused", b"", b""]
         if not (ppid.isdigit() and mask.isdigit()):
             return [b"refused", b"", b""]
         os.environ.clear()
@@ -104,8 +115,31 @@ class HookServer:
         except OSError:
             return [b"refused", b"", b""]  # the hook process deals with a folder that is gone
         os.umask(int(mask))
-        out, err = respond([os.fsdecode(a) for a in argv.split(b"\0") if a], raw, os.fsdecode(cwd), int(ppid))
+        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid))
         return [b"ok", out.encode("utf-8", "replace"), err.encode("utf-8", "replace")]
+
+    def _keep_stores(self) -> None:
+        """An idle read-only connection to each store file there is (a new one when a file was
+        replaced, as a reset or a rebuild of a damaged store does)."""
+        for name in STORES:
+            path = os.path.join(self.home, name)
+            held = self.keepers.pop(name, None)
+            try:
+                found = os.stat(path)
+            except OSError:
+                found = None
+            if held and found and held[0] == (found.st_dev, found.st_ino):
+                self.keepers[name] = held
+                continue
+            if held:
+                held[1].close()
+            if found:
+                try:
+                    keeper = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                    keeper.execute("SELECT count(*) FROM sqlite_master").fetchone()  # joins the log: holds the file
+                except sqlite3.Error:
+                    continue  # not a database (yet): the event that uses it says so
+                self.keepers[name] = ((found.st_dev, found.st_ino), keeper)
 
     def _read(self, conn: socket.socket) -> list[bytes]:
         conn.settimeout(READ_WAIT_S)
