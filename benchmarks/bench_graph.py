@@ -199,7 +199,14 @@ def bench_hook_process(graph: Graph, home: Path, runs: int) -> None:
     env.update(HIVELORE_HOME=str(home), HIVELORE_DEVELOPER="dev-a")
 
     def edit(session: str, file: str, line: int) -> str:
-        text = (root / file).read_text(encoding="utf-8").splitlines()[line - 1]
+        # An agent's Edit names text that occurs once in the file (Claude Code refuses it otherwise):
+        # the symbol's first line, and as many after it as that takes (typing overloads repeat `def f(`).
+        source = (root / file).read_text(encoding="utf-8")
+        lines = source.splitlines()
+        end = line
+        while source.count("\n".join(lines[line - 1 : end])) > 1 and end < len(lines):
+            end += 1
+        text = "\n".join(lines[line - 1 : end])
         tool_input = {"file_path": str(root / file), "old_string": text, "new_string": text + "  # edited"}
         return json.dumps({"session_id": session, "cwd": str(root), "hook_event_name": "PreToolUse",
                            "tool_name": "Edit", "tool_input": tool_input})  # fmt: skip
@@ -237,6 +244,8 @@ def bench_hook_process(graph: Graph, home: Path, runs: int) -> None:
         ratio = statistics.median(samples) / statistics.median(bare)
         print(f"  {label}: {median_ms(samples):.1f} ms against bare python {median_ms(bare):.1f} ms ({ratio:.1f}×)")
     print(f"  it said: {' '.join(warning.split())[:160]}")
+    if "dev-b" not in warning:
+        print("  NOTE: no warning about dev-b's claim, so the timed runs may not include the whole conflict path")
     print(f"  hook server: {answered}")
 
 

@@ -29,6 +29,7 @@ from test_hooks import (
     NUDGE,
     SEEN,
     aimed,
+    claude_prompt,
     failing_tests,
     fixture_payloads,
     hook_env,
@@ -41,6 +42,7 @@ from test_hooks import (
 
 import hivelore.hooks.wire as wire
 from hivelore import __version__
+from hivelore.eventstore import EventStore
 from hivelore.hooks.client import server_state, start_server, stop_server
 from hivelore.hooks.wire import WireError, pack, pack_environ, server_address, unpack, unpack_environ
 
@@ -231,6 +233,25 @@ def test_the_first_event_is_answered_by_the_hook_which_then_starts_the_server(
         assert events_answered(home) == 1
     finally:
         stop_server(str(home))
+
+
+def test_a_store_removed_while_the_server_runs_is_created_again(served: Path, repo: Path) -> None:
+    """The server holds each store file open between events; a file deleted under it (by hand, or reset as
+    damaged) is not the one the next event writes to: that event creates a new one, and the server follows."""
+    prompt = "why does pnpm test fail with ECONNREFUSED 5432?"
+    hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "before", prompt))
+    for suffix in ("", "-wal", "-shm"):
+        (served / f"events.db{suffix}").unlink(missing_ok=True)
+
+    for session in ("after-1", "after-2"):
+        hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, session, prompt))
+
+    store = EventStore.open(str(served))
+    try:
+        assert [store.first_prompt("claude", s) for s in ("before", "after-1", "after-2")] == ["", prompt, prompt]
+    finally:
+        store.close()
+    assert events_answered(served) == 3
 
 
 # --- 3. when the server leaves ----------------------------------------------------------------------------------

@@ -531,3 +531,22 @@ def test_damage_noticed_after_opening_is_a_clear_error_too(home: str, team: Team
     sqlite3.connect(Path(home, FILENAME)).execute("DROP TABLE claims")
     with pytest.raises(TeamUnavailable, match="no such table: claims"):
         team.claim(intent.id, [CHECKOUT])
+
+
+# --- where an edit lands ---------------------------------------------------------------------------------------------
+
+
+def test_an_edits_text_is_found_everywhere_it_occurs(tmp_path: Path) -> None:
+    """Claude's Edit with replace_all changes every occurrence, and a patch's context lines may repeat: each place
+    counts, so the symbol really being edited is never the one left out."""
+    from hivelore.coordination import MAX_ANCHOR_SPANS, _anchor_lines
+
+    source = tmp_path / "m.py"
+    source.write_text("def a():\n    return total\n\ndef b():\n    return total\n\ndef c():\n    pass\n")
+    assert _anchor_lines(str(source), ["    return total"]) == [(2, 2), (5, 5)]
+    assert _anchor_lines(str(source), ["def c():\n    pass"]) == [(7, 8)]
+    assert _anchor_lines(str(source), ["not there"]) == []
+    assert _anchor_lines(str(tmp_path / "gone.py"), ["def a():"]) == []
+
+    source.write_text("x = 1\n" * (MAX_ANCHOR_SPANS + 10))
+    assert len(_anchor_lines(str(source), ["x = 1"])) == MAX_ANCHOR_SPANS

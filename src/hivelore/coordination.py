@@ -24,6 +24,7 @@ from hivelore.team import Attempt, Decision, Intent, Team, developer_for
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
+MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
 
 
@@ -196,7 +197,7 @@ class Coordination:
 
 
 def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
-    """The (first, last) line of each anchor text in the file as it is before the edit."""
+    """The (first, last) line of each place an anchor text occurs in the file as it is before the edit."""
     if not anchors:
         return []
     try:
@@ -206,10 +207,13 @@ def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
         return []
     spans = []
     for anchor in anchors:
+        # Every place the text occurs: an Edit with replace_all changes each, and a patch's context
+        # lines may repeat; claiming one more symbol beats missing the one being changed.
         at = text.find(anchor)
-        if at >= 0:
+        while at >= 0 and len(spans) < MAX_ANCHOR_SPANS:
             first = text.count("\n", 0, at) + 1
             spans.append((first, first + anchor.count("\n")))
+            at = text.find(anchor, at + len(anchor))
     return spans
 
 

@@ -34,12 +34,15 @@ OFF = ("0", "off", "false", "no")
 def main(argv: list[str]) -> int:
     try:
         raw = read_stdin()
-    except (OSError, ValueError, AttributeError):  # no stdin at all: an event without a payload
+    except (OSError, ValueError, AttributeError) as exc:  # no stdin at all: an event without a payload
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"cannot read stdin: {exc}")
         raw = b""
     cwd = _cwd()
     address = server_address(home_path(os.environ), sys.executable, __version__) if enabled(os.environ) else None
     status, out, err = _ask(address, argv, raw, cwd) if address and cwd else (b"absent", "", "")
-    if status in (b"absent", b"stale", b"refused"):
+    if status not in (b"ok", b"lost"):  # no server, or one that cannot take this event: answered here
         from hivelore.hooks.command import respond
 
         out, err = respond(argv, raw, cwd or "", os.getppid())
