@@ -35,6 +35,17 @@ def make_repo(path: Path, origin: str | None = "git@github.com:acme/checkout.git
     return path
 
 
+def make_shop(path: Path, files: dict[str, str]) -> Path:
+    """A repository with origin git@github.com:acme/shop.git holding `files` (path → text), committed."""
+    repo = make_repo(path, origin="git@github.com:acme/shop.git")
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "shop")
+    return repo
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty HIVELORE_HOME for this test (set in the environment for in-process calls)."""

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo
+from conftest import make_shop
+from test_team_flow import cli, env, hook
 
 FILES = {
     "shop/__init__.py": "",
@@ -49,40 +49,12 @@ PLAIN_JSON_KEYS = {"scopes", "total", "shown", "left_out", "shadowed", "near_dup
 
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
-    repo = make_repo(tmp_path / "shop", origin="git@github.com:acme/shop.git")
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "shop")
-    return repo
-
-
-def env(home: Path, developer: str) -> dict[str, str]:
-    return {**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_DEVELOPER": developer}
-
-
-def cli(home: Path, cwd: Path, developer: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hivelore", *args], cwd=cwd, env=env(home, developer),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    return make_shop(tmp_path / "shop", FILES)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr
     return result.stdout
-
-
-def hook(home: Path, repo: Path, developer: str, event: str, payload: dict) -> None:
-    """One Claude hook, as the agent runs it."""
-    result = subprocess.run(
-        [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event],
-        input=json.dumps({"cwd": str(repo), "hook_event_name": event, **payload}),
-        cwd=repo, env=env(home, developer), capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0 and result.stderr == ""
-    assert not (home / "logs" / "hooks.log").exists(), (home / "logs" / "hooks.log").read_text()
 
 
 def dev_a_works_on_tokens(home: Path, shop: Path) -> None:

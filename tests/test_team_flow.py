@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo
+from conftest import make_shop
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -66,13 +66,7 @@ FAILED tests/test_tokens.py::test_refresh_session - AssertionError: assert 'old.
 
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
-    repo = make_repo(tmp_path / "shop", origin="git@github.com:acme/shop.git")
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "shop")
-    return repo
+    return make_shop(tmp_path / "shop", FILES)
 
 
 def env(home: Path, developer: str) -> dict[str, str]:
