@@ -285,3 +285,23 @@ def test_not_found_names_the_unreadable_file_the_memory_may_be_in(hl: Hivelore, 
     with pytest.raises(NotFound, match=f"files skipped as unreadable: {broken}: its frontmatter is not valid YAML"):
         hl.read("global", "k")
     assert broken.read_text().startswith("---\nscope: global")  # never rewritten
+
+
+def test_a_long_query_looks_for_its_rarest_words_when_no_memory_holds_them_all(hl: Hivelore) -> None:
+    """A prompt's words that most memories hold ("tests", "fail") add next to nothing to a BM25 score but cost a
+    ranking of every memory that holds them: when no memory holds every word, the any-word search looks for the
+    four words the fewest memories hold. What those words find is still found, best first."""
+    for n in range(30):
+        hl.write("global", f"filler-{n}", f"the tests fail sometimes in module {n}; rerun the tests")
+    hl.write("global", "db-down", "pnpm test fails with ECONNREFUSED 5432 until the postgres container is up")
+    hl.write("global", "redis-down", "the worker tests fail with ECONNREFUSED 6379 until redis is up")
+    index = hl.index()
+    assert index is not None
+    counts = index.document_counts(["tests", "econnrefused", "postgres", "redis", "fail", "5432", "nowhere"])
+    assert counts == {"tests": 31, "econnrefused": 2, "postgres": 1, "redis": 1, "fail": 32, "5432": 1, "nowhere": 0}
+    assert hl._rarest(index, ["tests", "fail", "econnrefused", "postgres", "5432", "nowhere"]) == [
+        "tests", "econnrefused", "postgres", "5432",
+    ]  # fmt: skip (fail, in 32 memories with "fails", is the commonest; nowhere is in none)
+
+    hits = hl.search("why do the tests fail with econnrefused on postgres 5432 nowhere")
+    assert [h.row.memory.key for h in hits][:2] == ["db-down", "redis-down"]

@@ -483,6 +483,20 @@ class Index:
             found.extend(_row(r) for r in self.conn.execute(sql, params))
         return found
 
+    def document_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """How many memories hold each word (as `recall.fts_query` matches it: a prefix from 4
+        letters on, else the exact term), read from FTS5's own vocabulary, not by matching."""
+        # A temp-schema view of the index's vocabulary: per connection, nothing written to the file.
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab USING fts5vocab(main, memories_fts, row)"
+        )
+        counts = {}
+        for word in words:
+            upper = word + ("\U0010ffff" if len(word) >= 4 else "\x00")
+            sql = "SELECT coalesce(sum(doc), 0) FROM temp.memories_vocab WHERE term >= ? AND term < ?"
+            counts[word] = int(self.conn.execute(sql, (word, upper)).fetchone()[0])
+        return counts
+
     def match(
         self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
     ) -> list[tuple[Row, float]]:

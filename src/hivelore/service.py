@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 MAX_SEARCH_LIMIT = 1000
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
+OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has more
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
@@ -501,13 +502,26 @@ class Hivelore:
 
     def _match(self, index: Index, scopes: list[str], words: list[str], limit: int) -> list[tuple[Row, float]]:
         """Memories with every word first (a small set, quick to rank); then, if that is too few, with any
-        word. BM25 scores of the two queries are comparable: a word a memory lacks adds nothing."""
+        of the rarest few words. BM25 scores of the two queries are comparable: a word a memory lacks adds
+        nothing, and a word most memories hold adds next to nothing, while every memory that holds it must
+        be ranked (a prompt's "tests" or "fail" in a large store: tens of milliseconds each)."""
         pairs = index.match(self.vaults, scopes, recall.fts_query(words, every_word=True), limit)
         if len(pairs) < limit and len(words) > 1:
             seen = {(r.root, r.relpath) for r, _ in pairs}
-            more = index.match(self.vaults, scopes, recall.fts_query(words, every_word=False), limit)
+            any_of = self._rarest(index, words)
+            more = index.match(self.vaults, scopes, recall.fts_query(any_of, every_word=False), limit) if any_of else []
             pairs += [(r, s) for r, s in more if (r.root, r.relpath) not in seen][: limit - len(pairs)]
         return pairs
+
+    @staticmethod
+    def _rarest(index: Index, words: list[str]) -> list[str]:
+        """The words an any-word search looks for: all of them when they are few, else the
+        OR_WORDS held by the fewest memories (a word no memory holds finds nothing), in their order."""
+        if len(words) <= OR_WORDS:
+            return words
+        counts = index.document_counts(words)
+        chosen = set(sorted((w for w in words if counts[w]), key=counts.__getitem__)[:OR_WORDS])
+        return [w for w in words if w in chosen]
 
     def list(self, scopes: Iterable[str] | None = None, include_hidden: bool = False) -> dict[str, list[Memory]]:
         chosen = self.scopes_for(scopes)
