@@ -12,6 +12,7 @@ sqlalchemy one by one, then those three with werkzeug, click and django as one r
     python benchmarks/bench_graph.py --paths ~/src/project        # any checkout, any language
     python benchmarks/bench_graph.py --small                      # this repository's src/: CI smoke
     python benchmarks/bench_graph.py --corpus                     # precision and recall per language
+    python benchmarks/bench_graph.py --traced                     # Python, against the calls a run makes
 
 Figures go to stdout; the exit status is 0 unless something failed (targets are printed, not gated).
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib
+import inspect
 import json
 import os
 import random
@@ -30,7 +33,9 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 from hivelore.codegraph import Graph
 
@@ -94,6 +99,304 @@ def corpus(home: Path) -> None:
     expected_total, found_total, correct = totals
     print(f"| all | {expected_total} | {found_total} | {correct} | {correct / found_total:.3f} |", end="")
     print(f" {correct / expected_total:.3f} |")
+
+
+# -- the traced comparison: the calls a run really makes, against the static call edges ------------
+
+TRACED = CORPUS / "traced"  # holds the package `shop`; `shop.driver.main()` runs all of it
+TRACED_MAIN = "shop.driver"
+BANDS = (1.0, 0.9, 0.8, 0.6, 0.5, 0.3)
+# Generator and coroutine frames: 3.11 reports no event when one is created, and a "call" each time
+# it is resumed, from whoever resumes it, so their frames do not show who called them.
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def record_calls(root: str, module: str, out: str) -> None:
+    """Run `module.main()` from `root` and write to `out` (JSON) what ran: the code objects of files under
+    `root`, the calls between them (caller, line of the call, callee) and the lines executed.
+
+    Meant for a fresh interpreter (`trace_run`): the profile hook sees every call of the process, and
+    the package's modules must be imported for the first time under it."""
+    root = os.path.realpath(root)  # imported from here, so `co_filename` starts with it even under a symlink
+    prefix = os.path.join(root, "")
+    codes: dict[tuple, int] = {}
+    calls: set[tuple[int, int, int]] = set()
+    lines: set[tuple[str, int]] = set()
+
+    def code_index(code) -> int:
+        key = (code.co_filename, code.co_qualname, code.co_firstlineno, code.co_name, bool(code.co_flags & _RESUMABLE))
+        return codes.setdefault(key, len(codes))
+
+    def profile(frame, event: str, _arg) -> None:
+        if event != "call" or not frame.f_code.co_filename.startswith(prefix):
+            return  # "c_call" and the like are builtins: no frame, no symbol
+        callee = code_index(frame.f_code)
+        caller = frame.f_back
+        if caller is not None and caller.f_code.co_filename.startswith(prefix):
+            calls.add((code_index(caller.f_code), caller.f_lineno, callee))
+
+    def trace_lines(frame, event: str, _arg):
+        if event == "line":
+            lines.add((frame.f_code.co_filename, frame.f_lineno))
+        return trace_lines
+
+    def trace(frame, _event: str, _arg):  # called for each new frame: line events for the package's only
+        return trace_lines if frame.f_code.co_filename.startswith(prefix) else None
+
+    sys.path.insert(0, root)
+    sys.setprofile(profile)
+    sys.settrace(trace)
+    try:
+        importlib.import_module(module).main()
+    finally:
+        sys.settrace(None)
+        sys.setprofile(None)
+
+    def relative(name: str) -> str:
+        return os.path.relpath(name, root).replace(os.sep, "/")
+
+    data = {
+        "codes": [[relative(name), *rest] for name, *rest in codes],  # in index order: dicts keep insertion order
+        "calls": sorted(calls),
+        "lines": sorted([relative(name), line] for name, line in lines),
+    }
+    Path(out).write_text(json.dumps(data))
+
+
+def trace_run(root: Path, module: str) -> dict:
+    """`record_calls` in a subprocess, so that the profile hook and the imported package stay out of this one."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "calls.json"
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import bench_graph as b; b.record_calls(*sys.argv[2:])"
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        argv = [sys.executable, "-c", code, str(HERE), str(root), module, str(out)]
+        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"the traced run failed:\n{proc.stderr}")
+        return json.loads(out.read_text())
+
+
+def graph_qualname(co_qualname: str) -> str:
+    """The graph's qualified name for code with this `co_qualname`: `<locals>` left out, and a lambda,
+    comprehension or generator expression stands for the definition around it, which the graph gives
+    their calls to. "" for module-level code."""
+    parts = []
+    for part in co_qualname.split("."):
+        if part == "<locals>":
+            continue
+        if part.startswith("<"):
+            break
+        parts.append(part)
+    return ".".join(parts)
+
+
+class Span(NamedTuple):
+    id: str
+    qualname: str
+    kind: str
+    line: int
+    end_line: int
+
+
+def spans_by_file(graph: Graph) -> dict[str, list[Span]]:
+    """The present symbols of each file, innermost (shortest span) first."""
+    rows = graph.store.conn.execute(
+        "SELECT file, id, qualname, kind, line, end_line FROM symbols WHERE repo = ? AND present = 1", (graph.root,)
+    )
+    spans: dict[str, list[Span]] = {}
+    for file, *span in rows:
+        spans.setdefault(file, []).append(Span(*span))
+    for symbols in spans.values():
+        symbols.sort(key=lambda s: (s.end_line - s.line, s.line))
+    return spans
+
+
+def symbol_of(spans: dict[str, list[Span]], file: str, co_qualname: str, first_line: int) -> Span | None:
+    """The symbol a code object is: the innermost one of its file whose lines hold the code's first line
+    and whose qualified name matches. The span tells apart `f` and `f#2`, which share a qualified name."""
+    qualname = graph_qualname(co_qualname)
+    if not qualname:
+        return None
+    for span in spans.get(file, []):
+        if span.qualname == qualname and span.line <= first_line <= span.end_line:
+            return span
+    raise LookupError(f"no symbol {qualname} around {file}:{first_line}")
+
+
+class Traced(NamedTuple):
+    """The static call edges of a package against the calls one run of it made; edges are (caller id, callee id)."""
+
+    static: dict[tuple[str, str], float]  # callee not a class: a class is not code that runs when called
+    observed: dict[tuple[str, str], str]  # each with where one such call was made, "file:line"
+    ran: set[str]  # symbols whose code ran
+    left_out: Counter  # why a recorded call or a static edge is not compared, with how many
+    sites: dict[str, list[tuple[str, int, str]]]  # caller id → its call sites: file, line, name
+    unreached: list[str]  # call sites the run never executed, "file:line name"
+    never_ran: list[str]  # functions and methods the run never executed
+    sources: dict[str, list[str]]  # file → its lines, to show a call as written
+
+    def judged(self) -> dict[tuple[str, str], float]:
+        """The static edges whose caller ran; an edge from code that never ran cannot be checked."""
+        return {edge: c for edge, c in self.static.items() if edge[0] in self.ran}
+
+    def missed(self) -> list[tuple[str, str]]:
+        return sorted(set(self.observed) - set(self.static))
+
+    def spurious(self) -> list[tuple[str, str]]:
+        return sorted(set(self.judged()) - set(self.observed))
+
+    def precision(self, band: float | None = None) -> tuple[int, int]:
+        """(judged edges the run made, judged edges), over all or one confidence band."""
+        judged = [e for e, c in self.judged().items() if band is None or round(c, 2) == band]
+        return sum(e in self.observed for e in judged), len(judged)
+
+    def recall(self, at_least: float = 0.0) -> tuple[int, int]:
+        """(observed calls the graph has at `at_least` or above, observed calls)."""
+        found = [e for e in self.observed if round(self.static.get(e, -1.0), 2) >= at_least]
+        return len(found), len(self.observed)
+
+    def site_of(self, edge: tuple[str, str]) -> str:
+        """Where the caller's code names the callee, "file:line" ("" when no site names it)."""
+        qualname = edge[1].split("::")[1].split("#")[0]
+        names = {qualname.rpartition(".")[2]}
+        if qualname.endswith(".__init__"):  # reached by instantiating the class, `cls()` or `super().__init__`
+            names |= {qualname.split(".")[-2], "<new>"}
+        for file, line, name in self.sites.get(edge[0], []):
+            if name in names:
+                return f"{file}:{line}"
+        return ""
+
+    def source(self, where: str) -> str:
+        file, _, line = where.rpartition(":")
+        return self.sources[file][int(line) - 1].strip() if file in self.sources else ""
+
+
+def trace_compare(work: Path) -> Traced:
+    """Index a copy of tests/fixtures/callgraph/traced (neither the index nor the run writes into the
+    repository), run its driver under the profiler in a subprocess, and line the two up."""
+    root = work / "traced"
+    shutil.copytree(TRACED, root, ignore=shutil.ignore_patterns("__pycache__"))
+    with Graph.open(str(work / "home"), str(root)) as graph:
+        graph.index()
+        spans = spans_by_file(graph)
+        edges = {(c["caller"], c["callee"]): c["confidence"] for c in graph.export()["calls"]}
+        sites = call_sites(graph)
+    run = trace_run(root, TRACED_MAIN)
+    kinds = {span.id: span.kind for symbols in spans.values() for span in symbols}
+    left_out: Counter = Counter()
+    static = {}
+    for edge, confidence in edges.items():
+        if kinds[edge[1]] == "class":
+            left_out["static edges to a class (instantiation; the edge to its constructor is compared)"] += 1
+        else:
+            static[edge] = confidence
+    codes = [(code, symbol_of(spans, *code[:3])) for code in run["codes"]]
+    ran = {span.id for _code, span in codes if span is not None}
+    observed = observed_calls(codes, run["calls"], left_out)
+    lines = {(file, line) for file, line in run["lines"]}
+    unreached = [f"{f}:{n} {name}" for calls in sites.values() for f, n, name in calls if (f, n) not in lines]
+    never_ran = sorted(i for i, kind in kinds.items() if kind in ("function", "method") and i not in ran)
+    sources = {file: (root / file).read_text().splitlines() for file in spans}
+    return Traced(static, observed, ran, left_out, sites, sorted(unreached), never_ran, sources)
+
+
+def call_sites(graph: Graph) -> dict[str, list[tuple[str, int, str]]]:
+    """Each symbol's call sites as the parser recorded them: (file, line, name called), in line order."""
+    sites: dict[str, list[tuple[str, int, str]]] = {}
+    for caller, file, line, name in graph.store.conn.execute(
+        "SELECT y.id, y.file, s.line, s.name FROM sites s JOIN symbols y ON y.key = s.caller"
+        " WHERE y.repo = ? AND y.present = 1 ORDER BY y.id, s.line",
+        (graph.root,),
+    ):
+        sites.setdefault(caller, []).append((file, line, name))
+    return sites
+
+
+def observed_calls(codes: list, calls: list, left_out: Counter) -> dict[tuple[str, str], str]:
+    """The recorded calls as edges between symbols, each with where one such call was made ("file:line");
+    a recorded call that no static edge could stand for is counted in `left_out` with why."""
+    observed: dict[tuple[str, str], str] = {}
+    for caller, line, callee in calls:
+        (file, *_), caller_span = codes[caller]
+        edge, why = _observed_edge(caller_span, *codes[callee])
+        if why:
+            left_out[why] += 1
+        else:
+            observed.setdefault(edge, f"{file}:{line}")
+    return observed
+
+
+def _observed_edge(caller: Span | None, code: list, callee: Span | None) -> tuple[tuple[str, str], str]:
+    """The edge a recorded call is, or why it is not one a static call edge could stand for."""
+    _file, _qualname, _line, name, resumable = code
+    if caller is None:
+        return ("", ""), "recorded calls made by module-level code (no caller symbol)"
+    if name.startswith("<"):
+        return ("", ""), "recorded calls into a lambda, comprehension or generator expression (part of its caller)"
+    if resumable:
+        return ("", ""), "recorded resumptions of a generator or coroutine (not the call that created it)"
+    if callee is None or callee.kind == "class":
+        return ("", ""), "recorded runs of a class body (at its definition, not a call)"
+    return (caller.id, callee.id), ""
+
+
+def traced(work: Path) -> None:
+    """Print the traced comparison of tests/fixtures/callgraph/traced."""
+    result = trace_compare(work)
+    print(f"\n## traced: `{TRACED_MAIN}.main()` in tests/fixtures/callgraph/traced\n")
+    print(f"- functions and methods that never ran: {len(result.never_ran)}", *result.never_ran)
+    print(f"- call sites the run never reached: {len(result.unreached)}", *result.unreached[:20])
+    print(f"- distinct calls (caller, callee) the run made between the package's functions: {len(result.observed)}")
+    print(f"- static call edges: {len(result.static)}, {len(result.judged())} of them from a caller that ran")
+    for why, count in sorted(result.left_out.items()):
+        print(f"- not compared: {count} {why}")
+    _print_bands(result)
+    _print_edges(result)
+
+
+def _print_bands(result: Traced) -> None:
+    print("\n| confidence | static edges, caller ran | made by the run | precision | recall at ≥ this confidence |")
+    print("|---|---|---|---|---|")
+    for band in BANDS:
+        made, judged = result.precision(band)
+        if judged or band != 0.9:  # 0.9 is a wildcard import; shown only when the package has one
+            print(_band_row(str(band), made, judged, *result.recall(band)))
+    made, judged = result.precision()
+    print(_band_row("**all**", made, judged, *result.recall()))
+    print(
+        "\nprecision: of the static edges whose caller ran, the share the run made. An edge whose caller never"
+        f" ran cannot be judged and is not counted (here {len(result.static) - judged}). A judged edge the run did"
+        " not make counts as wrong, even if other inputs would make it: one run is one input.\nrecall: of the"
+        " calls the run made, the share the static graph has; by band, counting only the edges at or above that"
+        " confidence, as `min_confidence` would."
+    )
+
+
+def _band_row(label: str, made: int, judged: int, found: int, observed: int) -> str:
+    return f"| {label} | {judged} | {made} | {_ratio(made, judged)} | {found}/{observed} = {_ratio(found, observed)} |"
+
+
+def _print_edges(result: Traced, limit: int = 20) -> None:
+    missed, spurious = result.missed(), result.spurious()
+    print(f"\nmissed: {len(missed)} calls the run made that the graph lacks, with where the call was made\n")
+    for edge in missed[:limit]:
+        where = result.observed[edge]
+        print(f"- {edge[0]} → {edge[1]}   {where} `{result.source(where)}`")
+    _more(len(missed) - limit)
+    print(f"\nspurious: {len(spurious)} static edges whose caller ran that the run never made, with the site\n")
+    for edge in spurious[:limit]:
+        where = result.site_of(edge)
+        print(f"- {edge[0]} → {edge[1]} ({result.static[edge]})   {where} `{result.source(where)}`")
+    _more(len(spurious) - limit)
+
+
+def _more(hidden: int) -> None:
+    if hidden > 0:
+        print(f"- … and {hidden} more")
+
+
+def _ratio(part: int, whole: int) -> str:
+    return f"{part / whole:.3f}" if whole else "–"
 
 
 def bench_index(label: str, root: Path, home: Path, files_to_touch: int) -> Graph:
@@ -255,6 +558,7 @@ def main() -> None:
     parser.add_argument("--paths", nargs="*", default=[], help="folders to index as they are")
     parser.add_argument("--small", action="store_true", help="only this repository's src/ (a few seconds)")
     parser.add_argument("--corpus", action="store_true", help="precision and recall on tests/fixtures/callgraph")
+    parser.add_argument("--traced", action="store_true", help="the same against the calls a run really makes")
     parser.add_argument("--no-combined", action="store_true", help="skip the combined ~30,000-symbol repository")
     parser.add_argument("--files", type=int, default=20, help="files re-indexed per repository (default 20)")
     parser.add_argument("--runs", type=int, default=200, help="symbols per query figure (default 200)")
@@ -265,6 +569,9 @@ def main() -> None:
         work = Path(scratch)
         if args.corpus:
             corpus(work / "home")
+            return
+        if args.traced:
+            traced(work)
             return
         if args.small:
             # a copy: the pre-edit hook coordinates the git repository around it, which must be this one
