@@ -324,6 +324,23 @@ def test_prune_deletes_old_events_but_keeps_signatures_that_have_a_fix(store: Ev
     assert store.prune(older_than_days=30) == 0
 
 
+def test_prune_every_so_often_runs_at_most_once_in_that_time(store: EventStore, clock: Clock) -> None:
+    """The session-start hook prunes with every_s=one day: the first call of the day deletes, later ones do nothing."""
+    store.record_prompt("claude", "old", "I prefer pnpm", root_session=True)
+    clock.advance(days=100)
+    assert store.prune(older_than_days=90, every_s=86_400) == 1
+    store.record_prompt("claude", "s2", "I prefer pnpm", root_session=True)
+    clock.advance(days=95)
+    assert store.prune(older_than_days=90, every_s=86_400) == 1  # a day and more later: due again
+    store.record_prompt("claude", "s3", "I prefer pnpm", root_session=True)
+    clock.advance(days=91)
+    store.prune(older_than_days=90, every_s=86_400)
+    clock.advance(days=1 / 24)
+    store.record_prompt("claude", "s4", "x", root_session=True)
+    assert store.prune(older_than_days=0, every_s=86_400) is None  # pruned an hour ago: not due
+    assert [p.session_id for p in store.prompts()] == ["s4"]
+
+
 # -- several agents at once ---------------------------------------------------------------------
 
 WORKER = """

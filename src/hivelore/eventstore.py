@@ -26,7 +26,7 @@ API (agent + session_id identify a session everywhere; nothing requires `touch_s
     store.record_success(agent, session_id, cwd, tool, command) -> list[Failure]  # the ones it resolved
     store.record_call(agent, session_id, tool, command_or_input) -> int           # count so far
     store.friction(agent, session_id) -> Friction
-    store.prune(older_than_days) -> int
+    store.prune(older_than_days, every_s=0) -> int | None   # None: pruned less than every_s ago
     reset(folder) -> EventStore                     # discard events.db, open a new one
     normalise_command(command, cwd) -> str; fingerprint(error, cwd="") -> str; error_lines(error, cwd="") -> list[str]
 
@@ -452,9 +452,20 @@ class EventStore:
     # -- housekeeping -----------------------------------------------------------------------------
 
     @_guarded
-    def prune(self, older_than_days: float) -> int:
-        """Delete event rows older than the cutoff; signatures stay while they are recent or have a fix."""
-        cutoff = self.clock() - older_than_days * 86_400
+    def prune(self, older_than_days: float, every_s: float = 0.0) -> int | None:
+        """Delete event rows older than the cutoff; signatures stay while they are recent or have a fix.
+        With `every_s`, only when the last prune is at least that long ago (None when it is not)."""
+        now = self.clock()
+        cutoff = now - older_than_days * 86_400
+        with Immediate(self.conn) as conn:
+            last = conn.execute("SELECT value FROM meta WHERE name = 'pruned_at'").fetchone()
+            if every_s and last and now - float(last[0]) < every_s:
+                return None
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('pruned_at', ?)", (repr(now),))
+            return self._prune(conn, cutoff)
+
+    @staticmethod
+    def _prune(conn: sqlite3.Connection, cutoff: float) -> int:
         statements = (
             "DELETE FROM sessions WHERE last_ts < ?",
             "DELETE FROM shown WHERE ts < ?",
@@ -464,8 +475,7 @@ class EventStore:
             "DELETE FROM evidence WHERE ts < ?",
             "DELETE FROM signatures WHERE last_ts < ? AND fix IS NULL",
         )
-        with Immediate(self.conn) as conn:
-            return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)
+        return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)
 
 
 def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:

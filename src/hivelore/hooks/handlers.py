@@ -23,6 +23,8 @@ FAILURE_LESSONS = 3
 NOTE_TTL_DAYS = 14  # captured session notes expire unless someone commits them
 NOTE_CHARS = 3_000
 REPEATED_CALLS = 3  # the same call this many times in a session is friction
+EVENTS_KEPT_DAYS = 90  # sessions, prompts, calls and unfixed failures older than this are forgotten
+PRUNE_EVERY_S = 86_400  # by the first session start of each day
 RETROSPECTIVE = "nudge:retrospective"  # kept among a session's shown addresses, so it is given once
 FRAMING = "considerations, not rules; read any in full with memory_read"
 
@@ -78,6 +80,7 @@ def session_start(ctx: HookContext) -> str:
     of the folder's chain: once per session, again after compaction."""
     event, store = ctx.event, ctx.store
     if store is not None:
+        store.prune(EVENTS_KEPT_DAYS, every_s=PRUNE_EVERY_S)
         store.touch_session(event.agent, event.session_id, event.cwd, event.subagent)
         if event.source == "compact":
             store.mark_compacted(event.agent, event.session_id)
