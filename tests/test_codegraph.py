@@ -325,6 +325,145 @@ def test_calls_outside_the_repository_give_no_edge(tmp_path):
     assert len(callees) == 10
 
 
+BOUND_BY_ASSIGNMENT = {
+    "shop/__init__.py": "",
+    "shop/money.py": """
+        def to_cents(value):
+            return int(value * 100 + 0.5)
+
+
+        half_up = to_cents  # the first definition: the second one below has not run yet
+
+
+        def to_cents(value):
+            return half_up(value) if value else 0
+
+
+        def platform():
+            from sysconfig import get_platform  # its own import: not the alias below
+
+            return get_platform()
+
+
+        get_platform = platform
+
+
+        def describe():
+            return get_platform()
+        """,
+    "shop/notify.py": """
+        import logging
+
+
+        class Bus:
+            def publish(self, event):
+                return event
+
+            emit = publish
+
+            def publish_all(self, events):
+                for event in events:
+                    self.emit(event)
+
+            def info(self):
+                return ""
+
+
+        class LoudBus(Bus):
+            pass
+
+
+        BUS = Bus()
+        announce = BUS.publish
+        log = logging.getLogger(__name__)
+        """,
+    "shop/orders.py": """
+        import shop.notify as events
+        from shop import notify
+        from shop.money import half_up
+        from shop.notify import BUS, Bus, LoudBus
+
+
+        class Order:
+            @classmethod
+            def create(cls, item):
+                order = cls()
+                order.add(item)
+                return order
+
+            def add(self, item):
+                return item
+
+
+        def rounded(value):
+            return half_up(value)
+
+
+        def via_module():
+            notify.BUS.publish("placed")
+
+
+        def via_import():
+            events.BUS.publish("placed")
+
+
+        def imported_value():
+            BUS.publish("placed")
+
+
+        def bound_method():
+            notify.announce("placed")
+
+
+        def through_class(bus):
+            Bus.emit(bus, "placed")
+
+
+        def typed(bus: LoudBus):
+            bus.emit("placed")
+
+
+        def outside():
+            notify.log.info("placed")
+            notify.BUS("placed")
+            child = notify.log.getChild("orders")
+            child.info()
+        """,
+}
+
+
+@pytest.mark.parametrize(
+    ("caller", "callee", "confidence", "rule"),
+    [
+        ("shop/money.py::to_cents#2", "shop/money.py::to_cents", 1.0, "an alias: the definition in effect on its line"),
+        ("shop/orders.py::rounded", "shop/money.py::to_cents", 1.0, "an alias imported from another module"),
+        ("shop/money.py::describe", "shop/money.py::platform", 1.0, "an alias of a function defined above it"),
+        ("shop/notify.py::Bus.publish_all", "shop/notify.py::Bus.publish", 1.0, "a class-body alias on self"),
+        ("shop/orders.py::through_class", "shop/notify.py::Bus.publish", 1.0, "a class-body alias on the class"),
+        ("shop/orders.py::typed", "shop/notify.py::Bus.publish", 0.8, "a class-body alias, inherited, typed value"),
+        ("shop/orders.py::via_module", "shop/notify.py::Bus.publish", 0.8, "from pkg import mod; mod.VAR.m()"),
+        ("shop/orders.py::via_import", "shop/notify.py::Bus.publish", 0.8, "import pkg.mod as m; m.VAR.m()"),
+        ("shop/orders.py::imported_value", "shop/notify.py::Bus.publish", 0.8, "from mod import VAR; VAR.m()"),
+        ("shop/orders.py::bound_method", "shop/notify.py::Bus.publish", 0.8, "an alias of VAR.m: as VAR.m() is"),
+        ("shop/orders.py::Order.create", "shop/orders.py::Order.add", 0.8, "x = cls() in a class method"),
+    ],
+)
+def test_names_bound_by_assignment_resolve_to_what_they_hold(tmp_path, caller, callee, confidence, rule):
+    graph = open_graph(tmp_path, BOUND_BY_ASSIGNMENT)
+    assert calls(graph).get((caller, callee)) == confidence, rule
+
+
+def test_an_alias_is_not_its_later_namesake_and_values_of_outside_classes_give_no_edge(tmp_path):
+    graph = open_graph(tmp_path, BOUND_BY_ASSIGNMENT)
+    assert graph.callees("shop/money.py::to_cents#2") == [("shop/money.py::to_cents", 1.0)]
+    assert graph.callees("shop/money.py::platform") == []  # a function's own import shadows the module's alias
+    # `log` is logging's, and so is what its methods return (`Bus.info` is not guessed); calling BUS is not followed
+    assert graph.callees("shop/orders.py::outside") == []
+    exported = {(i["file"], i["alias"]) for i in graph.export()["imports"] if i["file"] != "shop/orders.py"}
+    # aliases (`half_up`, `get_platform = platform`) and module-level variables are not imports
+    assert exported == {("shop/notify.py", "logging"), ("shop/money.py", "get_platform")}
+
+
 def test_imports_are_exported_with_the_file_they_resolve_to(tmp_path):
     graph = open_graph(tmp_path, RULES)
     imports = [i for i in graph.export()["imports"] if i["file"] == "shop/orders.py"]
@@ -588,8 +727,8 @@ def test_opening_a_graph_and_the_hook_queries_import_no_parser_and_no_rustworkx(
 
 def test_traced_calls_of_a_run_against_the_static_edges(tmp_path):
     """`bench_graph.py --traced`: the shop package in tests/fixtures/callgraph/traced runs under the
-    profiler, and its real calls are the ground truth. Measured: precision 0.921 (70/76), recall 0.761
-    (70/92); the floors leave a margin of a few edges."""
+    profiler, and its real calls are the ground truth. Measured: precision 0.925 (74/80), recall 0.804
+    (74/92); the floors leave a margin of a few edges."""
     spec = importlib.util.spec_from_file_location("bench_graph", CORPUS.parents[2] / "benchmarks" / "bench_graph.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -598,11 +737,20 @@ def test_traced_calls_of_a_run_against_the_static_edges(tmp_path):
     made, judged = result.precision()
     found, observed = result.recall()
     assert made / judged >= 0.85, result.spurious()
-    assert found / observed >= 0.7, result.missed()
+    assert found / observed >= 0.75, result.missed()
     # a second definition is told from the first by its lines, and each call reaches the one in effect
     assert result.static[("shop/money.py::Money.from_units", "shop/money.py::_round#2")] == 1.0
     assert ("shop/money.py::Money.from_units", "shop/money.py::_round#2") in result.observed
-    assert ("shop/money.py::_round#2", "shop/money.py::_round") in result.missed()  # through an alias
+    # `_round_half_up = _round` between the two: the alias holds the first, not the one in effect later
+    assert result.static[("shop/money.py::_round#2", "shop/money.py::_round")] == 1.0
+    assert ("shop/money.py::_round#2", "shop/money.py::_round#2") not in result.static
+    # a module-level instance seen from another module (`notify.BUS`), and `catalog = cls()`, are typed values
+    for caller, callee in [
+        ("orders.py::place_order", "notify.py::EventBus.publish"),
+        ("driver.py::open_shop", "notify.py::EventBus.subscribe"),
+        ("catalog.py::Catalog.load", "catalog.py::Catalog.add"),
+    ]:
+        assert result.static[(f"shop/{caller}", f"shop/{callee}")] == 0.8
     # dynamic dispatch, through a dict of functions, subscribed handlers and an override, is beyond the graph
     for caller, callee in [
         ("pricing.py::apply_discount", "pricing.py::percent_off"),

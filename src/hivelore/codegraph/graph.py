@@ -6,7 +6,7 @@ import os
 import time
 
 from hivelore.codegraph import queries
-from hivelore.codegraph.model import IndexStats, Symbol
+from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, Store, chunks
 
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
@@ -295,10 +295,11 @@ class Graph:
                 "kind": kind,
                 "target": t or None,
             }
+            # Python aliases and module-level variables share the table, to be resolved as imports are; not imports
             for f, n, m, name, level, local, kind, t in conn.execute(
-                "SELECT file, line, module, name, level, local, kind, target FROM imports WHERE repo = ?"
-                " ORDER BY file, line, local",
-                repo,
+                "SELECT file, line, module, name, level, local, kind, target FROM imports"
+                " WHERE repo = ? AND kind NOT IN (?, ?) ORDER BY file, line, local",
+                (*repo, ALIAS, VALUE),
             )
         ]
         return {"symbols": symbols, "calls": calls, "imports": imports}

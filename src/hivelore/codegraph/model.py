@@ -53,8 +53,9 @@ class Site:
     `cls.`, Go's receiver, Rust's `self` and `Self::`), "super" for the base class, otherwise the
     dotted text before the name (`orders`, `shop.orders`, `Cart`, `self.repo`; Rust's `::` as ".").
     `receiver_type` says what the receiver is when it is a value: "" when it is not (resolve the
-    receiver as a name), "?" when its type is unknown, a dotted type ("Cart"), or a call whose
-    result it is ("Cart()", "new_cart()")."""
+    receiver as a name), "?" when its type is unknown, a dotted type ("Cart"), a call whose
+    result it is ("Cart()", "new_cart()"), or "self" for an instance of the caller's own class
+    (Python's `c = cls()` in a class method)."""
 
     caller: int  # index of the calling definition in ParsedFile.definitions
     name: str
@@ -64,20 +65,27 @@ class Site:
     args: int = -1  # the number of arguments, where overloads need it (Java); -1 unknown
 
 
+ALIAS = "alias"  # Binding.kind of a Python name assigned another name: `_round_half_up = _round`
+VALUE = "value"  # Binding.kind of a Python module-level variable of known type: `BUS = EventBus()`
+
+
 @record
 class Binding:
-    """A name an import (or a re-export) binds in a file.
+    """A name an import (or a re-export) binds in a file, or a Python module- or class-level name
+    bound by an assignment, which other code reaches through the file as it reaches an import.
 
     `module` is the module as written ("shop.orders", "./orders", "crate::a" → "crate.a",
     "example.com/shop/tokens", "com.shop"); `name` the member imported from it, "" when the
-    module itself is bound; `local` is "*" for a wildcard import."""
+    module itself is bound; `local` is "*" for a wildcard import. For ALIAS, `local` is the name
+    ("Cart.alias" in a class body), `name` the dotted name assigned to it and `module` is ""; for
+    VALUE, `name` is the variable's type as a Site's `receiver_type` writes it ("EventBus()")."""
 
     local: str
     module: str
     name: str = ""
     level: int = 0  # Python relative imports: the number of leading dots
     line: int = 0
-    kind: str = "import"  # "import", or "export" for a re-export or a default-export alias
+    kind: str = "import"  # "import", "export" for a re-export or a default-export alias, ALIAS or VALUE
 
 
 @record

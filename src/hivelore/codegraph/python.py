@@ -12,11 +12,15 @@ from __future__ import annotations
 import ast
 import hashlib
 
-from hivelore.codegraph.model import Binding, Definition, ParsedFile, Site
+from hivelore.codegraph.model import ALIAS, VALUE, Binding, Definition, ParsedFile, Site
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SKIP_FIELDS = frozenset({"type_comment", "kind", "ctx"})
 _UNKNOWN = "?"
+_SELF = "self"  # the type of `cls()` in a class method: an instance of the enclosing class
+# The "type" of a module-level name bound to another name (`_round_half_up = _round`): it is not a
+# value to guess about but a name, which resolution follows through the file's ALIAS binding.
+_ANOTHER_NAME = ""
 
 
 def parse(source: bytes, path: str) -> ParsedFile:
@@ -53,10 +57,13 @@ def annotation(node: ast.AST | None) -> str:
     return dotted(node) or _UNKNOWN
 
 
-def _value_type(node: ast.AST) -> str:
-    """What an assignment tells about the variable: `Cart(...)` → "Cart()", anything else unknown."""
+def _value_type(node: ast.AST, scope: _Scope) -> str:
+    """What an assignment tells about the variable: `Cart(...)` → "Cart()", `cls(...)` in a class
+    method → "self", anything else unknown."""
     if isinstance(node, ast.Call):
         name = dotted(node.func)
+        if name and name == scope.self_name:  # `cls()` instantiates the class, as a `cls(...)` call site does
+            return _SELF
         if name:
             return name + "()"
     return _UNKNOWN
@@ -213,20 +220,22 @@ class _Parser:
             bound_elsewhere.update(node.names)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
-                self._assign(target, _value_type(node.value), node.value, scope)
+                self._assign(target, _value_type(node.value, scope), node.value, scope)
         elif isinstance(node, ast.AnnAssign):
             self._assign(node.target, annotation(node.annotation), node.value, scope)
         elif isinstance(node, ast.NamedExpr):
-            self._assign(node.target, _value_type(node.value), node.value, scope)
+            self._assign(node.target, _value_type(node.value, scope), node.value, scope)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.AugAssign)):
             self._assign(node.target, _UNKNOWN, None, scope)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            self._assign(node.optional_vars, _value_type(node.context_expr), None, scope)
+            self._assign(node.optional_vars, _value_type(node.context_expr, scope), None, scope)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             scope.variables[node.name] = (dotted(node.type) if node.type is not None else None) or _UNKNOWN
 
     def _assign(self, target: ast.AST, value_type: str, value: ast.AST | None, scope: _Scope) -> None:
         if isinstance(target, ast.Name):
+            if scope.kind in ("module", "class"):
+                value_type = self._bind_shared_name(target, value_type, value, scope)
             known = scope.variables.get(target.id)
             scope.variables[target.id] = value_type if known in (None, value_type) else _UNKNOWN
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -247,6 +256,19 @@ class _Parser:
             known = attrs.get(target.attr)
             attrs[target.attr] = value_type if known in (None, value_type) else _UNKNOWN
 
+    def _bind_shared_name(self, target: ast.Name, value_type: str, value: ast.AST | None, scope: _Scope) -> str:
+        """A module- or class-level name other code can reach (`mod.BUS`, `self.alias`): record what
+        it is bound to as a binding of the file, and return the variable's type in this file."""
+        aliased = dotted(value) if value is not None and value_type == _UNKNOWN else None
+        if aliased:  # `_round_half_up = _round`; in a class body `alias = method`, reached as `self.alias()`
+            local = f"{scope.qualname}.{target.id}" if scope.kind == "class" else target.id
+            self.bindings.append(Binding(local, "", aliased, 0, target.lineno, ALIAS))
+            # functions call a module-level alias by name; a class body's names are not seen by its methods
+            return _ANOTHER_NAME if scope.kind == "module" else value_type
+        if scope.kind == "module" and value_type != _UNKNOWN:  # `BUS = EventBus()`, `STOCK: Stock`
+            self.bindings.append(Binding(target.id, "", value_type, 0, target.lineno, VALUE))
+        return value_type
+
     # -- calls ------------------------------------------------------------------------------------
 
     def _site(self, func: ast.AST, scope: _Scope, line: int) -> None:
@@ -254,7 +276,7 @@ class _Parser:
         if isinstance(func, ast.Name):
             if scope.self_name and func.id == scope.self_name:  # `cls(...)` in a class method
                 self.sites.append(Site(caller, "<new>", "self", "", line))
-            elif scope.variable(func.id) is None:  # calling a variable is not a call we can follow
+            elif not scope.variable(func.id):  # calling a variable is not a call we can follow, an alias is
                 self.sites.append(Site(caller, func.id, "", "", line))
             return
         if not isinstance(func, ast.Attribute):
@@ -264,7 +286,7 @@ class _Parser:
             if isinstance(value.func, ast.Name) and value.func.id == "super":
                 self.sites.append(Site(caller, name, "super", "", line))
             else:
-                self.sites.append(Site(caller, name, "()", _value_type(value), line))
+                self.sites.append(Site(caller, name, "()", _value_type(value, scope), line))
             return
         text = dotted(value)
         if text is None:  # `x[0].f()`, `"".join()`: a value we know nothing about
@@ -280,8 +302,8 @@ class _Parser:
                 self.sites.append(Site(caller, name, "self." + rest, _UNKNOWN, line))
             return
         variable = scope.variable(root)
-        if variable is None:
-            self.sites.append(Site(caller, name, text, "", line))  # a module, a class or a global
+        if not variable:  # a module, a class, a global, or an alias of one of them
+            self.sites.append(Site(caller, name, text, "", line))
         else:
             self.sites.append(Site(caller, name, text, variable if not rest else _UNKNOWN, line))
 

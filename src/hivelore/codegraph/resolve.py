@@ -9,10 +9,15 @@ The confidences (docs/codegraph.md has the rules in full):
          call on a known class (`Cart.create`), and instantiation (the class and its constructor)
     0.9  as exact, but reached through a wildcard import (`from x import *`, `use super::*`)
     0.8  a method on a value whose class is known from an annotation, a typed declaration, an
-         assignment from an instantiation (`c = Cart()`), or a function's declared return type
+         assignment from an instantiation (`c = Cart()`, `c = cls()`), or a function's declared
+         return type; also on a module-level variable of known class seen from another module
+         (`notify.BUS.publish()`, `from notify import BUS`)
     0.6  by name only, with exactly one candidate in the caller's directory
     0.5  by name only, with exactly one candidate in the repository (same language)
     0.3  by name only, with two or three candidates: one edge to each
+
+A Python alias (`_round_half_up = _round`, a class-body `alias = method`) reaches what the name it
+was assigned meant on that line, with the confidence the name itself has.
 
 A name that is known but not in the repository (an import of another package, a builtin, a method
 of a standard container on a value of unknown type) gives no edge; names with more than three
@@ -25,6 +30,7 @@ import os
 import sys
 
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
+from hivelore.codegraph.model import ALIAS, VALUE
 
 EXACT, STAR, TYPED, SAME_DIR, UNIQUE, AMBIGUOUS = 1.0, 0.9, 0.8, 0.6, 0.5, 0.3
 MAX_CANDIDATES = 3
@@ -44,6 +50,19 @@ class Module:
         self.family, self.files, self.base, self.prefix = family, files, base, prefix
 
 
+class Instance:
+    """A Python module-level value of a class in the repository, reached as any value of known class
+    is (TYPED): a variable (`BUS = EventBus()`), whose members are those of `classes`, or a method
+    bound to one (`checked_call = _maker.checked_call`), which calling reaches (`calls`). Calling a
+    variable, its `__call__`, is not followed."""
+
+    __slots__ = ("classes", "calls")
+
+    def __init__(self, classes: list, calls: list | None = None) -> None:
+        self.classes = classes
+        self.calls = calls or []
+
+
 EXTERNAL = "external"  # known, and not in the repository
 
 
@@ -61,6 +80,8 @@ class Resolver:
         self._in_file: dict[str, dict[str, list]] = {}
         self._bindings: dict[str, list] = {}
         self._hierarchy: dict[int, list] = {}
+        self._instances: dict[tuple[str, int, str], object] = {}
+        self._bound: dict[str, dict[str, list]] = {}
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -86,6 +107,15 @@ class Resolver:
             rows = self._bindings[path] = self.source.bindings(path)
         return rows
 
+    def bound(self, path: str) -> dict[str, list]:
+        """The file's bindings by local name ("*" for wildcards), each list in source order."""
+        by_local = self._bound.get(path)
+        if by_local is None:
+            by_local = self._bound[path] = {}
+            for binding in self.bindings(path):
+                by_local.setdefault(binding.local, []).append(binding)
+        return by_local
+
     # -- one call site ------------------------------------------------------------------------------
 
     def resolve(self, caller, site) -> dict[int, float]:
@@ -103,7 +133,7 @@ class Resolver:
                 found = self._enclosing_members(caller, name)
                 if found:  # a method, or a nested class (with its constructor)
                     return self.edges(found, EXACT)
-            target, confidence = self.lookup(caller, name)
+            target, confidence = self.lookup(caller, name, line=site.line)
             if target is None:
                 if name in BUILTINS.get(family, ()) or family in ("go", "java"):
                     return []
@@ -128,15 +158,19 @@ class Resolver:
                 return self._by_name(caller, name, methods=True)
             found = [m for cls in classes for m in self._first_members(self.hierarchy(cls), name)]
             return _edges(found, TYPED)
-        target, confidence = self.resolve_dotted(caller, receiver)
+        target, confidence = self.resolve_dotted(caller, receiver, site.line)
         if target is None or target == EXTERNAL:
             return []
+        if isinstance(target, Instance):  # `notify.BUS.publish()`: a method of a value whose class is known
+            confidence = min(confidence, TYPED)
         return self.edges(self.member(target, name), confidence)
 
     def edges(self, target, confidence: float) -> list[tuple]:
         """What calling `target` reaches: a function or method, or a class and its constructor."""
         if target is None or target == EXTERNAL:
             return []
+        if isinstance(target, Instance):
+            return _edges(_in_effect(target.calls), min(confidence, TYPED))
         if isinstance(target, Module):  # `const Cart = require("./cart"); new Cart()`
             return self.edges(self.member(target, "default"), confidence)
         found = []
@@ -157,9 +191,9 @@ class Resolver:
 
     # -- names in scope ---------------------------------------------------------------------------
 
-    def lookup(self, caller, name: str, depth: int = 0):
-        """What a bare name means in the caller's code: (target, confidence), or (None, 0) when
-        nothing in the repository or its imports defines it."""
+    def lookup(self, caller, name: str, depth: int = 0, line: int = 0):
+        """What a bare name means in the caller's code (at `line`, when known): (target, confidence),
+        or (None, 0) when nothing in the repository or its imports defines it."""
         family = family_of(caller.file)
         symbols = self.in_file(caller.file)
         qualname = caller.qualname
@@ -176,13 +210,10 @@ class Resolver:
             rows = self._in_dir(os.path.dirname(caller.file), name, caller.file)
             if rows:
                 return rows, EXACT
-        stars = []
-        for binding in reversed(self.bindings(caller.file)):
-            if binding.local == name:
-                return self.resolve_binding(caller, binding, depth), EXACT
-            if binding.local == "*":
-                stars.append(binding)
-        for binding in stars:
+        bound = self.bound(caller.file)
+        if name in bound:
+            return self.resolve_binding(caller, self._binding_at(caller, bound[name], line), depth), EXACT
+        for binding in reversed(bound.get("*", ())):
             module = self.module_for(caller, binding)
             if isinstance(module, Module):
                 target = self.member(module, name, depth + 1)
@@ -190,8 +221,18 @@ class Resolver:
                     return target, STAR
         return None, 0.0
 
-    def resolve_dotted(self, caller, text: str):
-        """What `a.b.c` names in the caller's code: (target, confidence)."""
+    def _binding_at(self, caller, bindings: list, line: int):
+        """Of the bindings of one name, the one the caller's code sees: its own Python import when it
+        has one (an import between its first line and the call's is inside it, and shadows a
+        module-level assignment of the name), else the file's last."""
+        if line and family_of(caller.file) == "python":
+            own = [b for b in bindings if caller.line <= b.line <= line]
+            if own:
+                return own[-1]
+        return bindings[-1]
+
+    def resolve_dotted(self, caller, text: str, line: int = 0):
+        """What `a.b.c` names in the caller's code (at `line`, when known): (target, confidence)."""
         head, *rest = text.split(".")
         confidence = EXACT
         if head == "self":
@@ -200,7 +241,7 @@ class Resolver:
         elif head in ("crate", "$self", "$super") and family_of(caller.file) == "rust":
             target = self._rust_module(caller, [head])
         else:
-            target, confidence = self.lookup(caller, head)
+            target, confidence = self.lookup(caller, head, line=line)
             if target is None and family_of(caller.file) == "rust":
                 target = self._rust_module(caller, ["$self", head])  # a child module, `mod x;`
         for segment in rest:
@@ -210,6 +251,10 @@ class Resolver:
         return target, confidence
 
     def resolve_binding(self, caller, binding, depth: int = 0):
+        if binding.kind == ALIAS:
+            return self._aliased(caller.file, binding, depth)
+        if binding.kind == VALUE:
+            return self._instance(caller.file, binding)
         module = self.module_for(caller, binding)
         if module is None or module == EXTERNAL or not binding.name:
             return module
@@ -222,7 +267,7 @@ class Resolver:
             target, _ = self.resolve_dotted(caller, receiver_type[:-2])
             if isinstance(target, Module):
                 target = self.member(target, "default")
-            if target is None:
+            if target is None or isinstance(target, Instance):  # what a module-level value returns is not followed
                 return "unknown", []
             if target == EXTERNAL:
                 return "external", []
@@ -238,10 +283,59 @@ class Resolver:
             target, _ = self.resolve_dotted(caller, receiver_type)
         if isinstance(target, Module):  # `const Cart = require("./cart")`: the module's default export
             target = self.member(target, "default")
-        if target is None or target == EXTERNAL:
+        if target is None or target == EXTERNAL or isinstance(target, Instance):
             return "external", []
         classes = [r for r in target if r.kind in ("class", "interface")]
         return ("class", classes) if classes else ("external", [])
+
+    # -- Python names bound by assignment: aliases and module-level variables ----------------------
+
+    def _aliased(self, path: str, binding, depth: int):
+        """What `alias = other.attr` binds at module or class level: `other` as it was bound on that
+        line, then its attributes; EXTERNAL (no edge) when that is a builtin or not known."""
+        if depth > _MAX_DEPTH:
+            return EXTERNAL
+        head, *rest = binding.name.split(".")
+        cls = binding.local.rpartition(".")[0]  # a class body sees its own names first, then the module's
+        target = self._bound_before(path, f"{cls}.{head}", binding.line, depth) if cls else None
+        if target is None:
+            target = self._bound_before(path, head, binding.line, depth)
+        for segment in rest:
+            found = self.member(target, segment, depth + 1)
+            # a method of a module-level value stays a value's method: reached as typed, not exact
+            target = Instance([], found) if isinstance(target, Instance) and found else found
+        return EXTERNAL if target is None else target
+
+    def _bound_before(self, path: str, qualname: str, line: int, depth: int):
+        """What a module- or class-level name means to the code at that level on `line`: the latest
+        definition or binding above it. A later `def` of the same name has not run yet, unlike for the
+        code of a function, which sees the last one (`lookup`)."""
+        rows = [r for r in self.in_file(path).get(qualname, ()) if r.line < line]
+        latest = max(rows, key=lambda r: r.line) if rows else None
+        bindings = [b for b in self.bound(path).get(qualname, ()) if b.line < line]
+        if bindings and (latest is None or bindings[-1].line > latest.line):
+            return self.resolve_binding(FileScope(path), bindings[-1], depth + 1)
+        return [latest] if latest is not None else None
+
+    def _instance(self, path: str, binding):
+        """A module-level variable: an Instance of its class, or EXTERNAL (as any name that is not a
+        definition of the repository) when its class is not one. Memoised: many sites reach one."""
+        key = (path, binding.line, binding.local)
+        found = self._instances.get(key)
+        if found is None:
+            self._instances[key] = EXTERNAL  # while its type resolves, so that `a = b()`, `b = a()` ends
+            kind, classes = self.value_class(FileScope(path), binding.name)
+            found = self._instances[key] = Instance(classes) if kind == "class" else EXTERNAL
+        return found
+
+    def _class_alias(self, cls, qualname: str) -> list:
+        """The definitions a class-body alias (`alias = method`, `qualname` "Cart.alias") names: the
+        last one, as the class's methods see it."""
+        if family_of(cls.file) != "python":
+            return []
+        aliases = self.bound(cls.file).get(qualname)
+        target = self._aliased(cls.file, aliases[-1], 0) if aliases else None
+        return target if isinstance(target, list) else []
 
     # -- members ------------------------------------------------------------------------------------
 
@@ -251,7 +345,10 @@ class Resolver:
             return target if target == EXTERNAL else None
         if isinstance(target, Module):
             return self._module_member(target, name, depth)
-        classes = [row for row in target if row.kind in ("class", "interface")]
+        if isinstance(target, Instance):
+            classes = target.classes
+        else:
+            classes = [row for row in target if row.kind in ("class", "interface")]
         found = [m for cls in classes for m in self._first_members(self.hierarchy(cls), name)]
         return found or None
 
@@ -262,7 +359,7 @@ class Resolver:
         rows = [r for r in self.named(name) if r.qualname == qualname]
         same_file = [r for r in rows if r.file == cls.file]
         if same_file or family not in ("go", "rust"):
-            return same_file
+            return same_file or self._class_alias(cls, qualname)
         if family == "go":  # methods may be declared in any file of the package
             return [r for r in rows if os.path.dirname(r.file) == os.path.dirname(cls.file)]
         return [r for r in rows if family_of(r.file) == "rust"]
@@ -286,7 +383,7 @@ class Resolver:
             scope = current._replace(qualname=current.qualname.rpartition(".")[0])
             for base in current.bases.split("\n") if current.bases else []:
                 target, _ = self.resolve_dotted(scope, base)
-                if target is None or target == EXTERNAL or isinstance(target, Module):
+                if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
                     continue
                 for row in target:
                     if row.kind in ("class", "interface") and row.key not in seen:

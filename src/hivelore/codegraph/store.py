@@ -18,7 +18,7 @@ from hivelore.sqlitedb import Immediate
 
 SCHEMA_VERSION = "1"
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 CHUNK = 500  # keys per `IN (...)` query
 
 _SCHEMA = """
