@@ -691,6 +691,11 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
                     )
         # One merged b-tree instead of the segments thousands of inserts left: every search reads less.
         index.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+        # The whole index went through the write-ahead log. Closing would fold it back into the file,
+        # but not while another process holds the index open (a hook server does): then every later
+        # read would look pages up in a log as large as the index. Fold it back and empty it now.
+        with contextlib.suppress(sqlite3.OperationalError):  # busy: the next checkpoint does it
+            index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         skipped = [s for s in index.skipped_files() if any(s.path.is_relative_to(v.root) for v in vaults)]
     finally:
         index.close()
