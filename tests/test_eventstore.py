@@ -115,21 +115,36 @@ def test_opening_creates_the_folder_and_a_wal_database(folder: str) -> None:
 
 def test_the_session_start_block_is_due_once_per_session(store: EventStore) -> None:
     store.touch_session("claude", "s1", APP)
-    assert store.context_due("claude", "s1")
-    store.mark_context_given("claude", "s1")
-    assert not store.context_due("claude", "s1")
-    assert store.context_due("claude", "s2"), "another session gets its own"
-    assert store.context_due("codex", "s1"), "session ids of different agents do not mix"
+    assert store.take_context("claude", "s1")
+    assert not store.take_context("claude", "s1")
+    assert store.take_context("claude", "s2"), "another session gets its own"
+    assert store.take_context("codex", "s1"), "session ids of different agents do not mix"
 
 
 def test_after_compaction_the_context_is_due_again_and_shown_memories_may_be_shown_again(store: EventStore) -> None:
-    store.mark_context_given("claude", "s1")
+    assert store.take_context("claude", "s1")
     store.mark_shown("claude", "s1", ["repo::acme/api::db-port"])
     store.mark_compacted("claude", "s1")
-    assert store.context_due("claude", "s1")
     assert store.shown("claude", "s1") == set()
-    store.mark_context_given("claude", "s1")
-    assert not store.context_due("claude", "s1")
+    assert store.take_context("claude", "s1")
+    assert not store.take_context("claude", "s1")
+
+
+def test_of_two_hooks_starting_one_session_at_once_one_gives_the_block(folder: str) -> None:
+    """Six processes take the session-start block of one session at the same moment: exactly one gets it."""
+    program = (
+        "import sys, time; from hivelore.eventstore import EventStore\n"
+        "store = EventStore.open(sys.argv[1])\n"
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+        "print(store.take_context('claude', 'together'))\n"
+    )
+    start = str(time.time() + 1.0)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", program, folder, start], stdout=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    answers = [proc.communicate(timeout=60)[0].strip() for proc in procs]
+    assert sorted(answers) == ["False"] * 5 + ["True"]
 
 
 def test_a_session_remembers_its_folder_and_whether_it_is_a_subagent(store: EventStore, clock: Clock) -> None:
@@ -408,7 +423,7 @@ def test_a_corrupt_events_db_is_unavailable_and_reset_starts_over(folder: str) -
         EventStore.open(folder)
     store = open_for_a_hook(folder)
     store.touch_session("claude", "s1", APP)
-    assert store.context_due("claude", "s1")
+    assert store.take_context("claude", "s1")
 
 
 def test_an_events_db_of_another_schema_version_is_unavailable_until_reset(folder: str) -> None:
@@ -445,7 +460,7 @@ def test_a_write_lock_held_too_long_is_reported_as_busy(folder: str) -> None:
     with EventStore.open(folder, timeout=0.05) as store:
         with pytest.raises(EventStoreBusy):
             store.record_call("claude", "s1", "Bash", "pnpm test")
-        assert store.context_due("claude", "s1"), "reading does not wait for writers in WAL mode"
+        assert store.shown("claude", "s1") == set(), "reading does not wait for writers in WAL mode"
     holder.execute("ROLLBACK")
 
 

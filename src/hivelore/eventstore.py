@@ -14,8 +14,7 @@ API (agent + session_id identify a session everywhere; nothing requires `touch_s
     store = EventStore.open(folder)                 # folder/events.db, created when missing
     store.touch_session(agent, session_id, cwd, subagent=False, parent="")
     store.session(agent, session_id) -> Session | None
-    store.context_due(agent, session_id) -> bool    # not given yet, or compacted since
-    store.mark_context_given(agent, session_id)
+    store.take_context(agent, session_id) -> bool   # due (not given yet, or compacted since), now given
     store.mark_compacted(agent, session_id)         # context due again, and `shown` forgotten
     store.shown(agent, session_id) -> set[str]      # SCOPE::KEY addresses shown this session
     store.mark_shown(agent, session_id, addresses)
@@ -246,15 +245,16 @@ class EventStore:
         return Session(*rows[0]) if rows else None
 
     @_guarded
-    def context_due(self, agent: str, session_id: str) -> bool:
-        rows = sqlitedb.rows(
-            self.conn, "SELECT context_given FROM sessions WHERE agent = ? AND session_id = ?", (agent, session_id)
-        )
-        return not rows or not rows[0][0]
-
-    @_guarded
-    def mark_context_given(self, agent: str, session_id: str) -> None:
-        self._set_context(self.conn, agent, session_id, given=True)
+    def take_context(self, agent: str, session_id: str) -> bool:
+        """Whether the session-start block is due (never given, or compacted since), marked given in
+        the same transaction: of two hooks starting one session at once, exactly one gives it."""
+        with Immediate(self.conn) as conn:
+            sql = "SELECT context_given FROM sessions WHERE agent = ? AND session_id = ?"
+            rows = sqlitedb.rows(conn, sql, (agent, session_id))
+            if rows and rows[0][0]:
+                return False
+            self._set_context(conn, agent, session_id, given=True)
+            return True
 
     @_guarded
     def mark_compacted(self, agent: str, session_id: str) -> None:

@@ -84,12 +84,10 @@ def session_start(ctx: HookContext) -> str:
         store.touch_session(event.agent, event.session_id, event.cwd, event.subagent)
         if event.source == "compact":
             store.mark_compacted(event.agent, event.session_id)
-        if not store.context_due(event.agent, event.session_id):
+        if not store.take_context(event.agent, event.session_id):
             return ""
     selection = ctx.service.context()
-    if store is not None:
-        store.mark_context_given(event.agent, event.session_id)
-        ctx.mark_shown([r.row.memory.address for r in selection.shown])
+    ctx.mark_shown([r.row.memory.address for r in selection.shown])
     return "\n\n".join(part for part in (_profile_block(ctx), ctx.service.render_context(selection)) if part)
 
 
