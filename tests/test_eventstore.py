@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -128,6 +129,19 @@ def test_after_compaction_the_context_is_due_again_and_shown_memories_may_be_sho
     assert store.shown("claude", "s1") == set()
     assert store.take_context("claude", "s1")
     assert not store.take_context("claude", "s1")
+
+
+def test_the_event_store_is_readable_by_its_owner_only(folder: str) -> None:
+    """It keeps prompts and raw error output as they came (a pasted token included): no group or other access,
+    for the database and its log files, and an older file made with the umask's mode is narrowed on open."""
+    with EventStore.open(folder) as store:
+        store.record_prompt("claude", "s1", "deploy with token ghp_notreallyatoken", root_session=True)
+        modes = {p.name: p.stat().st_mode & 0o777 for p in Path(folder).glob(f"{FILENAME}*")}
+    assert modes and set(modes.values()) == {0o600}, modes
+
+    os.chmod(Path(folder, FILENAME), 0o644)
+    EventStore.open(folder).close()
+    assert Path(folder, FILENAME).stat().st_mode & 0o777 == 0o600
 
 
 def test_of_two_hooks_starting_one_session_at_once_one_gives_the_block(folder: str) -> None:

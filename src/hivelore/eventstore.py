@@ -194,7 +194,9 @@ def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
 
 
 _guarded = sqlitedb.guarded(_unavailable)
-_SCHEMA = sqlitedb.Schema("schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable)
+_SCHEMA = sqlitedb.Schema(
+    "schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable, private=True
+)  # it keeps the user's prompts and raw error output as they came
 
 
 class EventStore:
