@@ -344,3 +344,21 @@ async def test_bad_input_comes_back_as_a_one_line_tool_error_and_writes_nothing(
     assert "GitHub token" in secret
     assert "key is empty" in empty_key
     assert f"no memory {REPO}::never-written" in unknown
+
+
+async def test_a_file_skipped_as_unreadable_is_named_in_the_answer(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """The CLI prints "skipped <file>" on stderr; an agent over MCP sees it in the answer's warnings, so a
+    lesson it cannot find is not silently missing."""
+    assert (await run_cli(cli, "write", f"{REPO}::{KEY}", LESSON)).returncode == 0
+    broken = home / "repo" / "acme" / "checkout" / "broken-notes.md"
+    broken.write_text("---\nscope: repo::acme/checkout\nkey: [broken-notes\n---\nthe db needs docker\n")
+
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        found = await call(session, "memory_search", query="postgres")
+        listed = await call(session, "memory_list")
+
+    assert [hit["memory"]["key"] for hit in found["hits"]] == [KEY]
+    for answer in (found, listed):
+        assert any(str(broken) in w and "not valid YAML" in w for w in answer["warnings"]), answer["warnings"]

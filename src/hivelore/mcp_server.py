@@ -62,9 +62,16 @@ class Hit(BaseModel):
     score: float
 
 
+WARNINGS = Field(
+    default_factory=list,
+    description="What the read passed over, e.g. a memory file skipped as unreadable (the CLI prints these on stderr).",
+)
+
+
 class SearchOut(BaseModel):
     scopes: list[str]
     hits: list[Hit]
+    warnings: list[str] = WARNINGS
 
 
 class ScopeGroup(BaseModel):
@@ -74,6 +81,7 @@ class ScopeGroup(BaseModel):
 
 class ListOut(BaseModel):
     groups: list[ScopeGroup]
+    warnings: list[str] = WARNINGS
 
 
 class ForgetOut(BaseModel):
@@ -264,6 +272,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             return SearchOut(
                 scopes=svc.scopes_for(scopes),
                 hits=[Hit(memory=MemoryOut.of(h.row.memory), score=round(h.score, 4)) for h in hits],
+                warnings=list(svc.warnings),
             )
 
     @server.tool(annotations=READ_ONLY)
@@ -272,7 +281,8 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         with service() as svc:
             grouped = svc.list(scopes, include_hidden=include_hidden)
         return ListOut(
-            groups=[ScopeGroup(scope=s, memories=[MemoryOut.of(m) for m in ms]) for s, ms in grouped.items()]
+            groups=[ScopeGroup(scope=s, memories=[MemoryOut.of(m) for m in ms]) for s, ms in grouped.items()],
+            warnings=list(svc.warnings),
         )
 
     @server.tool(annotations=DESTRUCTIVE)
