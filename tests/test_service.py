@@ -212,6 +212,22 @@ def test_purge_deletes_exactly_the_hidden_copies(home: Path, repo: Path) -> None
     assert files(home) == []
 
 
+def test_restore_finds_the_archived_copy_behind_a_visible_one_in_the_other_tier(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write("repo::acme/checkout", "db", "old home copy", tier="home")
+    hl.archive("repo::acme/checkout", "db")
+    (repo / ".hivelore").mkdir()
+    hl = Hivelore.open(repo)
+    hl.write("repo::acme/checkout", "db", "team copy", tier="project")
+
+    restored = hl.restore("repo::acme/checkout", "db")
+
+    assert (restored.value, restored.archived_at) == ("old home copy", None)
+    assert [m.value for m in hl.purge()] == []
+    with pytest.raises(ValueError, match="is not archived or expired: nothing to restore"):
+        hl.restore("repo::acme/checkout", "db")
+
+
 def test_a_shadowed_copy_never_shows_even_when_its_winner_ranks_low(hl: Hivelore) -> None:
     old = hl.write("repo::acme/checkout", "pg-port", "postgres listens on 5433 in this repo")
     path = old.path

@@ -355,11 +355,13 @@ class Hivelore:
         return self._modify(*self._find(scope, key, visible=True), {"archived_at": now_iso()})
 
     def restore(self, scope: str, key: str) -> Memory:
-        """Make an archived or expired memory visible again."""
+        """Make an archived or expired memory visible again: the first hidden copy, project tier first
+        (a visible copy in one tier must not hide an archived one in the other)."""
         vault, row = self._find(scope, key, visible=False)
-        if row.memory.is_visible():
+        hidden = [r for r in self._rows_for_key([row.scope], key) if not r.memory.is_visible()]
+        if not hidden:
             raise ValueError(f"{row.memory.address} is not archived or expired: nothing to restore.")
-        return self._modify(vault, row, {"archived_at": None, "expires_at": None})
+        return self._modify(self._vault_of(hidden[0]), hidden[0], {"archived_at": None, "expires_at": None})
 
     def forget(self, scope: str, key: str) -> Path:
         """Delete the memory's file (archived and expired ones too)."""
