@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,22 @@ def make_repo(path: Path, origin: str | None = "git@github.com:acme/checkout.git
     git(path, "add", ".")
     git(path, "commit", "-q", "-m", "init")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_hook_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """tests/test_hook_server.py stops the servers it starts; should a failing test leave one, it is
+    stopped here, so that a test run never leaves a process behind."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"hivelore.hooks.server" in args and any(a.decode(errors="replace").startswith(base) for a in args):
+            with contextlib.suppress(OSError):
+                os.kill(int(cmdline.parent.name), signal.SIGTERM)
 
 
 def make_shop(path: Path, files: dict[str, str]) -> Path:

@@ -330,6 +330,29 @@ def test_a_bad_request_is_refused_and_the_server_goes_on(served: Path, repo: Pat
     assert LESSON[:40] in hook_told(served, repo, "claude", event, payload)
 
 
+def test_an_event_a_leaving_server_dropped_is_answered_by_the_hook_itself(
+    home: Path, repo: Path, server_on: None
+) -> None:
+    """A server that closes the connection without a word (it was leaving while the event waited to be accepted)
+    has not handled the event: the hook answers it in its own process."""
+    write_lesson(home, repo)
+    address = server_address(str(home), sys.executable, __version__)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(address)
+        listener.listen(1)
+        event, payload = session_start("claude", repo, "dropped")
+        hook = subprocess.Popen(
+            [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=repo, env=hook_env(home),
+        )  # fmt: skip
+        conn, _ = listener.accept()
+        conn.close()  # dropped unread
+        out, _ = hook.communicate(json.dumps(payload).encode(), timeout=60)
+    assert hook.returncode == 0 and LESSON[:40] in said("claude", out)
+    wait_for(lambda: server_pid(home) is not None, "the hook to start a real server once the name was free")
+    stop_server(str(home))
+
+
 def test_a_request_for_another_home_is_refused(served: Path, tmp_path: Path) -> None:
     """The server answers only for its own home and interpreter, even if another's name led here."""
     from hivelore.hooks.client import exchange, request

@@ -85,11 +85,14 @@ def request(verb: bytes, home: str, fields: list[bytes]) -> bytes:
 
 def exchange(address: bytes, message: bytes) -> list[bytes] | None:
     """Send one message to the server and return its answer's fields; None when no server listens
-    there. An answer cut short (the server died mid-event, or took longer than ANSWER_WAIT_S)
-    raises OSError or WireError: the event may have been handled, so it is not handled again."""
+    there, or the one there went away without a word (a server that leaves drops the connections
+    still waiting to be accepted; the hook then answers the event itself). An answer cut short (the
+    server died mid-answer) or late (ANSWER_WAIT_S) raises OSError or WireError: the event may have
+    been handled, so it is not handled again."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    chunks: list[bytes] = []
     try:
         sock.settimeout(CONNECT_WAIT_S)
         try:
@@ -97,12 +100,16 @@ def exchange(address: bytes, message: bytes) -> list[bytes] | None:
         except OSError:
             return None
         sock.settimeout(ANSWER_WAIT_S)
-        sock.sendall(message)
-        sock.shutdown(_socket.SHUT_WR)
-        chunks = []
-        while chunk := sock.recv(1 << 20):
-            chunks.append(chunk)
-        return unpack(b"".join(chunks))
+        try:
+            sock.sendall(message)
+            sock.shutdown(_socket.SHUT_WR)
+            while chunk := sock.recv(1 << 20):
+                chunks.append(chunk)
+        except (ConnectionResetError, BrokenPipeError):
+            if not chunks:
+                return None
+            raise
+        return unpack(b"".join(chunks)) if chunks else None
     finally:
         sock.close()
 
