@@ -7,7 +7,8 @@ hook process would have answered it (`hooks.command.respond`), in the hook proce
 folder and umask, one event at a time. The server
 
 - listens on a Linux abstract socket (`wire.server_address`) and answers only its own user;
-- leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 1800), when its
+- leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 7200: two hours,
+  so that a lunch break does not cost the next session start its speed), when its
   home folder is removed, when asked (`hivelore hook-server stop`), or when a hivelore source file
   changed on disk since it started (an upgrade or an edit: it answers b"stale", so that the hook
   answers the event itself and starts a server with the new code).
@@ -29,7 +30,7 @@ from hivelore import __version__
 from hivelore.hooks.command import log, respond
 from hivelore.hooks.wire import PROTOCOL, WireError, pack, server_address, unpack, unpack_environ
 
-IDLE_S = 1800.0
+IDLE_S = 7200.0  # a resident server holds about 20 MB
 # The home's SQLite stores. An event opens, writes and closes some of them; when the closing
 # connection is a file's last, SQLite checkpoints its log into the file and syncs it, 2 to 20 ms per
 # store per event. The server keeps one idle connection to each, so no event's is the last.
