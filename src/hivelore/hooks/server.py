@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 from hivelore import __version__
 from hivelore.hooks.command import log, respond
-from hivelore.hooks.wire import PROTOCOL, WireError, pack, server_address, unpack, unpack_environ
+from hivelore.hooks.wire import MAX_MESSAGE, PROTOCOL, WireError, pack, server_address, unpack, unpack_environ
 
 IDLE_S = 7200.0  # a resident server holds about 20 MB
 # The home's SQLite stores. An event opens, writes and closes some of them; when the closing
@@ -148,8 +148,8 @@ class HookServer:
         while chunk := conn.recv(1 << 20):
             chunks.append(chunk)
             size += len(chunk)
-            if size > 64 * 1024 * 1024:
-                raise WireError("request over 64 MB")
+            if size > MAX_MESSAGE:
+                raise WireError(f"request over {MAX_MESSAGE:,} bytes")
         return unpack(b"".join(chunks))
 
     def _send(self, conn: socket.socket, fields: list[bytes]) -> None:
