@@ -751,6 +751,29 @@ def test_project_tier_copy_shadows_the_home_copy_of_the_same_key(cli: Run, home:
     assert [m["value"] for m in context["shown"]] == ["postgres listens on 5432 (team setting)"]
 
 
+def test_archive_restore_and_forget_reach_either_tier_with_tier(cli: Run, home: Path, repo: Path) -> None:
+    """Without --tier they act on the copy that wins (project tier); --tier home reaches the copy behind it."""
+    (repo / ".hivelore").mkdir()
+    ok(cli("write", "repo::acme/checkout::db-port", "postgres listens on 5432 (team setting)"))
+    ok(cli("write", "repo::acme/checkout::db-port", "postgres listens on 5433 (my laptop)", "--tier", "home"))
+    mine = home / "repo" / "acme" / "checkout" / "db-port.md"
+
+    archived = ok_json(cli("archive", "repo::acme/checkout::db-port", "--tier", "home", "--json"))
+    assert archived["value"] == "postgres listens on 5433 (my laptop)" and archived["archived_at"]
+    assert "archived_at: " in mine.read_text()
+    assert ok(cli("read", "db-port")).splitlines()[1] == "postgres listens on 5432 (team setting)"
+
+    restored = ok_json(cli("restore", "repo::acme/checkout::db-port", "--tier", "home", "--json"))
+    assert (restored["value"], restored["archived_at"]) == ("postgres listens on 5433 (my laptop)", None)
+    assert "nothing to restore" in refused(cli("restore", "repo::acme/checkout::db-port", "--tier", "project"))
+
+    ok(cli("forget", "repo::acme/checkout::db-port", "--tier", "home"))
+    assert not mine.exists()
+    assert ok(cli("read", "db-port")).splitlines()[1] == "postgres listens on 5432 (team setting)"
+    assert "in the home tier" in refused(cli("forget", "repo::acme/checkout::db-port", "--tier", "home"), code=1)
+    assert "is not 'home' or 'project'" in refused(cli("archive", "repo::acme/checkout::db-port", "--tier", "laptop"))
+
+
 # --- listing every scope -------------------------------------------------------------------------------
 
 

@@ -286,23 +286,23 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         )
 
     @server.tool(annotations=DESTRUCTIVE)
-    def memory_forget(scope: str, key: str) -> ForgetOut:
-        """Delete a memory's file for good."""
+    def memory_forget(scope: str, key: str, tier: str | None = None) -> ForgetOut:
+        """Delete a memory's file for good (`tier`: home or project, default the project tier's copy first)."""
         with service() as svc:
-            path = svc.forget(scope, key)
+            path = svc.forget(scope, key, tier)
         return ForgetOut(forgotten=f"{scope}::{key}", path=str(path))
 
     @server.tool(annotations=DESTRUCTIVE)
-    def memory_archive(scope: str, key: str) -> MemoryOut:
-        """Hide a memory from every read; the file stays on disk until purged."""
+    def memory_archive(scope: str, key: str, tier: str | None = None) -> MemoryOut:
+        """Hide a memory from every read; the file stays on disk until purged (`tier`: as memory_forget)."""
         with service() as svc:
-            return MemoryOut.of(svc.archive(scope, key))
+            return MemoryOut.of(svc.archive(scope, key, tier))
 
     @server.tool(annotations=WRITE)
-    def memory_restore(scope: str, key: str) -> MemoryOut:
-        """Make an archived or expired memory visible again."""
+    def memory_restore(scope: str, key: str, tier: str | None = None) -> MemoryOut:
+        """Make an archived or expired memory visible again (`tier`: as memory_forget)."""
         with service() as svc:
-            return MemoryOut.of(svc.restore(scope, key))
+            return MemoryOut.of(svc.restore(scope, key, tier))
 
     @server.tool(annotations=READ_ONLY)
     def memory_scopes() -> ScopesOut:

@@ -331,14 +331,22 @@ class Hivelore:
         rows = [r for r in rows if r.key == key and r.scope in scopes]
         return sorted(rows, key=lambda r: recall.precedence(r, scopes, self.roots))
 
-    def _find(self, scope: str, key: str, visible: bool) -> tuple[Vault, Row]:
+    def _find(self, scope: str, key: str, visible: bool, tier: str | None = None) -> tuple[Vault, Row]:
+        """The first copy of scope::key (project tier first), visible ones only if `visible`, in one
+        tier if `tier` ("home" or "project") is given."""
         target = str(parse(scope))
         validate_key(key)
+        if tier not in (None, "home", "project"):
+            raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
         for row in self._rows_for_key([target], key):
-            if row.memory.is_visible() or not visible:
-                return self._vault_of(row), row
+            vault = self._vault_of(row)
+            if (row.memory.is_visible() or not visible) and tier in (None, vault.tier):
+                return vault, row
         hidden = " (archived or expired ones are hidden)" if visible else ""
-        raise NotFound(f"no memory {target}::{key}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}.")
+        where = f" in the {tier} tier" if tier else ""
+        raise NotFound(
+            f"no memory {target}::{key}{where}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}."
+        )
 
     def _modify(self, vault: Vault, row: Row, change: dict[str, object]) -> Memory:
         """Change fields of the copy a read found (`_find`), under the lock, with `updated` bumped."""
@@ -351,21 +359,26 @@ class Hivelore:
         _, _, memory = self._store(vault, row.memory.scope, row.memory.key, build, prefer=row.path)
         return memory  # type: ignore[return-value]
 
-    def archive(self, scope: str, key: str) -> Memory:
-        return self._modify(*self._find(scope, key, visible=True), {"archived_at": now_iso()})
+    def archive(self, scope: str, key: str, tier: str | None = None) -> Memory:
+        """Hide the first visible copy (project tier first, or the given tier's)."""
+        return self._modify(*self._find(scope, key, visible=True, tier=tier), {"archived_at": now_iso()})
 
-    def restore(self, scope: str, key: str) -> Memory:
+    def restore(self, scope: str, key: str, tier: str | None = None) -> Memory:
         """Make an archived or expired memory visible again: the first hidden copy, project tier first
-        (a visible copy in one tier must not hide an archived one in the other)."""
-        vault, row = self._find(scope, key, visible=False)
-        hidden = [r for r in self._rows_for_key([row.scope], key) if not r.memory.is_visible()]
+        (a visible copy in one tier must not hide an archived one in the other), or the given tier's."""
+        _, row = self._find(scope, key, visible=False, tier=tier)
+        hidden = [
+            r for r in self._rows_for_key([row.scope], key)
+            if not r.memory.is_visible() and tier in (None, self._vault_of(r).tier)
+        ]  # fmt: skip
         if not hidden:
             raise ValueError(f"{row.memory.address} is not archived or expired: nothing to restore.")
         return self._modify(self._vault_of(hidden[0]), hidden[0], {"archived_at": None, "expires_at": None})
 
-    def forget(self, scope: str, key: str) -> Path:
-        """Delete the memory's file (archived and expired ones too)."""
-        vault, row = self._find(scope, key, visible=False)
+    def forget(self, scope: str, key: str, tier: str | None = None) -> Path:
+        """Delete the memory's file (archived and expired ones too): the first copy, project tier
+        first, or the given tier's."""
+        vault, row = self._find(scope, key, visible=False, tier=tier)
         if not self._delete(vault, row, lambda memory: True):
             raise NotFound(f"{row.memory.address} changed while hivelore was deleting it; nothing was deleted.")
         return row.path

@@ -42,6 +42,9 @@ hook_server_app = typer.Typer(
 app.add_typer(hook_server_app, name="hook-server")
 
 out = Console(highlight=False, soft_wrap=True)
+TierOption = Annotated[
+    str | None, typer.Option(help="home or project: the copy in that tier (default: project tier first).")
+]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 ScopesOption = Annotated[
@@ -186,11 +189,13 @@ def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
 
 
 @app.command()
-def forget(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+def forget(
+    address: Annotated[str, typer.Argument(help="SCOPE::KEY")], tier: TierOption = None, as_json: JsonFlag = False
+) -> None:
     """Delete a memory's file."""
     with reported_errors():
         service = _service()
-        path = service.forget(*_address(address))
+        path = service.forget(*_address(address), tier=tier)
         print_warnings(service)
     if as_json:
         print_json({"forgotten": address, "path": str(path)})
@@ -199,11 +204,13 @@ def forget(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: 
 
 
 @app.command()
-def archive(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+def archive(
+    address: Annotated[str, typer.Argument(help="SCOPE::KEY")], tier: TierOption = None, as_json: JsonFlag = False
+) -> None:
     """Hide a memory from reads; the file stays until purged."""
     with reported_errors():
         service = _service()
-        memory = service.archive(*_address(address))
+        memory = service.archive(*_address(address), tier=tier)
         print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
@@ -212,11 +219,13 @@ def archive(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json:
 
 
 @app.command()
-def restore(address: Annotated[str, typer.Argument(help="SCOPE::KEY")], as_json: JsonFlag = False) -> None:
+def restore(
+    address: Annotated[str, typer.Argument(help="SCOPE::KEY")], tier: TierOption = None, as_json: JsonFlag = False
+) -> None:
     """Make an archived or expired memory visible again."""
     with reported_errors():
         service = _service()
-        memory = service.restore(*_address(address))
+        memory = service.restore(*_address(address), tier=tier)
         print_warnings(service)
     if as_json:
         print_json(memory.to_dict())
