@@ -425,18 +425,15 @@ def build_server(cwd: Path | None = None) -> MCPServer:
 
 
 def _task(intent: Intent) -> TaskOut:
-    return TaskOut(id=intent.id, title=intent.title, owner=intent.owner, status=intent.status)
+    return TaskOut.model_validate(intent.to_dict())
 
 
 def _decision(decision: Decision) -> DecisionOut:
-    return DecisionOut(id=decision.id, text=decision.text, developer=decision.developer, symbols=list(decision.symbols))
+    return DecisionOut.model_validate(decision.to_dict())
 
 
 def _attempt(attempt: Attempt) -> AttemptOut:
-    return AttemptOut(
-        command=attempt.command, outcome=attempt.outcome, failed=list(attempt.failed), developer=attempt.developer,
-        count=attempt.count, resolved=attempt.resolved_by is not None,
-    )  # fmt: skip
+    return AttemptOut.model_validate({**attempt.to_dict(), "resolved": attempt.resolved_by is not None})
 
 
 def serve() -> None:

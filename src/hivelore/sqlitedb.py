@@ -27,6 +27,11 @@ class Record:
         fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
+    def to_dict(self) -> dict[str, object]:
+        """The fields, as JSON takes them (tuples as lists): what the CLI prints and MCP answers
+        build on, so that both say the same of a record."""
+        return {f: list(v) if isinstance(v, tuple) else v for f in self.__slots__ for v in (getattr(self, f),)}
+
 
 class Immediate:
     """BEGIN IMMEDIATE … COMMIT: the write lock is taken before reading, so no update is lost."""

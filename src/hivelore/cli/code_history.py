@@ -19,7 +19,7 @@ from hivelore.codegraph.store import GraphUnavailable
 from hivelore.coordination import HISTORY_ATTEMPTS, Coordination, SymbolHistory, cited_name, failed_here_before
 from hivelore.service import Hivelore
 from hivelore.sqlitedb import Record
-from hivelore.team import Attempt, Decision, Intent, TeamUnavailable
+from hivelore.team import Intent, TeamUnavailable
 
 CITING_LESSONS = 5
 OUTSIDE_GIT = "no code history here: this folder is not in a git repository"
@@ -139,8 +139,8 @@ def as_json(found: CodeHistory) -> dict[str, object]:
         "history": [
             {
                 "symbol": history.symbol,
-                "failed": [_attempt(a) for a in history.failed],
-                "decisions": [_decision(d) for d in history.decisions],
+                "failed": [a.to_dict() for a in history.failed],
+                "decisions": [d.to_dict() for d in history.decisions],
                 "claimed_by": [_claim(intent) for intent in history.claimed_by],
             }
             for history in found.histories
@@ -148,15 +148,6 @@ def as_json(found: CodeHistory) -> dict[str, object]:
         "lessons": [hit.row.memory.to_dict() for hit in found.lessons],
         "problem": found.problem or None,
     }
-
-
-def _attempt(attempt: Attempt) -> dict[str, object]:
-    fields = ("id", "command", "outcome", "failed", "errors", "count", "developer", "first_ts", "last_ts")
-    return {name: getattr(attempt, name) for name in (*fields, "resolved_by")}
-
-
-def _decision(decision: Decision) -> dict[str, object]:
-    return {name: getattr(decision, name) for name in ("id", "text", "developer", "ts", "symbols")}
 
 
 def _claim(intent: Intent) -> dict[str, object]:

@@ -141,9 +141,9 @@ def why(symbol: Symbol, as_json: JsonFlag = False) -> None:
         found = c.team.why(c.repo, c.symbol(symbol))
     answer = {
         "symbol": found.symbol,
-        "current": [_decision(d) for d in found.current],
-        "superseded": [_decision(d) for d in found.superseded],
-        "attempts": [_attempt(a) for a in found.attempts],
+        "current": [d.to_dict() for d in found.current],
+        "superseded": [d.to_dict() for d in found.superseded],
+        "attempts": [a.to_dict() for a in found.attempts],
         "people": found.people,
     }
     if as_json:
@@ -164,7 +164,7 @@ def task_list(as_json: JsonFlag = False) -> None:
     with coordination() as c:
         cards = c.team.task_board(c.repo)
     if as_json:
-        print_json([{**_intent(card.intent), "claims": card.claims, "failed": card.failed,
+        print_json([{**card.intent.to_dict(), "claims": card.claims, "failed": card.failed,
                      "last_note": card.last_note.text if card.last_note else None} for card in cards])  # fmt: skip
         return
     if not cards:
@@ -208,10 +208,10 @@ def resume(task_id: Annotated[int, typer.Argument(help="The task.")], as_json: J
     with coordination() as c:
         found = c.team.resume(task_id, c.developer)
     answer = {
-        "task": _intent(found.intent),
+        "task": found.intent.to_dict(),
         "claims": [cl.symbol for cl in found.claims],
-        "failed_attempts": [_attempt(a) for a in found.failed],
-        "decisions": [_decision(d) for d in found.decisions],
+        "failed_attempts": [a.to_dict() for a in found.failed],
+        "decisions": [d.to_dict() for d in found.decisions],
         "notes": [{"kind": n.kind, "developer": n.developer, "text": n.text} for n in found.notes],
     }
     if as_json:
@@ -241,24 +241,11 @@ def decide(
     print(f"decision {found.id} recorded" + (f" on {', '.join(found.symbols)}" if found.symbols else ""))
 
 
-def _intent(intent: object) -> dict[str, object]:
-    return {k: getattr(intent, k) for k in ("id", "repo", "title", "owner", "status")}
-
-
-def _decision(decision: object) -> dict[str, object]:
-    return {k: getattr(decision, k) for k in ("id", "text", "developer", "symbols")}
-
-
-def _attempt(attempt: object) -> dict[str, object]:
-    fields = ("id", "command", "outcome", "failed", "errors", "count", "developer", "resolved_by")
-    return {k: getattr(attempt, k) for k in fields}
-
-
 def _conflict(conflict: object) -> dict[str, object]:
     return {
         "symbol": conflict.symbol,
         "claimed": conflict.claimed,
         "path": list(conflict.path),
         "developer": conflict.developer,
-        "task": _intent(conflict.intent),
+        "task": conflict.intent.to_dict(),
     }
