@@ -200,25 +200,26 @@ def test_a_write_never_lands_in_another_memorys_file(hl: Hivelore, home: Path) -
     assert hl.read("global", "bar").value == "a memory called bar"
 
 
-def test_purge_deletes_exactly_the_hidden_copies(home: Path, repo: Path) -> None:
+def archived_home_copy_behind_a_team_copy(repo: Path) -> tuple[Hivelore, Path]:
+    """repo::acme/checkout::db twice: an archived copy in the home tier, a visible one in the project tier
+    (whose path is returned)."""
     hl = Hivelore.open(repo)
     hl.write("repo::acme/checkout", "db", "old home copy", tier="home")
     hl.archive("repo::acme/checkout", "db")
     (repo / ".hivelore").mkdir()
     hl = Hivelore.open(repo)
-    team = hl.write("repo::acme/checkout", "db", "team copy", tier="project")
+    return hl, hl.write("repo::acme/checkout", "db", "team copy", tier="project").path
+
+
+def test_purge_deletes_exactly_the_hidden_copies(home: Path, repo: Path) -> None:
+    hl, team = archived_home_copy_behind_a_team_copy(repo)
     assert [m.value for m in hl.purge()] == ["old home copy"]
-    assert team.path.exists() and hl.read("repo::acme/checkout", "db").value == "team copy"
+    assert team.exists() and hl.read("repo::acme/checkout", "db").value == "team copy"
     assert files(home) == []
 
 
 def test_restore_finds_the_archived_copy_behind_a_visible_one_in_the_other_tier(home: Path, repo: Path) -> None:
-    hl = Hivelore.open(repo)
-    hl.write("repo::acme/checkout", "db", "old home copy", tier="home")
-    hl.archive("repo::acme/checkout", "db")
-    (repo / ".hivelore").mkdir()
-    hl = Hivelore.open(repo)
-    hl.write("repo::acme/checkout", "db", "team copy", tier="project")
+    hl, _ = archived_home_copy_behind_a_team_copy(repo)
 
     restored = hl.restore("repo::acme/checkout", "db")
 
