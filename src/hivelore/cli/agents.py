@@ -39,7 +39,7 @@ def install(
     """Wire hivelore (MCP server, hooks, skills) into the agents; re-running changes nothing."""
     with reported_errors():
         service = Hivelore.open()
-        asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
+        asking = _asking(yes)
         where = _where(project, global_, service, asking, "Install for this project or for your user (global)")
         if asking:
             _ask_token()
@@ -61,8 +61,7 @@ def uninstall(
     """Remove exactly what `install` added; everything else in those files stays."""
     with reported_errors():
         service = Hivelore.open()
-        asking = not yes and sys.stdin.isatty() and sys.stdout.isatty()
-        where = _where(project, global_, service, asking, "Remove from this project or from your user (global)")
+        where = _where(project, global_, service, _asking(yes), "Remove from this project or from your user (global)")
         target = _target(where, agent, hooks or "all", service)
         changes = apply(plan_uninstall(target))
     _print(changes)
@@ -102,6 +101,11 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
 def _found(program: str) -> bool:
     """Whether the agent can start `program`: a path to a file, or a bare name on PATH."""
     return Path(program).is_file() or shutil.which(program) is not None
+
+
+def _asking(yes: bool) -> bool:
+    """Whether install and uninstall may ask: never with --yes, and only a person at a terminal."""
+    return not yes and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _where(project: bool, global_: bool, service: Hivelore, asking: bool, question: str) -> str:
