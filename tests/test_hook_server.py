@@ -9,6 +9,7 @@ it down.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -66,6 +67,13 @@ def events_answered(home: Path) -> int:
     return int(state.split(", ")[2].split()[0])
 
 
+def process_alive(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:  # gone
+        return False
+
+
 def server_pid(home: Path) -> int | None:
     state = server_state(str(home), {})
     return int(state.split("pid ")[1].split(",")[0]) if state.startswith("running") else None
@@ -76,7 +84,9 @@ def server_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HIVELORE_HOOK_SERVER", "on")
 
 
+@contextlib.contextmanager
 def running_server(home: Path, idle: str | None = None) -> Iterator[Path]:
+    """A hook server for `home`, answering once the block starts, stopped when it ends (if still running)."""
     home.mkdir(parents=True, exist_ok=True)
     if idle:
         os.environ["HIVELORE_HOOK_SERVER_IDLE"] = idle  # read by the server at start
@@ -85,14 +95,17 @@ def running_server(home: Path, idle: str | None = None) -> Iterator[Path]:
     finally:
         os.environ.pop("HIVELORE_HOOK_SERVER_IDLE", None)
     wait_for(lambda: server_pid(home) is not None, "the hook server to start")
-    yield home
-    stop_server(str(home))
+    try:
+        yield home
+    finally:
+        stop_server(str(home))
 
 
 @pytest.fixture
 def served(home: Path, server_on: None) -> Iterator[Path]:
     """The test's home, with a hook server answering for it."""
-    yield from running_server(home)
+    with running_server(home):
+        yield home
 
 
 def write_lesson(home: Path, repo: Path) -> None:
@@ -122,13 +135,9 @@ def test_every_fixture_payload_is_answered_by_the_server_as_by_the_hook_itself(
     with_server, alone = tmp_path / "served", tmp_path / "alone"
     for home in (with_server, alone):
         write_lesson(home, repo)
-    server = running_server(with_server)
-    next(server)
-    try:
+    with running_server(with_server):
         by_server = replay(with_server, repo, agent)
         answered = events_answered(with_server)
-    finally:
-        next(server, None)
     monkeypatch.setenv("HIVELORE_HOOK_SERVER", "off")
     by_itself = replay(alone, repo, agent)
 
@@ -153,13 +162,9 @@ def test_bad_input_gets_the_same_answer_and_log_line_through_the_server(
     logged: str | None,
 ) -> None:
     served = tmp_path / "served"
-    server = running_server(served)
-    next(server)
-    try:
+    with running_server(served):
         through_server = run_hook(served, repo, args, stdin)
         answered = events_answered(served)
-    finally:
-        next(server, None)
 
     alone = tmp_path / "alone"
     monkeypatch.setenv("HIVELORE_HOOK_SERVER", "off")
@@ -277,19 +282,16 @@ def test_stop_status_and_doctor(served: Path, repo: Path) -> None:
 
 
 def test_an_idle_server_leaves(home: Path, server_on: None) -> None:
-    server = running_server(home, idle="1")
-    next(server)
-    wait_for(lambda: server_pid(home) is None, "the idle server to leave")
+    with running_server(home, idle="1"):
+        wait_for(lambda: server_pid(home) is None, "the idle server to leave")
     assert "idle for 1 s" in log_lines(home)[-1]
 
 
 def test_a_server_whose_home_is_removed_leaves(home: Path, server_on: None) -> None:
-    server = running_server(home)
-    next(server)
-    pid = server_pid(home)
-    shutil.rmtree(home)
-    wait_for(lambda: not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower(),
-             "the server of a removed home to leave")  # fmt: skip
+    with running_server(home):  # the check is inside: leaving the block would stop the server itself
+        pid = server_pid(home)
+        shutil.rmtree(home)
+        wait_for(lambda: not process_alive(pid), "the server of a removed home to leave")
 
 
 def test_a_server_whose_code_changed_steps_aside_for_a_new_one(served: Path, repo: Path) -> None:

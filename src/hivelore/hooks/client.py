@@ -39,9 +39,9 @@ def main(argv: list[str]) -> int:
 
         log("-", "-", f"cannot read stdin: {exc}")
         raw = b""
-    cwd = _cwd()
-    address = server_address(home_path(os.environ), sys.executable, __version__) if enabled(os.environ) else None
-    status, out, err = _ask(address, argv, raw, cwd) if address and cwd else (b"absent", "", "")
+    cwd, home = _cwd(), home_path(os.environ)
+    address = server_address(home, sys.executable, __version__) if enabled(os.environ) else None
+    status, out, err = _ask(address, home, argv, raw, cwd) if address and cwd else (b"absent", "", "")
     if status not in (b"ok", b"lost"):  # no server, or one that cannot take this event: answered here
         from hivelore.hooks.command import respond
 
@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     if status in (b"absent", b"stale") and address and cwd:
-        start_server(home_path(os.environ))
+        start_server(home)
     return 0
 
 
@@ -153,14 +153,14 @@ def start_server(home: str) -> None:
         log("-", "-", f"could not start the hook server: {exc}")
 
 
-def _ask(address: bytes, argv: list[str], raw: bytes, cwd: str) -> tuple[bytes, str, str]:
+def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tuple[bytes, str, str]:
     """(status, stdout, stderr) of the event as the server answered it. Status b"ok": answered;
     b"absent": no server; b"stale" (its code changed on disk) or b"refused" (not its home, or it
     cannot take this event): answer it here; b"lost": the answer never came, stay silent."""
     mask = os.umask(0o022)
     os.umask(mask)
     fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
-    message = request(b"hook", home_path(os.environ), [*fields, pack_environ(dict(os.environ)), raw])
+    message = request(b"hook", home, [*fields, pack_environ(dict(os.environ)), raw])
     try:
         answer = exchange(address, message)
     except (OSError, WireError) as exc:
