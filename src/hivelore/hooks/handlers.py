@@ -135,11 +135,11 @@ def pre_tool(ctx: HookContext) -> str:
     """Before an edit: claim the code it touches for the session's task, and warn (once, never
     block) when another developer's active task has claimed code within three call hops of it, and
     about what failed on this code before. Other calls: silent."""
-    from hivelore.coordination import cited_name
-
     event = ctx.event
     if event.action != "edit" or not event.paths or not ctx.recording:
         return ""
+    from hivelore.coordination import cited_name  # only for an edit it records: it brings the team model
+
     checked = _coordinate(ctx, lambda c: c.before_edit(event.agent, event.session_id, event.paths, event.anchors))
     said, symbols = checked if checked else ([], [])
     lessons = ctx.service.citing([cited_name(s) for s in symbols], exclude=ctx.shown())
