@@ -334,17 +334,26 @@ class Hivelore:
     def _find(self, scope: str, key: str, visible: bool, tier: str | None = None) -> tuple[Vault, Row]:
         """The first copy of scope::key (project tier first), visible ones only if `visible`, in one
         tier if `tier` ("home" or "project") is given."""
+        target, copies = self._copies(scope, key, tier)
+        for vault, row in copies:
+            if row.memory.is_visible() or not visible:
+                return vault, row
+        raise self._not_found(target, key, tier, visible)
+
+    def _copies(self, scope: str, key: str, tier: str | None) -> tuple[str, list[tuple[Vault, Row]]]:
+        """scope::key's scope as written canonically, and its copies (hidden ones too), project tier
+        first, or only the given tier's."""
         target = str(parse(scope))
         validate_key(key)
         if tier not in (None, "home", "project"):
             raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
-        for row in self._rows_for_key([target], key):
-            vault = self._vault_of(row)
-            if (row.memory.is_visible() or not visible) and tier in (None, vault.tier):
-                return vault, row
+        copies = [(self._vault_of(row), row) for row in self._rows_for_key([target], key)]
+        return target, [(vault, row) for vault, row in copies if tier in (None, vault.tier)]
+
+    def _not_found(self, target: str, key: str, tier: str | None, visible: bool) -> NotFound:
         hidden = " (archived or expired ones are hidden)" if visible else ""
         where = f" in the {tier} tier" if tier else ""
-        raise NotFound(
+        return NotFound(
             f"no memory {target}::{key}{where}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}."
         )
 
@@ -366,14 +375,13 @@ class Hivelore:
     def restore(self, scope: str, key: str, tier: str | None = None) -> Memory:
         """Make an archived or expired memory visible again: the first hidden copy, project tier first
         (a visible copy in one tier must not hide an archived one in the other), or the given tier's."""
-        _, row = self._find(scope, key, visible=False, tier=tier)
-        hidden = [
-            r for r in self._rows_for_key([row.scope], key)
-            if not r.memory.is_visible() and tier in (None, self._vault_of(r).tier)
-        ]  # fmt: skip
-        if not hidden:
-            raise ValueError(f"{row.memory.address} is not archived or expired: nothing to restore.")
-        return self._modify(self._vault_of(hidden[0]), hidden[0], {"archived_at": None, "expires_at": None})
+        target, copies = self._copies(scope, key, tier)
+        hidden = [(vault, row) for vault, row in copies if not row.memory.is_visible()]
+        if hidden:
+            return self._modify(*hidden[0], {"archived_at": None, "expires_at": None})
+        if copies:
+            raise ValueError(f"{target}::{key} is not archived or expired: nothing to restore.")
+        raise self._not_found(target, key, tier, visible=False)
 
     def forget(self, scope: str, key: str, tier: str | None = None) -> Path:
         """Delete the memory's file (archived and expired ones too): the first copy, project tier
