@@ -764,8 +764,6 @@ def _build(kind: str, raw: str, arabic: bool, task: str = "") -> tuple[Candidate
     value, literal, quoting = _value(raw, kind)
     if not any(char.isalnum() for char in value):
         return None
-    if quoting:
-        return None, quoting
     verbosity = re.fullmatch(_VERBOSITY, value) if kind == "prefer" else None
     if verbosity:
         length = "concise" if verbosity["c"] or verbosity["ac"] else "detailed"
@@ -776,7 +774,7 @@ def _build(kind: str, raw: str, arabic: bool, task: str = "") -> tuple[Candidate
         return None, VAGUE
     if len(value) > _MAX_VALUE:
         return None, LONG_VALUE
-    unsafe = _unsafe(value)
+    unsafe = quoting or _unsafe(value)
     if unsafe:
         return None, unsafe
     # Mixed Arabic: lines are English, so only what needs no translation may be promoted. A command slot
@@ -808,17 +806,15 @@ def _unsafe(value: str) -> str | None:
 
 def _stored(subject: str, verb: str, raw: str, arabic: bool) -> tuple[Candidate | None, str | None]:
     path, _, quoting = _value(raw, "stored")
-    if quoting:
-        return None, quoting
-    if arabic and re.search(_ARABIC, subject + path):
-        return None, NOT_TECHNICAL
     if len(path) > _MAX_VALUE:
         return None, LONG_VALUE
-    if len(path.split()) != 1 or not re.fullmatch(_PATH, path):
-        return None, NOT_A_PATH
-    unsafe = _unsafe(f"{subject} {path}")
+    unsafe = quoting or _unsafe(f"{subject} {path}")
     if unsafe:
         return None, unsafe
+    if arabic and re.search(_ARABIC, subject + path):
+        return None, NOT_TECHNICAL
+    if len(path.split()) != 1 or not re.fullmatch(_PATH, path):
+        return None, NOT_A_PATH
     return Candidate(f"{subject[:1].upper()}{subject[1:]} {verb.lower()} stored under {path}.", MEMORY), None
 
 
