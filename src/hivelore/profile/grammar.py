@@ -3,14 +3,15 @@
 Fixed patterns only, in English and Arabic; no model decides anything. A message is cut into units
 (paragraphs; every code line is a unit of its own), a unit into sentences, and a sentence counts only
 when it *starts* with an accepted form (after fillers such as "Also," or "btw"). Each statement becomes
-one English line: `Prefer X.` (USER.md), `Project uses X.`, `Run tests with CMD.` or `X is stored under
-PATH.` (MEMORY.md). docs/profile-grammar.md lists every form and the reason for every rule.
+one English line: `Prefer X.` (USER.md), `Project uses X.`, `Run tests with CMD.`, `Run TASK with CMD.` or
+`X is stored under PATH.` (MEMORY.md). docs/profile-grammar.md lists every form and the reason for every rule.
 
 A preference-looking sentence is refused with the first reason that applies: it stands in a code block,
-in quotes or backticks; it follows a marker that reports someone else; it stands in pasted tool output;
-the message or its paragraph is too long to be a direct statement; it is a question or a near miss
-("I like X"); its value is vague, too long, or (in mixed Arabic) not a technical token; and last, the
-guard finds a secret, prompt-injection phrasing or an invisible/bidi character anywhere in the message.
+in quotes or backticks; it follows a marker that reports someone else or labels a program's output; it
+stands in pasted tool output; the message or its paragraph is too long to be a direct statement; it is a
+question or a near miss ("I like X"); its value is vague, too long, quoted (any quote style), markup, a
+credential, or (in mixed Arabic) not a technical token; and last, the guard finds a secret,
+prompt-injection phrasing or an invisible/bidi character anywhere in the message or its lines.
 
 Runs on the hook path after every user turn: only `re` at import. `hivelore.guard` (~20 ms to import,
 mostly `dataclasses`) is imported only when a message states something that passed every other rule.
