@@ -35,10 +35,10 @@ def load(part: str) -> list[dict[str, object]]:
 
 
 def rejected(text: str) -> bool:
-    from hivelore.guard import GuardError, check_write
+    from hivelore.guard import GuardError, check_record
 
     try:
-        check_write("bench-key", text)
+        check_record(scope="project::bench", key="bench-key", value=text)
     except GuardError:
         return True
     return False
@@ -83,7 +83,9 @@ def import_ms() -> float:
     for _ in range(7):
         result = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", "import hivelore.guard"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         line = next(line for line in result.stderr.splitlines() if line.rstrip().endswith("hivelore.guard"))
         samples.append(int(line.split("|")[1]) / 1000)  # cumulative µs, including what only the guard imports
