@@ -8,7 +8,7 @@ per class, on the tuning part and on the held-out part, then the guard's cost.
 A bad case is caught when `check_record` (the call every write path makes) raises; a benign case is a
 false positive when it raises. The cost figures: the median wall time of one `check_record` call over
 the corpus's lesson texts (µs), and the import time of `hivelore.guard` in a fresh interpreter (the
-median of 7 `python -X importtime` runs, guard module alone, its dependencies already counted apart).
+median and minimum of 15 `python -X importtime` runs, cumulative: the guard and what only it imports).
 
 Targets (from issue 10): >= 99% caught and <= 1% false positives on both parts. Prints PASS/MISS; exit 0
 unless the corpus is missing (this prints figures, it does not gate).
@@ -78,9 +78,9 @@ def per_call_us(texts: list[str], calls: int) -> float:
     return statistics.median(samples)
 
 
-def import_ms() -> float:
+def import_ms(runs: int) -> tuple[float, float]:
     samples = []
-    for _ in range(7):
+    for _ in range(runs):
         result = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", "import hivelore.guard"],
             capture_output=True,
@@ -89,12 +89,13 @@ def import_ms() -> float:
         )
         line = next(line for line in result.stderr.splitlines() if line.rstrip().endswith("hivelore.guard"))
         samples.append(int(line.split("|")[1]) / 1000)  # cumulative µs, including what only the guard imports
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--import-runs", type=int, default=15)
     parser.add_argument("--misses", action="store_true", help="list the tuning part's wrong verdicts")
     args = parser.parse_args()
     texts: list[str] = []
@@ -105,7 +106,9 @@ def main() -> None:
         score(cases, show_misses=args.misses and part == "tune")
     rejected("warm up")
     print(f"check_record per call: median {per_call_us(texts, args.calls):.0f} µs over {args.calls} calls")
-    print(f"import hivelore.guard: median {import_ms():.1f} ms (cumulative, python -X importtime, 7 runs)")
+    median, fastest = import_ms(args.import_runs)
+    runs = args.import_runs
+    print(f"import hivelore.guard: median {median:.1f} ms, min {fastest:.1f} ms ({runs} runs, python -X importtime)")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,12 @@
 
 Stored lessons are pasted into the context of later agents, so a secret written once leaks into every
 future session and an instruction written once can steer them. The guard therefore rejects secrets,
-prompt-injection phrasing, invisible characters and oversized fields.
+prompt-injection phrasing, invisible characters and oversized fields, in every stored field: each write
+path makes one `check_record` call covering scope, key, kind, tags, value and provenance.
+
+It reads what a model would read (invisible characters dropped, NFKC, Cyrillic and Greek look-alikes
+mapped to Latin), joins a token broken by a line break or a space, and decodes hex and base64 runs to
+scan what they hide. The rules, and what each lets through, are tabulated in docs/format.md.
 
 It is tuned against false positives as much as against misses: a guard that rejects ordinary lessons
 ("run docker compose up -d db first", a git sha, postgres://localhost:5432/app) teaches agents to route
@@ -440,6 +445,8 @@ _DAN_CONTEXT = re.compile(
 )
 
 
+_ADVICE = {rule: advice for rule, _label, advice, _detect in _SECRET_DETECTORS}
+
 # Reworded injections: a lesson is advice for a human or an agent, so "always run the tests" passes; what
 # does not is a line addressed to whoever reads the memory later ("from now on", "when you read this",
 # "note to any AI", "Claude, …") that goes on to weaken a safeguard, act behind the user's back or move
@@ -649,9 +656,8 @@ def inspect(text: str, field: str = "value") -> list[GuardViolation]:
     invisible characters. Never raises on any str."""
     hidden = [(m.start(), m.group()) for m in _NOT_PRINTABLE_ASCII.finditer(text) if _is_hidden(m.group())]
     scan = _skeleton(text, hidden)
-    advice_of = {rule: advice for rule, _label, advice, _detect in _SECRET_DETECTORS}
     violations = [
-        _content_violation(field, rule, f"looks like it contains {label} '{hint}'", advice_of[rule])
+        _content_violation(field, rule, f"looks like it contains {label} '{hint}'", _ADVICE[rule])
         for _start, rule, label, hint in _secrets(scan)
     ]
     if not violations:
