@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shlex
 import subprocess
@@ -200,8 +201,9 @@ def hook_commands(path: Path, agent: str) -> dict[str, list[str]]:
 
 
 def file_lines(stdout: str) -> list[str]:
-    """The per-file lines of install/uninstall (`<symbol> <action> <path>  <summary>`), not the closing one."""
-    return [line for line in stdout.splitlines() if not line.startswith("hivelore is wired")]
+    """The per-file lines of install/uninstall (`<symbol> <action> <path>  <summary>`), not the agents'
+    set-up lines nor the closing one."""
+    return [line for line in stdout.splitlines() if re.match(r"[-+~=!] (create|update|unchanged|remove|skip) ", line)]
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *naming: str) -> None:
@@ -236,7 +238,7 @@ def test_install_all_agents_into_a_project_then_rerun_changes_nothing(
     before = snapshot(repo, user_home, home)
     again = install(env, repo, "--project", "--agent", "all", "--yes")
     lines = file_lines(again.stdout)
-    assert len(lines) == len(done.stdout.splitlines()) - 1
+    assert len(lines) == len(file_lines(done.stdout))
     assert all(line.startswith("= unchanged ") for line in lines), again.stdout
     assert snapshot(repo, user_home, home) == before
 
