@@ -107,7 +107,7 @@ def codex_project_trust(roots: tuple[Path, ...], codex_home: Path) -> Finding:
     reads the project's `.codex/config.toml` and `.codex/hooks.json`."""
     config = codex_home / "config.toml"
     try:
-        projects = _codex_config(config).get("projects", {})
+        projects = _table(_codex_config(config), "projects")
     except ValueError as exc:
         return Finding(None, f"codex: cannot tell whether the project is trusted: {exc}")
     levels = [projects[str(r)].get("trust_level") for r in roots if isinstance(projects.get(str(r)), dict)]
@@ -125,9 +125,9 @@ def codex_hook_review(hooks_file: Path, codex_home: Path) -> Finding:
     """Whether the user reviewed (trusted) each of our hooks in `hooks_file` as it is now."""
     config = codex_home / "config.toml"
     try:
-        states = _codex_config(config).get("hooks", {}).get("state", {})
-        ours = list(_codex_hooks(hooks_file))
-    except (ValueError, AttributeError) as exc:
+        states = _table(_codex_config(config), "hooks", "state")
+        ours = _codex_hooks(hooks_file)
+    except ValueError as exc:
         return Finding(None, f"codex: cannot tell whether the hooks were reviewed: {exc}")
     verdicts = [_review_state(states.get(key), identity) for key, identity in ours]
     if not ours:
@@ -162,6 +162,13 @@ def _review_state(state: object, identity: str | None) -> str | None:
     return "reviewed" if trusted == identity else "changed"
 
 
+def _table(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """data[k1][k2]…, or {} where a level is missing or not a table (Codex ignores such entries too)."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
 def _codex_config(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
@@ -181,9 +188,8 @@ def _codex_hooks(hooks_file: Path) -> list[tuple[str, str | None]]:
         return []
     except (OSError, ValueError) as exc:
         raise ValueError(f"{hooks_file} cannot be read as JSON") from exc
-    hooks = data.get("hooks") if isinstance(data, dict) else None
     found = []
-    for event, groups in (hooks or {}).items():
+    for event, groups in _table(data, "hooks").items():
         for g, group in enumerate(groups if isinstance(groups, list) else []):
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for h, handler in enumerate(handlers if isinstance(handlers, list) else []):

@@ -491,23 +491,31 @@ def setup_facts(target: Target, as_root: bool = False) -> list[str]:
     it runs with nobody at the keyboard: at most one line per agent (docs/hooks.md has the recipes).
     `as_root`: Claude Code refuses to skip permission prompts for root unless IS_SANDBOX=1."""
     project, hooks = target.where == "project", target.hooks != "none"
-    review = "review the hooks once in `codex` (/hooks)"
-    unreviewed = "`codex exec` needs --dangerously-bypass-hook-trust until then"
-    codex = [f"trust the project and {review}" if project else review, unreviewed] if hooks else []
     facts = {
-        "claude": ("approve the MCP server once in `claude`; " if project else "")
-        + "headless: claude -p PROMPT --dangerously-skip-permissions"
-        + (" with IS_SANDBOX=1 (as root)" if as_root else ""),
-        "codex": "; ".join(
-            codex + [f"SessionEnd is capped at {CODEX_SESSION_END_TIMEOUT_S} s"]
-            if hooks
-            else ["trust the project (Codex ignores its .codex/ until then)"] if project else []
-        ),
+        "claude": _claude_fact(project, as_root),
+        "codex": _codex_fact(project, hooks),
         "kiro": f"hooks run in the '{SERVER}' agent: kiro-cli chat --agent {SERVER}" if hooks else "",
         "gemini": "hooks and MCP run only in a trusted folder: trust it when gemini asks "
         "(or TRUST_FOLDER in ~/.gemini/trustedFolders.json)",
     }
     return [f"{agent}: {facts[agent]}" for agent in target.agents if facts.get(agent)]
+
+
+def _claude_fact(project: bool, as_root: bool) -> str:
+    approve = "approve the MCP server once in `claude`; " if project else ""  # a user-scope server needs none
+    root = " with IS_SANDBOX=1 (as root)" if as_root else ""
+    return f"{approve}headless: claude -p PROMPT --dangerously-skip-permissions{root}"
+
+
+def _codex_fact(project: bool, hooks: bool) -> str:
+    if not hooks:
+        return "trust the project (Codex ignores its .codex/ until then)" if project else ""
+    review = "review the hooks once in `codex` (/hooks)"
+    return (
+        (f"trust the project and {review}" if project else review)
+        + "; `codex exec` needs --dangerously-bypass-hook-trust until then"
+        + f"; SessionEnd is capped at {CODEX_SESSION_END_TIMEOUT_S} s"
+    )
 
 
 _LAYOUTS: dict[str, Callable[[Target], tuple[list[_File], Path]]] = {

@@ -118,11 +118,11 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
 
 def _agent_state(target: Target, wired: Wired, cwd: Path, service: Hivelore) -> list[Finding]:
     """What the agent itself decided that keeps hivelore from running: an untrusted folder, unreviewed hooks."""
-    codex_home = target.codex_home or target.home / ".codex"
     if wired.agent == "gemini":
         return [gemini_folder_trust(cwd, target.home, os.environ)]
     if wired.agent != "codex":
         return []
+    codex_home = target.codex_home or target.home / ".codex"  # where Codex keeps trust, for either install
     findings = []
     if target.where == "project":
         git = service.chain.git
