@@ -162,7 +162,7 @@ def _review_state(state: object, identity: str | None) -> str | None:
     return "reviewed" if trusted == identity else "changed"
 
 
-def _table(data: dict[str, Any], *keys: str) -> dict[str, Any]:
+def _table(data: object, *keys: str) -> dict[str, Any]:
     """data[k1][k2]…, or {} where a level is missing or not a table (Codex ignores such entries too)."""
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
