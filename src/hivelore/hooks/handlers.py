@@ -154,12 +154,14 @@ def pre_tool(ctx: HookContext) -> str:
 
 def post_tool(ctx: HookContext) -> str:
     """A call that succeeded: a shell command may resolve an earlier failure (remembered as its fix);
-    identical calls are counted as friction. Silent."""
+    identical calls are counted as friction. A shell command whose exit code is unknown (and whose
+    output does not say it failed) is not taken for a success: it resolves nothing. Silent."""
     event = ctx.event
     if not ctx.recording or event.subagent:
         return ""
     if event.action == "shell" and event.command:
-        ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
+        if not event.exit_unknown:
+            ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
         _record_test_run(ctx, event.output)
     elif event.action == "edit" and event.paths:
         _coordinate(ctx, lambda c: c.after_edit(event.paths, event.agent, event.session_id))
