@@ -561,6 +561,25 @@ def test_session_end_keeps_the_last_message_as_a_staged_note(home: Path, repo: P
     assert re.search(r'^expires_at: "\d{4}-', text, re.MULTILINE)
 
 
+def test_the_agents_last_words_come_back_as_its_words_not_as_a_lesson(home: Path, repo: Path) -> None:
+    """The real Codex Stop payload whose model said "Saved the lesson." (it had saved nothing): the next
+    session start shows that sentence attributed to the agent, with its session and time, as a note that says
+    it is not a stored lesson; no lesson line claims it."""
+    lines = (PAYLOADS / "codex" / "real-0.171-hooks.ndjson").read_text().splitlines()
+    stop = next(json.loads(line)["_payload"] for line in lines if '"Stop"' in line)
+    assert stop["last_assistant_message"] == "Saved the lesson."
+    assert hook(home, repo, "codex", "Stop", aimed(stop, repo)) == ""
+
+    event, payload = session_start("codex", repo, "words-2")
+    context = hook(home, repo, "codex", event, payload)
+
+    [line] = [line for line in context.splitlines() if "Saved the lesson." in line]
+    said = rf"the agent \(codex\) said at the end of session {stop['session_id']} at \d{{4}}-\d\d-\d\d \d\d:\d\d UTC"
+    quoted = r'\(its own words, not a stored lesson\): "Saved the lesson\."'
+    assert re.search(rf"\[note\] \[staged\]: {said} {quoted}$", line)
+    assert "[lesson]" not in context
+
+
 # --- 7b. Codex: the exit code from its rollout transcript ------------------------------------------------------------
 
 
