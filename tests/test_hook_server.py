@@ -447,7 +447,7 @@ got = b""
 try:
     while chunk := conn.recv(65536):
         got += chunk
-    body = b'{{"hookSpecificOutput": {{"hookEventName": "SessionStart", "additionalContext": "{IMPOSTOR}"}}}}'
+    body = b'{{"hookSpecificOutput": {{"hookEventName": "SessionStart", "additionalContext": "{IMPOSTOR}"}}}}\\n'
     conn.sendall(b"2:ok,%d:%s,0:," % (len(body), body))
 except OSError:
     pass
