@@ -54,6 +54,7 @@ STORES = ("index.db", "events.db", "team.db", "graph.db")
 TICK_S = 2.0  # how often an idle server checks whether it should leave
 READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends its request at once
 SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
+BACKLOG = 64  # connections waiting to be accepted
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.eventstore", "hivelore.service", "hivelore.coordination",
@@ -155,8 +156,9 @@ class HookServer:
         return max(0.0, min(TICK_S, min(r.deadline for r in requests.values()) - time.monotonic()))
 
     def _accept(self, selector: selectors.BaseSelector, requests: dict[socket.socket, Request]) -> None:
-        """Take every connection waiting; one from another user is closed before a byte is read."""
-        while True:
+        """Take the connections waiting (at most a backlog's worth, so that a flood of them does not
+        keep the others waiting); one from another user is closed before a byte is read."""
+        for _ in range(BACKLOG):
             try:
                 conn, _ = self.listening.sock.accept()
             except OSError:  # BlockingIOError: none left
@@ -334,7 +336,7 @@ def listen(home: str, address: bytes) -> Listening | None:
         except OSError:
             sock.close()
             return None
-        sock.listen(64)
+        sock.listen(BACKLOG)
         return Listening(sock)
     problem = _private_folder(run_folder(home))
     if problem:
@@ -353,7 +355,7 @@ def listen(home: str, address: bytes) -> Listening | None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(address)  # left by a server that was killed: it holds no lock any more
     sock.bind(address)
-    sock.listen(64)
+    sock.listen(BACKLOG)
     return Listening(sock, address, lock)
 
 
