@@ -720,23 +720,26 @@ def module_file(name: str) -> Path | None:
 
 
 def hivelore_imports(roots: list[str]) -> set[str]:
-    """`roots` and every hivelore module they import, at module level or inside a function, transitively."""
+    """`roots` and every hivelore module they import, at module level or inside a function, transitively; and the
+    packages they are in, whose module-level code runs when a module of theirs is imported (their functions need
+    not: `graph index` does not run `hivelore.cli.main`'s other commands)."""
     seen: set[str] = set()
-    todo = list(roots)
+    todo = [(name, True) for name in roots]
     while todo:
-        name = todo.pop()
+        name, whole = todo.pop()
         path = module_file(name)
-        if name in seen or path is None:
+        if (name, whole) in seen or path is None:
             continue
-        seen.add(name)
+        seen.add((name, whole))
         parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # importing a.b.c runs a and a.b first
-        for node in ast.walk(ast.parse(path.read_text())):
+        todo += [(".".join(parts[:i]), False) for i in range(1, len(parts))]
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree) if whole else tree.body:
             if isinstance(node, ast.Import):
-                todo += [alias.name for alias in node.names if alias.name.startswith("hivelore")]
+                todo += [(alias.name, True) for alias in node.names if alias.name.startswith("hivelore")]
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hivelore"):
-                todo += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-    return seen
+                todo += [(node.module, True), *((f"{node.module}.{alias.name}", True) for alias in node.names)]
+    return {name for name, _ in seen}
 
 
 def variables_read(module: str) -> set[str]:

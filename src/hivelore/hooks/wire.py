@@ -27,7 +27,6 @@ HOOK_ENVIRON = frozenset({
     "HOME", "PATH", "TMPDIR", "TZ", "LANG", "LANGUAGE", "USER", "USERNAME", "LOGNAME",
     "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",  # where git's user.email is (team.py)
     "USER_PROMPT",  # Kiro IDE 0.12's payload (hooks/command.py)
-    "CODEX_HOME",  # read by the CLI that the background graph indexer runs (cli/agents.py)
 })  # fmt: skip
 HOOK_ENVIRON_PREFIXES = ("HIVELORE_", "LC_", "PYTHON")
 
