@@ -9,16 +9,22 @@ it down.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import os
+import pwd
+import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given
@@ -45,7 +51,18 @@ import hivelore.hooks.wire as wire
 from hivelore import __version__
 from hivelore.eventstore import EventStore
 from hivelore.hooks.client import server_state, start_server, stop_server
-from hivelore.hooks.wire import WireError, pack, pack_environ, server_address, unpack, unpack_environ
+from hivelore.hooks.wire import (
+    HOOK_ENVIRON,
+    HOOK_ENVIRON_PREFIXES,
+    WireError,
+    hook_environ,
+    pack,
+    pack_environ,
+    run_folder,
+    server_address,
+    unpack,
+    unpack_environ,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook server needs Linux")
 
@@ -284,7 +301,8 @@ def test_stop_status_and_doctor(served: Path, repo: Path) -> None:
 def test_an_idle_server_leaves(home: Path, server_on: None) -> None:
     with running_server(home, idle="1"):
         wait_for(lambda: server_pid(home) is None, "the idle server to leave")
-    assert "idle for 1 s" in log_lines(home)[-1]
+    # It writes why it left after giving its address up.
+    wait_for(lambda: "idle for 1 s" in "\n".join(log_lines(home)[-1:]), "the server to say it left")
 
 
 def test_a_server_whose_home_is_removed_leaves(home: Path, server_on: None) -> None:
@@ -339,6 +357,7 @@ def test_an_event_a_leaving_server_dropped_is_answered_by_the_hook_itself(
     has not handled the event: the hook answers it in its own process."""
     write_lesson(home, repo)
     address = server_address(str(home), sys.executable, __version__)
+    os.makedirs(run_folder(str(home)), mode=0o700, exist_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(address)
         listener.listen(1)
@@ -398,4 +417,374 @@ def test_each_home_interpreter_and_version_has_its_own_server(tmp_path: Path) ->
         server_address(str(tmp_path / "a"), "/other/python", __version__),
         server_address(str(tmp_path / "a"), sys.executable, "0.0.0"),
     }
-    assert len(names) == 4 and all(name.startswith(b"\0hivelore-hooks-") for name in names)
+    assert len(names) == 4
+    assert {os.path.dirname(name) for name in names} == {os.fsencode(run_folder(str(tmp_path / h))) for h in "ab"}
+
+
+def test_a_socket_file_too_long_for_an_address_gives_way_to_an_abstract_name(tmp_path: Path) -> None:
+    assert server_address(str(tmp_path / "h"), sys.executable, __version__).endswith(b".sock")
+    assert abstract_address(long_home(tmp_path)).startswith(b"\0hivelore-hooks-")
+
+
+# --- 6. other users and slow clients ------------------------------------------------------------------------------
+#
+# Another local user must not pose as the server (and so receive a hook's payload and environment, and answer in
+# hivelore's name), nor reach our server, nor hold up our hooks; neither may a slow client of our own.
+
+OTHER_PYTHON = "/usr/bin/python3"  # the venv's interpreter may live where another user cannot enter (/root)
+IMPOSTOR = "hivelore context from someone else"
+# Run as the other user: binds ADDRESS (hex) first, and reports how many bytes the first client sent it, answering
+# that client as a server would (so a hook that trusted it would print IMPOSTOR).
+SQUATTER = f"""
+import socket, sys
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(bytes.fromhex(sys.argv[1]))
+listener.listen(8)
+print("listening", flush=True)
+listener.settimeout(60)
+conn, _ = listener.accept()
+conn.settimeout(10)
+got = b""
+try:
+    while chunk := conn.recv(65536):
+        got += chunk
+    body = b'{{"hookSpecificOutput": {{"hookEventName": "SessionStart", "additionalContext": "{IMPOSTOR}"}}}}\\n'
+    conn.sendall(b"2:ok,%d:%s,0:," % (len(body), body))
+except OSError:
+    pass
+print(len(got), flush=True)
+"""
+# A client that connects to ADDRESS (hex) and sends one byte every INTERVAL seconds for DURATION seconds, or until
+# the server closes the connection; then prints what happened as JSON.
+DRIBBLER = """
+import json, socket, sys, time
+address, interval, duration = bytes.fromhex(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(address)
+print("connected", flush=True)
+start, sent, error = time.monotonic(), 0, ""
+while time.monotonic() - start < duration:
+    try:
+        sock.send(b"9")
+    except OSError as exc:
+        error = type(exc).__name__
+        break
+    sent += 1
+    time.sleep(interval)
+print(json.dumps({"sent": sent, "error": error, "seconds": time.monotonic() - start}), flush=True)
+"""
+
+
+class OtherUser(NamedTuple):
+    name: str
+    uid: int
+    gid: int
+
+    def run(self, program: str, *args: str) -> subprocess.Popen[str]:
+        """`python -c program args…` as this user, started: its stdout a pipe of lines."""
+        command = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", OTHER_PYTHON, "-I"]
+        return subprocess.Popen(
+            [*command, "-c", program, *args], cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+
+@pytest.fixture(scope="module")
+def other_user() -> Iterator[OtherUser]:
+    """A second Unix user, created for these tests and removed after them."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a second Unix user (useradd) needs root")
+    missing = [tool for tool in ("useradd", "userdel", "setpriv") if shutil.which(tool) is None]
+    if missing or not os.access(OTHER_PYTHON, os.X_OK):
+        pytest.skip(f"needs {', '.join(missing) or OTHER_PYTHON} to run a process as a second user")
+    name = f"hlt{os.getpid()}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        entry = pwd.getpwnam(name)
+        yield OtherUser(name, entry.pw_uid, entry.pw_gid)
+    finally:
+        subprocess.run(["userdel", name], check=True)
+
+
+def long_home(tmp_path: Path) -> Path:
+    """A home whose socket file would not fit in a socket address: its server listens on an abstract name, which
+    any local user can see in /proc/net/unix, bind first, or connect to."""
+    return tmp_path / ("home-with-a-long-name-" + "x" * 90)
+
+
+def abstract_address(home: Path) -> bytes:
+    address = server_address(str(home), sys.executable, __version__)
+    assert address.startswith(b"\0"), "the home's socket file fits an address: make the name longer"
+    return address
+
+
+def first_line(process: subprocess.Popen[str]) -> str:
+    line = process.stdout.readline().strip()
+    assert line, f"the helper process failed: {process.stderr.read()}"
+    return line
+
+
+def test_another_user_holding_the_address_gets_nothing_and_the_hook_answers_itself(
+    tmp_path: Path, repo: Path, server_on: None, other_user: OtherUser
+) -> None:
+    home = long_home(tmp_path)
+    write_lesson(home, repo)
+    squatter = other_user.run(SQUATTER, abstract_address(home).hex())
+    try:
+        assert first_line(squatter) == "listening"
+        event, payload = session_start("claude", repo, "squatted")
+        told = hook_told(home, repo, "claude", event, payload)
+        received = first_line(squatter)
+    finally:
+        squatter.kill()
+        squatter.wait()
+
+    assert received == "0"  # not one byte: no payload, no environment
+    assert LESSON[:40] in told and IMPOSTOR not in told
+    logged = "\n".join(log_lines(home))
+    assert f"is held by uid {other_user.uid}, not by this user: it was sent nothing" in logged
+    assert "hook server started" not in logged  # its name is taken: no server is started to fail
+
+
+@pytest.fixture
+def open_folder() -> Iterator[Path]:
+    """A folder every user may pass through (pytest's own are its user's only), removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="hivelore-shared-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)  # a test that failed may have left a server writing its last log line
+
+
+def test_another_user_cannot_reach_or_take_a_socket_file(
+    open_folder: Path, repo: Path, server_on: None, other_user: OtherUser
+) -> None:
+    """With the home in a folder every user may pass through, the socket file's own folder is what keeps another
+    user out: it can neither connect to our server nor put a socket of its own where our hooks look."""
+    home = open_folder / "home"
+    home.mkdir(mode=0o755)
+    with running_server(home):
+        address = server_address(str(home), sys.executable, __version__)
+        assert not address.startswith(b"\0")  # a socket file
+        assert stat.S_IMODE(os.stat(run_folder(str(home))).st_mode) == 0o700
+        tries = other_user.run(
+            "import socket, sys\n"
+            "for verb in ('connect', 'bind'):\n"
+            "    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "    try:\n"
+            "        getattr(sock, verb)(bytes.fromhex(sys.argv[1]) if verb == 'connect' else sys.argv[2])\n"
+            "        print(verb, 'worked')\n"
+            "    except OSError as exc:\n"
+            "        print(verb, type(exc).__name__)\n",
+            address.hex(), os.path.join(run_folder(str(home)), "other.sock"),
+        )  # fmt: skip
+        out, err = tries.communicate(timeout=30)
+        write_lesson(home, repo)
+        event, payload = session_start("claude", repo, "shared")
+        told = hook_told(home, repo, "claude", event, payload)
+        answered = events_answered(home)
+    wait_for(lambda: any("hook server left" in line for line in log_lines(home)), "the server to leave")
+
+    assert out.splitlines() == ["connect PermissionError", "bind PermissionError"], err
+    assert LESSON[:40] in told and answered == 1
+
+
+def test_another_user_connecting_is_refused_at_accept_and_delays_no_hook(
+    tmp_path: Path, repo: Path, server_on: None, other_user: OtherUser
+) -> None:
+    """The other user connects and sends a byte every half second: the server closes the connection as it accepts
+    it, and our hook, started meanwhile, is answered by the server as usual."""
+    home = long_home(tmp_path)
+    write_lesson(home, repo)
+    with running_server(home):
+        dribbler = other_user.run(DRIBBLER, abstract_address(home).hex(), "0.5", "8")
+        try:
+            assert first_line(dribbler) == "connected"
+            event, payload = session_start("claude", repo, "while-dribbling")
+            told = hook_told(home, repo, "claude", event, payload)
+            ended = json.loads(first_line(dribbler))
+        finally:
+            dribbler.kill()
+            dribbler.wait()
+        answered = events_answered(home)
+
+    assert LESSON[:40] in told and answered == 1
+    assert ended["error"] in ("BrokenPipeError", "ConnectionResetError") and ended["sent"] <= 2, ended
+    assert f"refused a connection from uid {other_user.uid}" in "\n".join(log_lines(home))
+
+
+def test_a_slow_client_of_our_own_delays_no_other_hook_and_is_cut_off_at_the_deadline(
+    served: Path, repo: Path
+) -> None:
+    """A client of the same user that sends one byte a second: a hook started meanwhile is answered while it is
+    still sending, and the server drops it READ_WAIT_S after it connected, however often it sends."""
+    from hivelore.hooks.server import READ_WAIT_S
+
+    write_lesson(served, repo)
+    address = server_address(str(served), sys.executable, __version__)
+    dribble_s = 3 * READ_WAIT_S
+    dribbler = subprocess.Popen(
+        [sys.executable, "-c", DRIBBLER, address.hex(), "1", str(dribble_s)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert first_line(dribbler) == "connected"
+        event, payload = session_start("claude", repo, "beside-a-slow-client")
+        told = hook_told(served, repo, "claude", event, payload)
+        still_sending = dribbler.poll() is None
+        ended = json.loads(first_line(dribbler))
+    finally:
+        dribbler.kill()
+        dribbler.wait()
+
+    assert LESSON[:40] in told
+    assert still_sending  # answered before the slow client finished
+    assert events_answered(served) == 1
+    assert ended["error"] in ("BrokenPipeError", "ConnectionResetError"), ended
+    assert ended["seconds"] < dribble_s - 2, ended  # cut off at the deadline, not waited out
+    assert any(f"was not whole after {READ_WAIT_S:g} s" in line for line in log_lines(served))
+
+
+# --- 7. the environment a hook passes on -------------------------------------------------------------------------
+
+
+SECRETS = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "GITHUB_TOKEN": "ghp_" + "a1" * 18}
+
+
+def test_a_hook_sends_the_server_only_the_variables_hooks_read(home: Path, repo: Path, server_on: None) -> None:
+    """What arrives at the server's address from a real hook whose environment holds cloud and git tokens."""
+    address = server_address(str(home), sys.executable, __version__)
+    os.makedirs(run_folder(str(home)), mode=0o700)
+    env = {**hook_env(home), **SECRETS, "HIVELORE_DEVELOPER": "dev@example.com", "LC_ALL": "C.UTF-8"}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(address)
+        listener.listen(1)
+        hook = subprocess.Popen(
+            [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", "SessionStart"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=repo, env=env,
+        )  # fmt: skip
+        hook.stdin.write(json.dumps(session_start("claude", repo, "secrets")[1]).encode())
+        hook.stdin.close()
+        conn, _ = listener.accept()
+        with conn:
+            request = b""
+            while chunk := conn.recv(1 << 20):
+                request += chunk
+            conn.sendall(pack([b"ok", b"", b""]))
+        hook.wait(timeout=60)
+    sent = unpack_environ(unpack(request)[8])
+
+    assert not set(SECRETS) & set(sent)
+    assert not any(value in request for value in map(str.encode, SECRETS.values()))
+    assert sent == hook_environ(env)
+    assert {"HIVELORE_HOME", "HIVELORE_DEVELOPER", "PATH", "LC_ALL"} <= set(sent)
+
+
+def test_the_server_a_hook_starts_holds_none_of_its_secrets(home: Path, repo: Path, server_on: None) -> None:
+    event, payload = session_start("claude", repo, "spawned")
+    env = {**hook_env(home), **SECRETS}
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event],
+            input=json.dumps(payload).encode(), cwd=repo, env=env, capture_output=True, timeout=60, check=True,
+        )  # fmt: skip
+        wait_for(lambda: server_pid(home) is not None, "the hook to start a server")
+        environ = Path(f"/proc/{server_pid(home)}/environ").read_bytes()
+    finally:
+        stop_server(str(home))
+    assert b"HIVELORE_HOME=" in environ
+    assert not any(name.encode() in environ for name in SECRETS)
+
+
+ENVIRON_READERS = {"environ", "env", "getenv"}  # what a read of a variable goes through in hivelore's code
+IMPLICIT = {"expanduser": {"HOME"}, "home": {"HOME"}}  # os.path.expanduser("~"), Path.home()
+
+
+def test_every_variable_the_hook_path_reads_is_passed_to_the_server() -> None:
+    """The server answers each event in the environment the hook sent, so a variable that code on the hook path
+    reads and HOOK_ENVIRON leaves out would make the server answer differently from the hook process: the walk
+    covers every module the server and the hook command import, at any depth, and the indexer they start."""
+    from hivelore.hooks.server import WARM_MODULES
+
+    roots = ["hivelore.hooks.client", "hivelore.hooks.command", "hivelore.hooks.server", *WARM_MODULES]
+    modules = hivelore_imports([*roots, "hivelore.cli.graph"])  # `hivelore graph index` runs in the background
+    read = {name: module for module in sorted(modules) for name in variables_read(module)}
+
+    assert {"HIVELORE_HOME", "USER_PROMPT", "GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "HOME"} <= set(read)  # not vacuous
+    left_out = {n: m for n, m in read.items() if n not in HOOK_ENVIRON and not n.startswith(HOOK_ENVIRON_PREFIXES)}
+    assert left_out == {}
+
+
+def module_file(name: str) -> Path | None:
+    base = Path(wire.__file__).parents[2] / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def hivelore_imports(roots: list[str]) -> set[str]:
+    """`roots` and every hivelore module they import, at module level or inside a function, transitively; and the
+    packages they are in, whose module-level code runs when a module of theirs is imported (their functions need
+    not: `graph index` does not run `hivelore.cli.main`'s other commands)."""
+    seen: set[str] = set()
+    todo = [(name, True) for name in roots]
+    while todo:
+        name, whole = todo.pop()
+        path = module_file(name)
+        if (name, whole) in seen or path is None:
+            continue
+        seen.add((name, whole))
+        parts = name.split(".")
+        todo += [(".".join(parts[:i]), False) for i in range(1, len(parts))]
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree) if whole else tree.body:
+            if isinstance(node, ast.Import):
+                todo += [(alias.name, True) for alias in node.names if alias.name.startswith("hivelore")]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hivelore"):
+                todo += [(node.module, True), *((f"{node.module}.{alias.name}", True) for alias in node.names)]
+    return {name for name, _ in seen}
+
+
+def variables_read(module: str) -> set[str]:
+    """The environment variables `module` reads: `X.get("NAME")`, `X["NAME"]`, `"NAME" in X` for any X named
+    environ or env, `os.getenv("NAME")`, names given by a module-level constant, and HOME through expanduser or
+    Path.home()."""
+    tree = ast.parse(module_file(module).read_text())
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+    def text(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+    def reader(node: ast.AST) -> bool:
+        last = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+        return last in ENVIRON_READERS
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in IMPLICIT:
+                found |= IMPLICIT[node.func.attr]
+            elif (node.func.attr == "get" and reader(node.func.value)) or node.func.attr == "getenv":
+                found.add(text(node.args[0]) if node.args else None)
+        elif isinstance(node, ast.Subscript) and reader(node.value):
+            found.add(text(node.slice))
+        elif isinstance(node, ast.Compare) and any(reader(c) for c in node.comparators):
+            found.add(text(node.left))
+    return {name for name in found if name and re.fullmatch(r"[A-Z][A-Z0-9_]*", name)}
+
+
+# --- 8. what a payload may hold ----------------------------------------------------------------------------------
+
+
+def test_a_lone_surrogate_is_answered_through_the_server_like_any_other_payload(served: Path, repo: Path) -> None:
+    write_lesson(served, repo)
+    payload = claude_prompt(repo, "surrogate", "why does pnpm test fail with ECONNREFUSED 5432? \ud800")
+    assert LESSON[:40] in hook_told(served, repo, "claude", "UserPromptSubmit", payload)
+    assert events_answered(served) == 1
+    assert [line for line in log_lines(served) if "hook server" not in line] == []

@@ -325,6 +325,26 @@ def test_bad_input_exits_0_and_says_why_in_the_log(
         assert result.stdout == b""
 
 
+def test_a_lone_surrogate_in_a_payload_is_replaced_and_the_event_answered(home: Path, repo: Path, cli: CLI) -> None:
+    """`"\\ud800"` is valid JSON, but decodes to no text UTF-8 can hold (the stores and the answer could not take
+    it): it is read as U+FFFD, and the event is answered like any other, in a failed command and in a prompt."""
+    event, failure = failing_tests("claude", repo, "lone-1", command="pnpm test \udfff")
+    prompt = claude_prompt(repo, "lone-1", "why does pnpm test fail with ECONNREFUSED 5432? \ud800")
+    assert b"\\udfff" in json.dumps(failure).encode() and b"\\ud800" in json.dumps(prompt).encode()
+
+    nudge = hook(home, repo, "claude", event, failure)
+    assert nudge.startswith("hivelore: `pnpm test \ufffd` failed") and NUDGE in nudge
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+    assert ADDRESS in hook(home, repo, "claude", "UserPromptSubmit", prompt)
+
+    store = EventStore.open(str(home))
+    try:
+        assert [p.text for p in store.prompts()] == ["why does pnpm test fail with ECONNREFUSED 5432? \ufffd"]
+    finally:
+        store.close()
+    assert log_lines(home) == []
+
+
 # --- 3. the session story ------------------------------------------------------------------------------------------
 
 

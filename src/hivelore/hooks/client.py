@@ -7,6 +7,10 @@ first event after a while, another system than Linux, or `HIVELORE_HOOK_SERVER=o
 answers the event itself (`hooks.command.respond`, the same code the server runs) and then starts a
 server for the events to come. This module is the part that runs before either: it imports no
 module of hivelore's beyond the two it needs, and nothing from the standard library but `_socket`.
+
+Before it sends a byte, the hook checks that the server runs as its own user (`wire.peer_uid`):
+one that does not gets nothing, and the event is answered here. It sends only the variables of
+its environment that hooks read (`wire.hook_environ`), never the whole environment.
 """
 
 from __future__ import annotations
@@ -16,7 +20,17 @@ import sys
 
 from hivelore import __version__
 from hivelore.home import home_path
-from hivelore.hooks.wire import PROTOCOL, WireError, pack, pack_environ, server_address, unpack
+from hivelore.hooks.wire import (
+    PROTOCOL,
+    ForeignServer,
+    WireError,
+    hook_environ,
+    pack,
+    pack_environ,
+    peer_uid,
+    server_address,
+    unpack,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -48,7 +62,7 @@ def main(argv: list[str]) -> int:
         out, err = respond(argv, raw, cwd or "", os.getppid())
     _write(sys.stdout, out)
     _write(sys.stderr, err)
-    if status in (b"absent", b"stale") and address and cwd:
+    if status in (b"absent", b"stale") and address and cwd:  # not b"foreign": its name is taken
         start_server(home)
     return 0
 
@@ -86,9 +100,10 @@ def request(verb: bytes, home: str, fields: list[bytes]) -> bytes:
 def exchange(address: bytes, message: bytes) -> list[bytes] | None:
     """Send one message to the server and return its answer's fields; None when no server listens
     there, or the one there went away without a word (a server that leaves drops the connections
-    still waiting to be accepted; the hook then answers the event itself). An answer cut short (the
-    server died mid-answer) or late (ANSWER_WAIT_S) raises OSError or WireError: the event may have
-    been handled, so it is not handled again."""
+    still waiting to be accepted; the hook then answers the event itself). A listener that runs as
+    another user raises ForeignServer before a byte is sent. An answer cut short (the server died
+    mid-answer) or late (ANSWER_WAIT_S) raises OSError or WireError: the event may have been
+    handled, so it is not handled again."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -99,6 +114,10 @@ def exchange(address: bytes, message: bytes) -> list[bytes] | None:
             sock.connect(address)
         except OSError:
             return None
+        uid = peer_uid(sock)
+        if uid != os.getuid():
+            where = os.fsdecode(address.replace(b"\0", b"@", 1))
+            raise ForeignServer(f"the hook server's socket {where} is held by uid {uid}, not by this user")
         sock.settimeout(ANSWER_WAIT_S)
         try:
             sock.sendall(message)
@@ -121,19 +140,29 @@ def server_state(home: str, environ: Mapping[str, str]) -> str:
     address = server_address(home, sys.executable, __version__)
     if address is None:
         return f"not available on {sys.platform}: each hook answers in its own process"
-    answer = _control(address, b"status", home)
+    try:
+        answer = _control(address, b"status", home)
+    except ForeignServer as exc:
+        return f"taken by another user: {exc}; each hook answers in its own process"
     return f"running: {answer}" if answer else "not running: the next hook event starts it"
 
 
 def stop_server(home: str) -> bool:
     """Ask the hook server for `home` to leave; whether one was running."""
     address = server_address(home, sys.executable, __version__)
-    return address is not None and _control(address, b"stop", home) is not None
+    try:
+        return address is not None and _control(address, b"stop", home) is not None
+    except ForeignServer:
+        return False
 
 
 def _control(address: bytes, verb: bytes, home: str) -> str | None:
+    """The server's one-line answer to `verb`; None when there is none (ForeignServer when the one
+    there is not ours)."""
     try:
         answer = exchange(address, request(verb, home, []))
+    except ForeignServer:
+        raise
     except (OSError, WireError):
         return None
     return answer[1].decode("utf-8", "replace") if answer and len(answer) == 3 and answer[0] == b"ok" else None
@@ -141,12 +170,13 @@ def _control(address: bytes, verb: bytes, home: str) -> str | None:
 
 def start_server(home: str) -> None:
     """Start a hook server for `home`, detached: its own session, stdio on /dev/null (an agent reads
-    a hook's stdout until every holder closes it). Two hooks starting one at once is harmless: the
-    second server finds the name taken and leaves."""
+    a hook's stdout until every holder closes it), with the variables a hook may pass on
+    (`wire.hook_environ`), so that it does not hold the agent's secrets for hours. Two hooks starting
+    one at once is harmless: the second server finds the name taken and leaves."""
     devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
     argv = [sys.executable, "-m", "hivelore.hooks.server", os.path.abspath(home)]
     try:
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=devnull, setsid=True)
+        os.posix_spawn(sys.executable, argv, hook_environ(os.environ), file_actions=devnull, setsid=True)
     except OSError as exc:
         from hivelore.hooks.command import log
 
@@ -155,14 +185,20 @@ def start_server(home: str) -> None:
 
 def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tuple[bytes, str, str]:
     """(status, stdout, stderr) of the event as the server answered it. Status b"ok": answered;
-    b"absent": no server; b"stale" (its code changed on disk) or b"refused" (not its home, or it
-    cannot take this event): answer it here; b"lost": the answer never came, stay silent."""
+    b"absent": no server; b"stale" (its code changed on disk), b"refused" (not its home, or it
+    cannot take this event) or b"foreign" (another user's process holds the address; it was sent
+    nothing): answer it here; b"lost": the answer never came, stay silent."""
     mask = os.umask(0o022)
     os.umask(mask)
     fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
-    message = request(b"hook", home, [*fields, pack_environ(dict(os.environ)), raw])
+    message = request(b"hook", home, [*fields, pack_environ(hook_environ(os.environ)), raw])
     try:
         answer = exchange(address, message)
+    except ForeignServer as exc:
+        from hivelore.hooks.command import log
+
+        log("-", "-", f"{exc}: it was sent nothing, and the event was answered by the hook itself")
+        return b"foreign", "", ""
     except (OSError, WireError) as exc:
         from hivelore.hooks.command import log
 

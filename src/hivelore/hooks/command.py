@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re  # json imports it anyway
 import time
 
 from hivelore.home import home_path
@@ -92,7 +93,21 @@ def _payload(agent: str, event_name: str, raw: bytes) -> object:
     if not isinstance(payload, dict):
         log(agent, event_name, f"payload is JSON but not an object ({type(payload).__name__}): ignored")
         return None
+    if b"\\ud" in raw or b"\\uD" in raw:  # a surrogate escape: most likely a pair, which is fine
+        payload = _without_surrogates(payload)
     return payload
+
+
+def _without_surrogates(value: object) -> object:
+    """`value` with every lone surrogate (`"\\ud800"` is valid JSON, but no UTF-8 text: the stores and
+    the answer could not take it) replaced by U+FFFD, in keys and strings at any depth."""
+    if isinstance(value, str):
+        return re.sub("[\ud800-\udfff]", "\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    return value
 
 
 def _handle(event: Event, read_only: bool, cwd: str) -> str:

@@ -6,7 +6,11 @@ the stores' first pages from disk; here both are done once. Each event is answer
 hook process would have answered it (`hooks.command.respond`), in the hook process's environment,
 folder and umask, one event at a time. The server
 
-- listens on a Linux abstract socket (`wire.server_address`) and answers only its own user;
+- listens on a socket file in `HIVELORE_HOME/run/`, a folder only its user may enter, or, when that
+  path is too long for a socket address, on a Linux abstract socket (`wire.server_address`);
+- closes a connection from another user as it accepts it, before reading a byte (SO_PEERCRED);
+- reads every connection's request at once (a selector), each within READ_WAIT_S in all, so that
+  a client that sends slowly, or never, delays no one else's answer;
 - leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 7200: two hours,
   so that a lunch break does not cost the next session start its speed), when its
   home folder is removed, when asked (`hivelore hook-server stop`), or when a hivelore source file
@@ -18,17 +22,29 @@ Run by `hooks.client.start_server` as `python -m hivelore.hooks.server HOME`.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import selectors
 import socket
 import sqlite3
-import struct
+import stat
 import sys
 import time
 from collections.abc import Mapping
 
 from hivelore import __version__
 from hivelore.hooks.command import log, respond
-from hivelore.hooks.wire import MAX_MESSAGE, PROTOCOL, WireError, pack, server_address, unpack, unpack_environ
+from hivelore.hooks.wire import (
+    MAX_MESSAGE,
+    PROTOCOL,
+    WireError,
+    pack,
+    peer_uid,
+    run_folder,
+    server_address,
+    unpack,
+    unpack_environ,
+)
 
 IDLE_S = 7200.0  # a resident server holds about 20 MB
 # The home's SQLite stores. An event opens, writes and closes some of them; when the closing
@@ -36,7 +52,9 @@ IDLE_S = 7200.0  # a resident server holds about 20 MB
 # store per event. The server keeps one idle connection to each, so no event's is the last.
 STORES = ("index.db", "events.db", "team.db", "graph.db")
 TICK_S = 2.0  # how often an idle server checks whether it should leave
-READ_WAIT_S = 5.0  # a client that connects and sends nothing must not hold the others up
+READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends its request at once
+SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
+BACKLOG = 64  # connections waiting to be accepted
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.eventstore", "hivelore.service", "hivelore.coordination",
@@ -44,41 +62,140 @@ WARM_MODULES = (
 )  # fmt: skip
 
 
+class Listening:
+    """The server's listening socket and, for a socket file, the lock that makes this server the
+    only one at that path (so that a server starting does not unlink a live server's socket)."""
+
+    def __init__(self, sock: socket.socket, path: bytes | None = None, lock: int | None = None) -> None:
+        self.sock, self.path, self.lock = sock, path, lock
+
+    def close(self) -> None:
+        """Give the address up: a server started after this one can take it at once."""
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            self.path = None
+        self.sock.close()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+
+class Request:
+    """A connection whose request is still coming in."""
+
+    def __init__(self, conn: socket.socket, deadline: float) -> None:
+        self.conn, self.deadline = conn, deadline
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.problem = ""
+
+    def read(self) -> bool:
+        """Take what has come; whether the request is complete (the client shut its side) or broken."""
+        try:
+            chunk = self.conn.recv(1 << 20)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self.problem = str(exc)
+            return True
+        if not chunk:
+            return True
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        if self.size > MAX_MESSAGE:
+            self.problem = f"request over {MAX_MESSAGE:,} bytes"
+            return True
+        return False
+
+
 class HookServer:
-    def __init__(self, home: str, listener: socket.socket, idle_s: float) -> None:
-        self.home, self.listener, self.idle_s = home, listener, idle_s
+    def __init__(self, home: str, listening: Listening, idle_s: float) -> None:
+        self.home, self.listening, self.idle_s = home, listening, idle_s
         self.started_ns = time.time_ns()
         self.last_event = time.monotonic()
         self.events = 0
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
+        self.refused_uids: set[int] = set()
 
     def serve(self) -> str:
         """Answer events until it is time to leave; why it left."""
-        self.listener.settimeout(TICK_S)
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                conn = None
-            if conn is not None:
-                with conn:
-                    reason = self._serve(conn)
+        selector = selectors.DefaultSelector()
+        self.listening.sock.setblocking(False)
+        selector.register(self.listening.sock, selectors.EVENT_READ)
+        requests: dict[socket.socket, Request] = {}
+        try:
+            while True:
+                ready = selector.select(self._wait(requests))
+                for key, _ in ready:
+                    if key.fileobj is self.listening.sock:
+                        self._accept(selector, requests)
+                        continue
+                    request = requests[key.fileobj]
+                    if not request.read():
+                        continue
+                    selector.unregister(request.conn)
+                    del requests[request.conn]
+                    with request.conn:
+                        reason = self._serve(request)
+                    if reason:
+                        return reason
+                self._drop_late(selector, requests)
+                # Asked after every connection too: `status` calls do not make a server busy.
+                reason = self._reason_to_leave(full=not ready)
                 if reason:
                     return reason
-            # Asked after every connection too: `status` calls do not make a server busy.
-            reason = self._reason_to_leave(full=conn is None)
-            if reason:
-                return reason
+        finally:
+            for conn in requests:
+                conn.close()
+            selector.close()
 
-    def _serve(self, conn: socket.socket) -> str:
-        """Answer one connection; a reason to leave after it, or ""."""
+    def _wait(self, requests: dict[socket.socket, Request]) -> float:
+        if not requests:
+            return TICK_S
+        return max(0.0, min(TICK_S, min(r.deadline for r in requests.values()) - time.monotonic()))
+
+    def _accept(self, selector: selectors.BaseSelector, requests: dict[socket.socket, Request]) -> None:
+        """Take the connections waiting (at most a backlog's worth, so that a flood of them does not
+        keep the others waiting); one from another user is closed before a byte is read."""
+        for _ in range(BACKLOG):
+            try:
+                conn, _ = self.listening.sock.accept()
+            except OSError:  # BlockingIOError: none left
+                return
+            uid = peer_uid(conn)
+            if uid != os.getuid():
+                conn.close()
+                if uid not in self.refused_uids:  # once per user: a flood must not wash the log away
+                    self.refused_uids.add(uid)
+                    log("-", "-", f"hook server: refused a connection from uid {uid} (not this server's user)")
+                continue
+            conn.setblocking(False)
+            selector.register(conn, selectors.EVENT_READ)
+            requests[conn] = Request(conn, time.monotonic() + READ_WAIT_S)
+
+    def _drop_late(self, selector: selectors.BaseSelector, requests: dict[socket.socket, Request]) -> None:
+        now = time.monotonic()
+        for request in [r for r in requests.values() if r.deadline <= now]:
+            selector.unregister(request.conn)
+            del requests[request.conn]
+            request.conn.close()
+            whole = f"was not whole after {READ_WAIT_S:g} s ({request.size} bytes)"
+            log("-", "-", f"hook server: a request {whole}: dropped")
+
+    def _serve(self, request: Request) -> str:
+        """Answer one request; a reason to leave after it, or ""."""
+        conn = request.conn
         try:
-            fields = self._read(conn)
-        except (OSError, WireError) as exc:
+            if request.problem:
+                raise WireError(request.problem)
+            fields = unpack(b"".join(request.chunks))
+        except WireError as exc:
             log("-", "-", f"hook server: a request could not be read ({exc})")
             return ""
+        conn.settimeout(SEND_WAIT_S)
         verb = fields[1] if len(fields) > 1 and fields[0] == PROTOCOL else b""
-        if not _same_user(conn) or fields[2:4] != [os.fsencode(self.home), os.fsencode(sys.executable)]:
+        if fields[2:4] != [os.fsencode(self.home), os.fsencode(sys.executable)]:
             self._send(conn, [b"refused", b"", b""])
             return ""
         if verb == b"stop":
@@ -91,7 +208,7 @@ class HookServer:
             self._send(conn, [b"refused", b"", b""])
             return ""
         if self._code_changed():
-            self.listener.close()  # the hook starts a new server: the name must be free by then
+            self.listening.close()  # the hook starts a new server: the address must be free by then
             self._send(conn, [b"stale", b"", b""])
             return "its code changed on disk"
         self.last_event = time.monotonic()
@@ -141,16 +258,6 @@ class HookServer:
                 except sqlite3.Error:
                     continue  # not a database (yet): the event that uses it says so
                 self.keepers[name] = ((found.st_dev, found.st_ino), keeper)
-
-    def _read(self, conn: socket.socket) -> list[bytes]:
-        conn.settimeout(READ_WAIT_S)
-        chunks, size = [], 0
-        while chunk := conn.recv(1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_MESSAGE:
-                raise WireError(f"request over {MAX_MESSAGE:,} bytes")
-        return unpack(b"".join(chunks))
 
     def _send(self, conn: socket.socket, fields: list[bytes]) -> None:
         try:
@@ -202,29 +309,68 @@ def main(argv: list[str]) -> int:
     if address is None:
         return 0
     os.environ["HIVELORE_HOME"] = home  # for the log, until the first event brings its environment
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        listener.bind(address)
-    except OSError:
-        return 0  # another server took the name first: it answers
-    listener.listen(64)
+    listening = listen(home, address)
+    if listening is None:
+        return 0  # another server holds the address: it answers
     os.chdir("/")
     for name in WARM_MODULES:
         __import__(name)
-    server = HookServer(home, listener, idle_seconds(os.environ))
+    server = HookServer(home, listening, idle_seconds(os.environ))
     log("-", "-", f"hook server started (pid {os.getpid()})")
-    reason = server.serve()
-    listener.close()
+    try:
+        reason = server.serve()
+    finally:
+        listening.close()
     os.environ["HIVELORE_HOME"] = home
     log("-", "-", f"hook server left after {server.events} event{'' if server.events == 1 else 's'}: {reason}")
     return 0
 
 
-def _same_user(conn: socket.socket) -> bool:
-    """Whether the peer runs as this server's user: an abstract socket has no file permissions, so
-    any local user could connect to it."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1] == os.getuid()
+def listen(home: str, address: bytes) -> Listening | None:
+    """A socket listening at `address`, or None when another server holds it, or when the folder of
+    the socket file is not this user's own (logged)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if address.startswith(b"\0"):
+        try:
+            sock.bind(address)
+        except OSError:
+            sock.close()
+            return None
+        sock.listen(BACKLOG)
+        return Listening(sock)
+    problem = _private_folder(run_folder(home))
+    if problem:
+        log("-", "-", f"hook server not started: {problem}")
+        sock.close()
+        return None
+    import fcntl
+
+    lock = os.open(address[: -len(b".sock")] + b".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        sock.close()
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(address)  # left by a server that was killed: it holds no lock any more
+    sock.bind(address)
+    sock.listen(BACKLOG)
+    return Listening(sock, address, lock)
+
+
+def _private_folder(path: str) -> str:
+    """Make `path` a folder that only this user may enter; what is wrong with it when it cannot be."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        found = os.lstat(path)
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+            return f"{path} is not a folder of this user's (a link, a file, or another user's folder)"
+        if found.st_mode & 0o077:
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        return f"cannot make {path} a private folder ({exc})"
+    return ""
 
 
 if __name__ == "__main__":
