@@ -47,6 +47,8 @@ def private_file(path: str) -> None:
     try:
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, FILE_MODE)
+    except OSError:  # not ours to change: the store still works
+        pass
     finally:
         os.close(fd)
 

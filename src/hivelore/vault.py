@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hivelore import atomicfile, confined
 from hivelore.frontmatter import FrontmatterError, parse, render
+from hivelore.home import FILE_MODE, FOLDER_MODE
 from hivelore.memory import Memory, iso_from_epoch
 from hivelore.records import record
 from hivelore.scope import Scope, try_parse
@@ -110,7 +111,7 @@ class Vault:
 
     def _open(self, parts: tuple[str, ...] | list[str], create: bool = False) -> int:
         """A descriptor of the folder root/parts, no part of it a link (`LinkRefused` otherwise)."""
-        mode = (0o700 if self.private else 0o777) if create else None
+        mode = (FOLDER_MODE if self.private else 0o777) if create else None
         return confined.open_folder(str(self.root), parts, create_mode=mode, root_may_link=self.tier == "home")
 
     def _split(self, path: Path) -> tuple[tuple[str, ...], str]:
@@ -134,7 +135,7 @@ class Vault:
         try:
             if self.tier == "project":
                 self._ignore_own_files(fd)
-            mode = 0o600 if self.private else 0o666
+            mode = FILE_MODE if self.private else 0o666
             lock = confined.open_file(
                 fd, ".lock", os.O_RDWR | os.O_CREAT, mode, str(self.root / ".lock"), str(self.root)
             )
@@ -205,7 +206,7 @@ class Vault:
             atomicfile.replace(
                 name,
                 data,
-                permissions=0o600 if self.private else None,
+                permissions=FILE_MODE if self.private else None,
                 before_rename=lambda: self._check_drift(path, expected),
                 suffix=".md",
                 dir_fd=fd,
