@@ -20,7 +20,11 @@ from pathlib import Path
 import pytest
 
 from hivelore import atomicfile
+from hivelore.confined import LinkRefused
+from hivelore.memory import Memory, now_iso
 from hivelore.profile.store import Profile, ProfileError
+from hivelore.scope import parse
+from hivelore.vault import Vault
 
 CLI = Callable[..., subprocess.CompletedProcess[str]]
 PAYLOADS = Path(__file__).parent / "fixtures" / "hook-payloads" / "claude-code"
@@ -158,6 +162,15 @@ def test_a_linked_profile_folder_is_refused(home: Path, outside: Path) -> None:
     assert contents(outside) == {}
 
 
+def test_a_path_that_climbs_out_of_the_tier_is_refused(tmp_path: Path) -> None:
+    """Scope grammar already forbids `..`; the vault refuses it anyway, before anything is written."""
+    vault = Vault(tmp_path / "tier", "home")
+    memory = Memory(scope=parse("global"), key="k1", value=LESSON, created=now_iso(), updated=now_iso())
+    with vault.lock(), pytest.raises(LinkRefused, match=r"climbs out of it with '\.\.'"):
+        vault.save(tmp_path / "tier" / "global" / ".." / ".." / "k1.md", memory, None)
+    assert not (tmp_path / "k1.md").exists()
+
+
 # --- 2. HIVELORE_HOME is the user's alone -----------------------------------------------------------------------
 
 
@@ -243,6 +256,8 @@ def test_the_project_tier_keeps_the_ordinary_modes_of_a_repository(repo: Path, h
 WRITER = """
 import sys, time
 from hivelore import atomicfile
+from hivelore.confined import LinkRefused
+from hivelore.memory import Memory, now_iso
 
 def pause():
     print("writing", flush=True)
