@@ -250,6 +250,30 @@ def test_doctor_reports_the_mode_and_what_decided_it(cli: Run, home: Path, repo:
     assert [Path(p).resolve() for p in from_file["config_files"]] == [config.resolve()]
 
 
+def test_a_repository_may_narrow_budgets_but_never_widen_them(cli: Run, home: Path, repo: Path) -> None:
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    for n in range(40):
+        distinct = " ".join(f"{words[(n + i) % 8]}{n * 7 + i}" for i in range(24))
+        ok(cli("write", f"global::lesson-{n}", f"run the linter before you push; {distinct}"))
+    (repo / ".hivelore.json").write_text('{"context_budget_chars": 1000000, "search_limit": 3}\n')
+
+    context = ok_json(cli("context", "--json"))
+    assert len(context["text"]) < 3000  # the default budget of 2,000 characters held, not the repository's
+    settings = ok_json(cli("doctor", "--json"))["settings"]
+    assert settings["context_budget_chars"]["value"] == 2000
+    assert "a repository may only lower" in settings["context_budget_chars"]["set_by"]
+    assert settings["search_limit"] == {"value": 3, "set_by": str(repo / ".hivelore.json")}
+    assert len(ok_json(cli("search", "linter", "--json"))) == 3
+
+    # The user's own config.json may widen; the repository then narrows within it.
+    home.mkdir(exist_ok=True)
+    (home / "config.json").write_text('{"context_budget_chars": 6000}\n')
+    (repo / ".hivelore.json").write_text('{"context_budget_chars": 4000}\n')
+    settings = ok_json(cli("doctor", "--json"))["settings"]
+    assert settings["context_budget_chars"] == {"value": 4000, "set_by": str(repo / ".hivelore.json")}
+    assert 3000 < len(ok_json(cli("context", "--json"))["text"]) <= 4400
+
+
 def test_invalid_mode_in_dot_hivelore_json_is_refused_by_every_command(cli: Run, home: Path, repo: Path) -> None:
     config = repo / ".hivelore.json"
     config.write_text('{"mode": "cloud"}\n')

@@ -251,3 +251,19 @@ def test_an_edit_brings_up_the_lessons_that_name_the_code_it_touches(home: Path,
     assert "a lesson about this code: repo::acme/shop::token-expiry" in told
     assert "tokens-in-general" not in told  # it does not name validate_token
     assert edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]") == ""  # once
+
+
+def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipped(home: Path, shop: Path) -> None:
+    indexed = cli(home, shop, "dev-a", "graph", "index", "shop")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "5 files (5 parsed)" in indexed.stdout
+
+    (shop / "notes").mkdir()
+    (shop / "notes" / "todo.txt").write_text("nothing here is code\n")
+    outside = shop.parent / "elsewhere.py"
+    outside.write_text("def f():\n    return 1\n")
+    refused = cli(home, shop, "dev-a", "graph", "index", "notes", str(outside))
+    assert refused.returncode == 2
+    assert "notes skipped: holds no source file the graph reads" in refused.stderr
+    assert f"{outside} skipped: outside the repository" in refused.stderr
+    assert refused.stderr.splitlines()[-1].startswith("hivelore: nothing was indexed: name source files or folders")

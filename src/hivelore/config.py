@@ -1,7 +1,11 @@
 """Settings: where the stores are, which mode is in force, and which file or variable decided it.
 
-Precedence, first found wins: the `HIVELORE_MODE` environment variable, the repository's
-`.hivelore.json`, the home `config.json`, then the embedded default (`local`).
+Precedence for the mode and the profile, first found wins: the environment variable, the
+repository's `.hivelore.json`, the home `config.json`, then the embedded default.
+
+Budgets and limits are different: a repository is untrusted input (anyone can commit a
+`.hivelore.json`), so it may only narrow them. The user's own `config.json` sets the ceiling (the
+embedded default when it says nothing), and a repository's larger value is ignored, with a note.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Settings:
     context_line_chars: int
     search_limit: int
     profile: str = "default"
+    decided_by: tuple[tuple[str, str], ...] = ()  # (key, the file or variable that set it), for doctor
 
 
 def home_dir(env: Mapping[str, str]) -> Path:
@@ -56,14 +61,26 @@ def _read_json(path: Path) -> dict[str, object]:
     return data
 
 
-def _int_setting(name: str, sources: list[tuple[Path, dict[str, object]]]) -> int:
-    for path, data in sources:
-        if name in data:
-            value = data[name]
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAXIMA[name]:
-                raise ConfigError(f"{path}: '{name}' must be a whole number from 1 to {MAXIMA[name]:,}, not {value!r}.")
-            return value
-    return DEFAULTS[name]
+def _int_setting(name: str, repo: tuple[Path, dict] | None, user: tuple[Path, dict] | None) -> tuple[int, str]:
+    """The value of a budget or limit and what decided it: the user's file (or the default) sets the
+    ceiling, and the repository's file may only lower it."""
+    value, source = DEFAULTS[name], "default"
+    if user and name in user[1]:
+        value, source = _checked_int(name, user), str(user[0])
+    if repo and name in repo[1]:
+        wanted = _checked_int(name, repo)
+        if wanted <= value:
+            return wanted, str(repo[0])
+        source += f" (ignored {repo[0]}'s {wanted:,}: a repository may only lower a budget or limit)"
+    return value, source
+
+
+def _checked_int(name: str, source: tuple[Path, dict]) -> int:
+    path, data = source
+    value = data[name]
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAXIMA[name]:
+        raise ConfigError(f"{path}: '{name}' must be a whole number from 1 to {MAXIMA[name]:,}, not {value!r}.")
+    return value
 
 
 def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) -> Settings:
@@ -71,10 +88,11 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
     home = home_dir(env)
     if home.exists() and not home.is_dir():
         raise ConfigError(f"HIVELORE_HOME {home} is a file, not a folder: point it at a folder.")
-    candidates = [p for p in (repo_root / ".hivelore.json" if repo_root else None, home / "config.json") if p]
-    sources = [(p, _read_json(p)) for p in candidates]
-    sources = [(p, d) for p, d in sources if d]
-    mode, mode_source = "local", "default (no HIVELORE_MODE, no .hivelore.json, no config.json)"
+    repo_file = repo_root / ".hivelore.json" if repo_root else None
+    repo = (repo_file, _read_json(repo_file)) if repo_file else None
+    user = (home / "config.json", _read_json(home / "config.json"))
+    sources = [s for s in (repo, user) if s and s[1]]
+    mode, mode_source = "local", "default (neither HIVELORE_MODE nor a config file sets it)"
     if env.get("HIVELORE_MODE"):
         mode, mode_source = env["HIVELORE_MODE"], "HIVELORE_MODE environment variable"
     else:
@@ -84,25 +102,33 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
                 break
     if mode not in MODES:
         raise ConfigError(f"mode '{mode}' (set by {mode_source}) is not available in this version: use \"local\".")
+    limits = {name: _int_setting(name, repo, user) for name in DEFAULTS}
+    profile, profile_source = _profile_setting(env, sources)
     return Settings(
         home=home,
         mode=mode,
         mode_source=mode_source,
         config_files=tuple(p for p, _ in sources),
-        context_budget_chars=_int_setting("context_budget_chars", sources),
-        context_line_chars=_int_setting("context_line_chars", sources),
-        search_limit=_int_setting("search_limit", sources),
-        profile=_profile_setting(env, sources),
+        context_budget_chars=limits["context_budget_chars"][0],
+        context_line_chars=limits["context_line_chars"][0],
+        search_limit=limits["search_limit"][0],
+        profile=profile,
+        decided_by=(
+            ("mode", mode_source),
+            *((name, source) for name, (_, source) in limits.items()),
+            ("profile", profile_source),
+        ),
     )
 
 
-def _profile_setting(env: Mapping[str, str], sources: list[tuple[Path, dict[str, object]]]) -> str:
-    """The profile in force: HIVELORE_PROFILE, else the first config file's `profile`, else `default`."""
+def _profile_setting(env: Mapping[str, str], sources: list[tuple[Path, dict[str, object]]]) -> tuple[str, str]:
+    """The profile in force and what decided it: HIVELORE_PROFILE, else the first config file's
+    `profile`, else `default`."""
     if env.get("HIVELORE_PROFILE"):
-        return env["HIVELORE_PROFILE"]
+        return env["HIVELORE_PROFILE"], "HIVELORE_PROFILE environment variable"
     for path, data in sources:
         if "profile" in data:
             if not isinstance(data["profile"], str):
                 raise ConfigError(f"{path}: 'profile' must be a profile name like \"default\".")
-            return data["profile"]
-    return "default"
+            return data["profile"], str(path)
+    return "default", "default"

@@ -17,6 +17,7 @@ from hivelore.cli import agents, fast
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
+from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory import Memory, looks_like_address, parse_address
@@ -439,6 +440,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             "home_decided_by": "HIVELORE_HOME" if "HIVELORE_HOME" in os.environ else "default (~/.hivelore)",
             "project_tier": str(service.project.root) if service.project else None,
             "config_files": [str(p) for p in service.settings.config_files],
+            "settings": _settings_report(service.settings),
             "chain": service.scopes,
             "git": {"root": str(git.root), "origin": git.remote_url, "branch": git.branch, "commit": git.commit}
             if git
@@ -454,6 +456,10 @@ def doctor(as_json: JsonFlag = False) -> None:
     for name, value in report.items():
         if name == "agents":
             _print_agents(report["agents"])
+        elif name == "settings":
+            out.print("[bold]settings[/bold]")
+            for key, setting in value.items():
+                out.print(f"  {key}: {escape(str(setting['value']))}  [dim]set by {escape(setting['set_by'])}[/dim]")
         elif isinstance(value, dict):
             out.print(f"[bold]{name}[/bold]")
             for sub, subvalue in value.items():
@@ -468,6 +474,11 @@ def _sweep(service: Hivelore) -> dict[str, int]:
     swept = service.sweep()
     files, size = service.profile().sweep()
     return {"temp_files": swept.files + files, "bytes": swept.bytes + size}
+
+
+def _settings_report(settings: Settings) -> dict[str, dict[str, object]]:
+    """Each setting's value and the file or variable that set it (a repository may only narrow limits)."""
+    return {key: {"value": getattr(settings, key), "set_by": source} for key, source in settings.decided_by}
 
 
 def _print_agents(found: list[dict]) -> None:

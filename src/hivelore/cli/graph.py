@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -11,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from hivelore.cli.output import EXIT_FAILED, fail, print_json, reported_errors
+from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, reported_errors
 from hivelore.coordination import Coordination
 from hivelore.service import Hivelore
 from hivelore.team import TeamUnavailable
@@ -38,10 +39,12 @@ def coordination() -> Iterator[Coordination]:
 
 @graph_app.command("index")
 def index(
-    paths: Annotated[list[str] | None, typer.Argument(help="Only these files (default: the whole repository).")] = None,
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Only these files or folders (default: the whole repository).")
+    ] = None,
     marker: Annotated[str | None, typer.Option(hidden=True, help="A file to remove when done.")] = None,
 ) -> None:
-    """Parse the repository (or the given files) into the code graph."""
+    """Parse the repository (or the given files and folders) into the code graph."""
     try:
         with coordination() as c:
             stats = c.graph.index([os.path.abspath(p) for p in paths] if paths else None)
@@ -50,6 +53,11 @@ def index(
         if marker:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(marker)
+    for path, why in stats.skipped:
+        print(f"hivelore: warning: {path} skipped: {why}", file=sys.stderr)
+    if paths and not stats.parsed and len(stats.skipped) == len(paths):
+        fail("nothing was indexed: name source files or folders inside the repository, or none for all of it.",
+             EXIT_BAD_INPUT)  # fmt: skip
     print(
         f"indexed {root}: {stats.files:,} files ({stats.parsed:,} parsed), {stats.symbols:,} symbols, "
         f"{stats.calls:,} calls in {stats.seconds:.2f} s"

@@ -66,8 +66,7 @@ class Graph:
         """Re-read what changed; (files parsed, files skipped with why, touched ids)."""
         import hashlib
 
-        from hivelore.codegraph.languages import language_of
-        from hivelore.codegraph.sources import parse_source, skipped_folder, source_files
+        from hivelore.codegraph.sources import parse_source, source_files
 
         store = self.store
         known = store.stamps()
@@ -75,19 +74,10 @@ class Graph:
         reparse_all = full and store.meta("parser") != PARSER_VERSION
         if full:
             wanted = dict(source_files(self.root))
-            removed = [path for path in known if path not in wanted]
+            removed, skipped = [path for path in known if path not in wanted], []
         else:
-            wanted, removed = {}, []
-            for path in paths:
-                relative = self.relative(path)
-                language = language_of(relative)
-                if language is None or skipped_folder(relative) or relative.startswith("../"):
-                    continue  # not source, vendored, or outside the repository
-                if os.path.isfile(os.path.join(self.root, relative)):
-                    wanted[relative] = language
-                elif relative in known:
-                    removed.append(relative)
-        parsed, skipped, stamps = [], [], []
+            wanted, removed, skipped = self._named_files(paths, known)
+        parsed, stamps = [], []
         for relative, language in wanted.items():
             absolute = os.path.join(self.root, relative)
             try:
@@ -124,6 +114,46 @@ class Graph:
             if full:
                 store.set_meta("parser", PARSER_VERSION)
         return len(parsed), skipped, touched
+
+    def _named_files(self, paths: list[str], known: dict) -> tuple[dict[str, str], list[str], list[tuple[str, str]]]:
+        """(files to read → language, files gone, paths skipped with why) for the paths a caller named:
+        files, or folders (each stands for the source files under it)."""
+        from hivelore.codegraph.languages import language_of
+        from hivelore.codegraph.sources import skipped_folder
+
+        wanted: dict[str, str] = {}
+        removed: list[str] = []
+        skipped: list[tuple[str, str]] = []
+        for path in paths:
+            relative = self.relative(path)
+            absolute = os.path.join(self.root, relative)
+            language = language_of(relative)
+            if relative == ".." or relative.startswith("../"):
+                skipped.append((path, f"outside the repository {self.root}"))
+            elif os.path.isdir(absolute):
+                found = self._folder_files(relative)
+                if not found:
+                    skipped.append((relative, "holds no source file the graph reads"))
+                wanted.update(found)
+                prefix = "" if relative == "." else f"{relative}/"
+                removed += [old for old in known if old.startswith(prefix) and old not in found]
+            elif language is None or skipped_folder(relative):
+                skipped.append((relative, "not a source file the graph reads (or in a skipped folder)"))
+            elif os.path.isfile(absolute):
+                wanted[relative] = language
+            elif relative in known:
+                removed.append(relative)
+        return wanted, removed, skipped
+
+    def _folder_files(self, relative: str) -> dict[str, str]:
+        """The source files under one folder of the repository, as the whole-repository walk sees them."""
+        from hivelore.codegraph.sources import skipped_folder, source_files
+
+        if relative == ".":
+            return dict(source_files(self.root))
+        if skipped_folder(f"{relative}/x"):
+            return {}
+        return {f"{relative}/{path}": language for path, language in source_files(os.path.join(self.root, relative))}
 
     def _resolve(self, changes: list[FileChange], everything: bool, files: list[str]) -> None:
         from hivelore.codegraph.model import Site
