@@ -362,3 +362,20 @@ async def test_a_file_skipped_as_unreadable_is_named_in_the_answer(
     assert [hit["memory"]["key"] for hit in found["hits"]] == [KEY]
     for answer in (found, listed):
         assert any(str(broken) in w and "not valid YAML" in w for w in answer["warnings"]), answer["warnings"]
+
+
+async def test_a_write_through_a_link_in_the_project_tier_is_a_one_line_tool_error(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    """A committed `.hivelore/repo/acme/checkout -> elsewhere` (see tests/test_files_on_disk.py for the CLI):
+    memory_write refuses it in one line naming the link, and nothing is written there."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = repo / ".hivelore" / "repo" / "acme" / "checkout"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        message = await call_error(session, "memory_write", scope=REPO, key=KEY, value=LESSON)
+    assert "\n" not in message.strip(), message
+    assert f"{link} is a symbolic link" in message
+    assert list(outside.iterdir()) == []

@@ -2,17 +2,23 @@
 
 A temp file in the same folder (so the rename stays on one file system and is atomic) is written
 and fsynced, renamed over the target, and then the folder is fsynced so the rename itself survives
-a crash. A reader sees the old file or the new one, never half of either. Temp names start with
-`.tmp-` (the vault and the profile skip and clean up such names). Not `tempfile.mkstemp`: importing
-tempfile costs more than a whole write on the hook path.
+a crash. A reader sees the old file or the new one, never half of either. Temp names are
+`.tmp-<pid>-<12 hex digits><suffix>`; a writer killed mid-write leaves one behind, which the vault
+and the profile skip and, once it is older than `STALE_SECONDS`, remove (`sweep`). Not
+`tempfile.mkstemp`: importing tempfile costs more than a whole write on the hook path.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import time
 from collections.abc import Callable
 
 TEMP_PREFIX = ".tmp-"
+# A write takes milliseconds: a temp file this old has no live writer (one would fail its rename
+# and report the write as not done, so nothing acknowledged is lost even then).
+STALE_SECONDS = 60.0
 
 
 def replace(
@@ -22,30 +28,37 @@ def replace(
     permissions: int | None = None,
     before_rename: Callable[[], None] | None = None,
     suffix: str = "",
+    dir_fd: int | None = None,
 ) -> None:
     """Make `path` hold `data`. `permissions` sets the new file's mode exactly (default: 0o666 less
     the umask); `before_rename` is the last look before the old file is replaced (a drift check
-    that raises leaves the old file and no temp file behind)."""
-    folder = os.path.dirname(os.fspath(path)) or "."
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}{suffix}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    that raises leaves the old file and no temp file behind). With `dir_fd`, `path` is a name in
+    that open folder (see confined.py), and the temp file is never a link."""
+    folder = "." if dir_fd is not None else os.path.dirname(os.fspath(path)) or "."
+    name = f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}{suffix}"
+    tmp = name if dir_fd is not None else os.path.join(folder, name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o666 if permissions is None else permissions & 0o666, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if permissions is not None:
-            os.chmod(tmp, permissions)
+            if permissions is not None:
+                os.fchmod(handle.fileno(), permissions)
         if before_rename is not None:
             before_rename()
-        os.replace(tmp, path)
+        os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:  # noqa: SIM105 -- contextlib is one import more on the hook path for three lines
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
         raise
-    fsync_dir(folder)
+    if dir_fd is not None:
+        os.fsync(dir_fd)
+    else:
+        fsync_dir(folder)
 
 
 def remove(path: str | os.PathLike[str]) -> None:
@@ -63,3 +76,38 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether `name` is one of `replace`'s temp files (`.tmp-<pid>-<12 hex digits>…`), nothing else."""
+    if not name.startswith(TEMP_PREFIX):
+        return False
+    pid, _, rest = name[len(TEMP_PREFIX) :].partition("-")
+    token = rest[:12]
+    return pid.isdigit() and pid.isascii() and len(token) == 12 and all(c in "0123456789abcdef" for c in token)
+
+
+def sweep(folder: int, now: float | None = None) -> tuple[int, int, int]:
+    """Remove the stale temp files in the open folder `folder`: `replace`'s own names only, regular
+    files only, older than STALE_SECONDS. Returns (files removed, their bytes, fresh ones left for
+    their writers)."""
+    now = time.time() if now is None else now
+    removed = size = fresh = 0
+    with os.scandir(folder) as entries:
+        temps = [e for e in entries if is_temp_name(e.name)]
+    for entry in temps:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if now - st.st_mtime < STALE_SECONDS:
+                fresh += 1
+                continue
+            os.unlink(entry.name, dir_fd=folder)
+        except FileNotFoundError:  # its writer renamed it, or another sweep got there first
+            continue
+        removed += 1
+        size += st.st_size
+    if removed:
+        os.fsync(folder)
+    return removed, size, fresh

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
+from hivelore.home import FILE_MODE
 from hivelore.service import Hivelore
 from hivelore.sqlitedb import Record
 from hivelore.team import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
@@ -285,7 +286,8 @@ def _index_in_background(home: str, root: str) -> None:
     except FileNotFoundError:
         pass
     try:
-        with open(marker, "w") as handle:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        with open(fd, "w") as handle:
             handle.write(root)
         subprocess.Popen(
             [sys.executable, "-m", "hivelore", "graph", "index", "--marker", marker],

@@ -195,7 +195,7 @@ def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
 
 _guarded = sqlitedb.guarded(_unavailable)
 _SCHEMA = sqlitedb.Schema(
-    "schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable, private=True
+    "schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable
 )  # it keeps the user's prompts and raw error output as they came
 
 

@@ -4,6 +4,7 @@ anything else is loaded."""
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -13,3 +14,61 @@ if TYPE_CHECKING:
 def home_path(env: Mapping[str, str]) -> str:
     """HIVELORE_HOME, else ~/.hivelore, as a string (the hooks' light path imports no pathlib)."""
     return os.path.expanduser(env.get("HIVELORE_HOME") or os.path.join("~", ".hivelore"))
+
+
+# HIVELORE_HOME holds raw prompts, errors and lessons: it is the user's alone.
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def private_folder(path: str) -> None:
+    """Make the folder `path`, and any missing folder above it, owner-only (`os.makedirs` would give
+    the folders above it the umask's mode)."""
+    try:
+        os.mkdir(path, FOLDER_MODE)
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if not parent or parent == path:
+            raise
+        private_folder(parent)
+        try:  # noqa: SIM105 -- contextlib is one import more for the hook client
+            os.mkdir(path, FOLDER_MODE)
+        except FileExistsError:
+            pass
+
+
+def private_file(path: str) -> None:
+    """Create the file `path` owner-only if it is missing, or take group and other access away from it
+    (SQLite gives a database's -wal and -shm files the database's mode, so creating the database this
+    way before SQLite does covers them). One open when it already is private."""
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, FILE_MODE)
+    except OSError:  # not ours to change: the store still works
+        pass
+    finally:
+        os.close(fd)
+
+
+def private_home(home: str) -> None:
+    """Narrow a HIVELORE_HOME that others may enter (made by an older hivelore, or under a loose umask):
+    the folder becomes 0700, and every folder and file in it loses group and other access. Links are
+    left alone (never followed). One stat when the home is private already, or does not exist yet."""
+    try:
+        if not os.stat(home).st_mode & 0o077:
+            return
+        os.chmod(home, FOLDER_MODE)
+    except OSError:  # missing (a writer makes it private), or not ours to change
+        return
+    for folder, folders, files in os.walk(home):
+        for name in folders + files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+                if mode & 0o077 and not stat.S_ISLNK(mode):
+                    os.chmod(path, mode & 0o7700)
+            except OSError:
+                continue

@@ -19,10 +19,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from hivelore.confined import LinkRefused
+from hivelore.home import private_file, private_folder
 from hivelore.memory import Memory, epoch_from_iso
 from hivelore.records import record
 from hivelore.scope import Scope
-from hivelore.vault import UNREADABLE, Stamp, Vault
+from hivelore.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 
 SCHEMA_VERSION = "7"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
@@ -199,6 +201,7 @@ class RebuildStats:
     indexed: int
     skipped: list[Skip]
     seconds: float
+    swept: Swept  # temp files of killed writers removed on the way
 
 
 # Key, value and tags: a word in the key weighs most, then a tag, then the value.
@@ -230,8 +233,9 @@ class Index:
         """Open the index; create it only when asked (a missing index on a full vault is a fallback case)."""
         if not create and not path.exists():
             raise IndexUnavailable(f"the index {path} does not exist")
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            private_folder(str(path.parent))
+            private_file(str(path))
             conn = sqlite3.connect(path, timeout=30, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -244,7 +248,7 @@ class Index:
                 conn.close()
                 raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
             conn.execute("SELECT count(*) FROM memories_fts WHERE rowid = 0").fetchone()
-        except sqlite3.DatabaseError as exc:
+        except (OSError, sqlite3.DatabaseError) as exc:
             raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
         return cls(conn, path)
 
@@ -336,7 +340,10 @@ class Index:
             return None
         except UNREADABLE as exc:
             reason = f"skipped {path}: {exc}"
-            mtime = path.stat().st_mtime_ns if path.exists() else 0
+            try:
+                mtime = path.lstat().st_mtime_ns
+            except OSError:
+                mtime = 0
             self._skip(vault, path, mtime, reason)
             self.warnings.append(reason)
             return None
@@ -371,14 +378,21 @@ class Index:
                 "SELECT relpath, mtime_ns FROM skipped WHERE root=? AND relpath LIKE ?", (root, folder + "/%")
             )
         )
+        try:
+            listing = vault.folder_files(scope)
+        except LinkRefused as exc:
+            listing = Listing([], Swept(), 0)
+            if f"skipped {exc}" not in self.warnings:
+                self.warnings.append(f"skipped {exc}")
         on_disk = set()
-        for entry in vault.folder_files(scope):
+        for entry in listing.files:
             relpath = os.path.join(folder, entry.name)
             on_disk.add(relpath)
-            st = entry.stat()
-            if rows.get(relpath) == (st.st_mtime_ns, st.st_size) or skipped.get(relpath) == st.st_mtime_ns:
+            if rows.get(relpath) == (entry.mtime_ns, entry.size) or skipped.get(relpath) == entry.mtime_ns:
                 continue
-            self.reload(vault, Path(entry.path))
+            self.reload(vault, entry.path)
+        if listing.pending:  # a writer's temp file, to be swept once stale: list this folder again next time
+            mtime_ns = 0
         gone = set(rows) - on_disk
         gone_skips = {r for r in set(skipped) - on_disk if os.path.dirname(r) == folder}
         if not gone and not gone_skips and known and tuple(known) == (mtime_ns, len(on_disk)):
@@ -419,7 +433,7 @@ class Index:
     def verify(self, vaults: Sequence[Vault], row: Row) -> Row | None:
         """The row as its file is now: itself if unchanged, re-read if edited, None if gone or unreadable."""
         try:
-            st = os.stat(os.path.join(row.root, row.relpath))
+            st = os.lstat(os.path.join(row.root, row.relpath))  # a file replaced by a link is re-read (and refused)
         except FileNotFoundError:
             st = None
         if st is not None and (st.st_mtime_ns, st.st_size) == (row.mtime_ns, row.size):
@@ -677,17 +691,25 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
         index.close()
         index = open_or_recreate(path, discard=True)
     files = indexed = 0
+    swept = Swept()
     try:
         with index.transaction():
             for vault in vaults:
                 index.clear(vault)
-                for folder, mtime_ns, names in vault.walk_folders():
-                    for name in names:
+                for folder, mtime_ns, listing in vault.listings():
+                    swept += listing.swept
+                    for entry in listing.files:
                         files += 1
-                        indexed += index.reload(vault, folder / name) is not None
+                        indexed += index.reload(vault, entry.path) is not None
                     index.conn.execute(
                         "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
-                        (str(vault.root), str(folder.relative_to(vault.root)), mtime_ns, len(names)),
+                        # a writer's fresh temp file: stamp 0, so that a read looks again and sweeps it once stale
+                        (
+                            str(vault.root),
+                            str(folder.relative_to(vault.root)),
+                            0 if listing.pending else mtime_ns,
+                            len(listing.files),
+                        ),
                     )
         # One merged b-tree instead of the segments thousands of inserts left: every search reads less.
         index.conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
@@ -699,4 +721,4 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
         skipped = [s for s in index.skipped_files() if any(s.path.is_relative_to(v.root) for v in vaults)]
     finally:
         index.close()
-    return RebuildStats(files, indexed, skipped, time.perf_counter() - started)
+    return RebuildStats(files, indexed, skipped, time.perf_counter() - started, swept)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from hivelore import recall
 from hivelore.config import Settings, load_settings
+from hivelore.confined import LinkRefused
+from hivelore.home import private_home
 from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
 from hivelore.memory import (
     MAX_SEEN_COUNT,
@@ -32,7 +34,7 @@ from hivelore.memory import (
 from hivelore.records import record
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
-from hivelore.vault import UNREADABLE, Stamp, Vault
+from hivelore.vault import UNREADABLE, Stamp, Swept, Vault
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -74,13 +76,22 @@ class Hivelore:
         self.agent = agent
         self.session = session
         self.home = Vault(settings.home, "home")
+        private_home(str(settings.home))
         project_root = chain.git.root / ".hivelore" if chain.git else None
-        self.project = Vault(project_root, "project") if project_root and project_root.is_dir() else None
+        self.warnings: list[str] = []
+        self.project = Vault(project_root, "project") if project_root and self._usable(project_root) else None
         # Within one scope the project tier (committed with the repository) wins over the home tier.
         self.vaults = [v for v in (self.project, self.home) if v]
-        self.warnings: list[str] = []
         self._index: Index | None = None
         self.index_problem: str | None = None
+
+    def _usable(self, project_root: Path) -> bool:
+        """Whether the repository has a project tier: a real `.hivelore` folder. A link there (which
+        could lead anywhere on the disk) is not read, and writing to it is refused."""
+        if project_root.is_symlink():
+            self.warnings.append(f"skipped {LinkRefused(str(project_root), str(project_root.parent))}")
+            return False
+        return project_root.is_dir()
 
     @classmethod
     def open(
@@ -154,16 +165,21 @@ class Hivelore:
         rows: list[Row] = []
         for scope in scopes:
             for vault in self.vaults:
-                for entry in vault.folder_files(parse(scope)):
+                try:
+                    files = vault.folder_files(parse(scope)).files
+                except LinkRefused as exc:
+                    self.warnings.append(f"skipped {exc}")
+                    continue
+                for entry in files:
                     if len(rows) >= FALLBACK_SCAN_LIMIT:
                         self.warnings.append(f"read only the first {FALLBACK_SCAN_LIMIT} files without an index.")
                         return rows
                     try:
-                        memory, stamp = vault.load(Path(entry.path))
+                        memory, stamp = vault.load(entry.path)
                     except UNREADABLE as exc:
                         self.warnings.append(f"skipped {entry.path}: {exc}")
                         continue
-                    relpath = str(Path(entry.path).relative_to(vault.root))
+                    relpath = str(entry.path.relative_to(vault.root))
                     rows.append(Row.of(memory, str(vault.root), relpath, stamp))
         return rows
 
@@ -213,6 +229,8 @@ class Hivelore:
                 continue
             try:
                 memory, stamp = vault.load(path)
+            except LinkRefused:
+                raise
             except UNREADABLE as exc:
                 raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
             if (memory.scope, memory.key) == (scope, key):
@@ -699,6 +717,13 @@ class Hivelore:
         self.close()
         self.index_problem = None
         return rebuild(self.index_path, self.vaults)
+
+    def sweep(self) -> Swept:
+        """Remove the temp files writers killed mid-write left in the tiers' folders (stale ones only)."""
+        total = Swept()
+        for vault in self.vaults:
+            total += vault.sweep()
+        return total
 
     def index_status(self) -> dict[str, object]:
         status: dict[str, object] = {"path": str(self.index_path), "exists": self.index_path.exists()}

@@ -11,6 +11,8 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 
+from hivelore.home import private_file, private_folder, private_home
+
 
 class Record:
     """A plain record: its `__slots__` are its fields, compared, hashed and shown in that order."""
@@ -109,10 +111,10 @@ def is_busy(exc: sqlite3.Error) -> bool:
 class Schema(Record):
     """What a store's file holds: its tables, and the version it records under `key` in its meta
     table; `what` names the store in errors ("a hivelore event store"), `error` is the exception a
-    file that cannot be used raises, `advice` ends a version mismatch's message; a `private` store
-    (raw prompts and errors) is readable by its owner only."""
+    file that cannot be used raises, `advice` ends a version mismatch's message. Every store lives in
+    HIVELORE_HOME and is readable by its owner only."""
 
-    __slots__ = ("key", "version", "statements", "what", "error", "advice", "private")
+    __slots__ = ("key", "version", "statements", "what", "error", "advice")
 
     def __init__(
         self,
@@ -122,10 +124,9 @@ class Schema(Record):
         what: str,
         error: type[Exception],
         advice: str = "",
-        private: bool = False,
     ) -> None:
         self.key, self.version, self.statements, self.what = key, version, tuple(statements), what
-        self.error, self.advice, self.private = error, advice, private
+        self.error, self.advice = error, advice
 
 
 def connect(
@@ -134,12 +135,13 @@ def connect(
     """Open a store's file (its folder and tables created when missing) in WAL mode; `schema.error`
     when it is not this store at this version, `error_for` for any other sqlite error."""
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        folder = os.path.dirname(path)
+        private_folder(folder)
+        private_home(folder)
+        private_file(path)
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     except (OSError, sqlite3.Error) as exc:
         raise schema.error(f"{path} cannot be opened ({exc})") from exc
-    if schema.private:
-        _owner_only(path)
     try:
         _check_schema(conn, path, schema, time.monotonic() + timeout)
         # per connection; in WAL mode NORMAL cannot corrupt, it only drops the last commits on power loss
@@ -151,16 +153,6 @@ def connect(
         conn.close()
         raise error_for(exc, path) from exc
     return conn
-
-
-def _owner_only(path: str) -> None:
-    """Take group and other access away from the file (SQLite gives its -wal and -shm files the same
-    mode); one stat when it already is private."""
-    try:
-        if os.stat(path).st_mode & 0o077:
-            os.chmod(path, 0o600)
-    except OSError:  # not ours to change: the store still works
-        pass
 
 
 def _check_schema(conn: sqlite3.Connection, path: str, schema: Schema, deadline: float) -> None:

@@ -15,15 +15,16 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from hivelore import atomicfile
+from hivelore import atomicfile, confined
 from hivelore.frontmatter import FrontmatterError, parse, render
+from hivelore.home import FILE_MODE, FOLDER_MODE
 from hivelore.memory import Memory, iso_from_epoch
 from hivelore.records import record
 from hivelore.scope import Scope, try_parse
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
 # What `Vault.load` raises for a file that cannot be used as a memory: catch these to skip it.
-UNREADABLE = (OSError, UnicodeDecodeError, FrontmatterError)
+UNREADABLE = (OSError, UnicodeDecodeError, FrontmatterError, confined.LinkRefused)
 
 
 class DriftError(RuntimeError):
@@ -48,15 +49,46 @@ def slug(key: str, hashed: bool = False) -> str:
     return f"{base}-{zlib.crc32(key.encode()):08x}"
 
 
-def stamp_of(path: Path, data: bytes) -> Stamp:
-    st = path.stat()
-    return Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+@record
+class Entry:
+    """A memory file as a folder listing saw it (its stat taken while the folder was open)."""
+
+    name: str
+    path: Path
+    mtime_ns: int
+    size: int
+
+
+@record
+class Swept:
+    """Temp files of killed writers that a sweep removed."""
+
+    files: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: Swept) -> Swept:  # type: ignore[override]
+        return Swept(self.files + other.files, self.bytes + other.bytes)
+
+
+@record
+class Listing:
+    """The memory files of one folder, and what the listing swept there."""
+
+    files: list[Entry]
+    swept: Swept
+    pending: int  # temp files of writers still at work (younger than a minute): look again later
 
 
 @record
 class Vault:
     root: Path
     tier: str  # "home" or "project"
+
+    @property
+    def private(self) -> bool:
+        """The home tier is the user's alone (0700 folders, 0600 files); the project tier is committed
+        with the repository and keeps the umask's modes."""
+        return self.tier == "home"
 
     def path_for(self, scope: Scope, key: str) -> Path:
         """The usual file of (scope, key); see `candidate_paths` for when it is taken."""
@@ -75,25 +107,66 @@ class Vault:
     def has_memories(self) -> bool:
         return any((self.root / name).is_dir() for name in SCOPE_ROOTS)
 
+    # -- staying inside the tier (see confined.py) ---------------------------------------------
+
+    def _open(self, parts: tuple[str, ...] | list[str], create: bool = False) -> int:
+        """A descriptor of the folder root/parts, no part of it a link (`LinkRefused` otherwise)."""
+        mode = (FOLDER_MODE if self.private else 0o777) if create else None
+        return confined.open_folder(str(self.root), parts, create_mode=mode, root_may_link=self.tier == "home")
+
+    def _split(self, path: Path) -> tuple[tuple[str, ...], str]:
+        """The folder parts below the root, and the file name, of a path in this vault."""
+        parts = path.relative_to(self.root).parts
+        return parts[:-1], parts[-1]
+
+    @contextlib.contextmanager
+    def _folder_of(self, path: Path, create: bool = False) -> Iterator[tuple[int, str]]:
+        parts, name = self._split(path)
+        fd = self._open(parts, create)
+        try:
+            yield fd, name
+        finally:
+            os.close(fd)
+
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Exclusive per-vault lock, held across read-modify-write of any memory file."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        ignore = self.root / ".gitignore"
-        if self.tier == "project" and not ignore.exists():
-            # The project tier is committed with the repository; its lock and temp files are not.
-            ignore.write_text(".lock\n.tmp-*\n", encoding="utf-8")
-        with open(self.root / ".lock", "a+") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        fd = self._open((), create=True)
+        try:
+            if self.tier == "project":
+                self._ignore_own_files(fd)
+            mode = FILE_MODE if self.private else 0o666
+            lock = confined.open_file(
+                fd, ".lock", os.O_RDWR | os.O_CREAT, mode, str(self.root / ".lock"), str(self.root)
+            )
+        finally:
+            os.close(fd)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(lock, fcntl.LOCK_UN)
+        finally:
+            os.close(lock)
+
+    def _ignore_own_files(self, root: int) -> None:
+        """The project tier is committed with the repository; its lock and temp files are not."""
+        shown, flags = str(self.root / ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        if confined.is_link(root, ".gitignore"):
+            raise confined.LinkRefused(shown, str(self.root))
+        try:
+            fd = confined.open_file(root, ".gitignore", flags, 0o666, shown, str(self.root))
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(".lock\n.tmp-*\n")
+
+    # -- files -----------------------------------------------------------------------------------
 
     def load(self, path: Path) -> tuple[Memory, Stamp]:
-        """Read and parse one file; raises OSError or FrontmatterError."""
-        data = path.read_bytes()
-        stamp = stamp_of(path, data)
+        """Read and parse one file; raises OSError, FrontmatterError or LinkRefused (all UNREADABLE)."""
+        data, stamp = self._read(path)
         try:
             fallback = iso_from_epoch(stamp.mtime_ns / 1e9)
         except (ValueError, OverflowError, OSError) as exc:
@@ -101,9 +174,14 @@ class Vault:
         memory = parse(data.decode("utf-8-sig"), fallback_time=fallback)
         return memory, stamp
 
+    def _read(self, path: Path) -> tuple[bytes, Stamp]:
+        with self._folder_of(path) as (fd, name):
+            data, st = confined.read_file(fd, name, str(path), str(self.root))
+        return data, Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+
     def current_stamp(self, path: Path) -> Stamp | None:
         try:
-            return stamp_of(path, path.read_bytes())
+            return self._read(path)[1]
         except FileNotFoundError:
             return None
 
@@ -118,36 +196,84 @@ class Vault:
             )
 
     def save(self, path: Path, memory: Memory, expected: Stamp | None) -> Stamp:
-        """Atomically write `memory` to `path`, refusing if the file is not as `expected`.
+        """Atomically write `memory` to `path`, refusing if the file is not as `expected`, or if the
+        file or any folder below the root is a link.
 
         Call under `lock()`. `expected` is the stamp from our read, or None for a new file.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = render(memory).encode("utf-8")
-        atomicfile.replace(path, data, before_rename=lambda: self._check_drift(path, expected), suffix=".md")
-        return stamp_of(path, data)
+        with self._folder_of(path, create=True) as (fd, name):
+            atomicfile.replace(
+                name,
+                data,
+                permissions=FILE_MODE if self.private else None,
+                before_rename=lambda: self._check_drift(path, expected),
+                suffix=".md",
+                dir_fd=fd,
+            )
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
 
     def delete(self, path: Path, expected: Stamp | None) -> None:
         """Remove a memory file, refusing if it changed since it was read. Call under `lock()`."""
         self._check_drift(path, expected)
-        path.unlink()
-        atomicfile.fsync_dir(path.parent)
+        with self._folder_of(path) as (fd, name):
+            os.unlink(name, dir_fd=fd)
+            os.fsync(fd)
+
+    # -- listing -----------------------------------------------------------------------------------
 
     def walk_folders(self) -> Iterator[tuple[Path, int, list[str]]]:
         """Every scope folder with its memory file names, and its mtime taken *before* listing it (so
-        a file added meanwhile makes the recorded mtime stale, never hides the file)."""
-        pending = [self.root / name for name in SCOPE_ROOTS]
+        a file added meanwhile makes the recorded mtime stale, never hides the file). Folders that are
+        links are not entered; memory files that are links are listed (reading them is refused, so
+        they are reported as skipped)."""
+        for folder, mtime_ns, listing in self.listings():
+            yield folder, mtime_ns, [e.name for e in listing.files]
+
+    def listings(self) -> Iterator[tuple[Path, int, Listing]]:
+        """`walk_folders` with each folder's listing: its files' stats and what was swept there."""
+        pending = [(name,) for name in SCOPE_ROOTS]
         while pending:
-            folder = pending.pop()
+            parts = pending.pop()
             try:
-                mtime_ns = os.stat(folder).st_mtime_ns
-                with os.scandir(folder) as entries:
-                    listed = list(entries)
-            except (FileNotFoundError, NotADirectoryError):
+                fd = self._open(parts)
+            except (FileNotFoundError, NotADirectoryError, confined.LinkRefused):
                 continue
-            pending.extend(Path(e.path) for e in listed if e.is_dir() and not e.name.startswith("."))
-            names = sorted(e.name for e in listed if _is_memory_file(e.name) and e.is_file())
-            yield folder, mtime_ns, names
+            try:
+                mtime_ns = os.fstat(fd).st_mtime_ns
+                with os.scandir(fd) as entries:
+                    listed = list(entries)
+                pending.extend(
+                    (*parts, e.name) for e in listed if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+                )
+                listing = self._listing(fd, self.root.joinpath(*parts), listed)
+            finally:
+                os.close(fd)
+            yield self.root.joinpath(*parts), mtime_ns, listing
+
+    @staticmethod
+    def _listing(fd: int, folder: Path, listed: list[os.DirEntry[str]]) -> Listing:
+        files = []
+        for e in sorted(listed, key=lambda e: e.name):
+            if not _is_memory_file(e.name) or e.is_dir(follow_symlinks=False):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            files.append(Entry(e.name, folder / e.name, st.st_mtime_ns, st.st_size))
+        litter = any(atomicfile.is_temp_name(e.name) for e in listed)
+        swept, size, fresh = atomicfile.sweep(fd) if litter else (0, 0, 0)
+        return Listing(files, Swept(swept, size), fresh)
+
+    def sweep(self) -> Swept:
+        """Remove the temp files that writers killed mid-write left in the scope folders (stale ones
+        only: see atomicfile.sweep)."""
+        total = Swept()
+        for _, _, listing in self.listings():
+            total += listing.swept
+        return total
 
     def iter_files(self) -> Iterator[Path]:
         """Every memory file of the vault (only rebuild, export and `list --all` walk the whole vault)."""
@@ -164,13 +290,19 @@ class Vault:
                 found.add(scope)
         return found
 
-    def folder_files(self, scope: Scope) -> list[os.DirEntry[str]]:
-        """The memory files directly in one scope's folder."""
+    def folder_files(self, scope: Scope) -> Listing:
+        """The memory files directly in one scope's folder (stale temp files there are swept on the
+        way); `LinkRefused` when the folder, or one above it in the tier, is a link."""
         try:
-            with os.scandir(self.folder(scope)) as entries:
-                return [e for e in entries if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()]
+            fd = self._open(scope.folder.parts)
         except (FileNotFoundError, NotADirectoryError):
-            return []
+            return Listing([], Swept(), 0)
+        try:
+            with os.scandir(fd) as entries:
+                listed = list(entries)
+            return self._listing(fd, self.folder(scope), listed)
+        finally:
+            os.close(fd)
 
 
 def _is_memory_file(name: str) -> bool:
@@ -185,4 +317,3 @@ def _scope_text(parts: tuple[str, ...]) -> str:
     if kind == "repo":
         return f"repo::{'/'.join(rest)}"
     return f"branch::{'/'.join(rest[:2])}::{'/'.join(rest[2:])}"
-

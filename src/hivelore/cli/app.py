@@ -405,11 +405,14 @@ def index_rebuild(as_json: JsonFlag = False) -> None:
                 "files": stats.files,
                 "indexed": stats.indexed,
                 "seconds": round(stats.seconds, 3),
+                "swept": {"temp_files": stats.swept.files, "bytes": stats.swept.bytes},
                 "skipped": [f"{s.path}: {s.reason}" for s in stats.skipped],
             }
         )
         return
     out.print(f"indexed {stats.indexed:,} of {stats.files:,} files in {stats.seconds:.2f} s")
+    if stats.swept.files:
+        out.print(f"removed {stats.swept.files:,} temp files ({stats.swept.bytes:,} bytes) left by killed writers")
     for skip in stats.skipped:
         print(f"hivelore: warning: {skip.reason}", file=sys.stderr)
 
@@ -428,6 +431,7 @@ def doctor(as_json: JsonFlag = False) -> None:
     with reported_errors():
         service = _service()
         git = service.chain.git
+        swept = _sweep(service)  # before the index's refresh, which sweeps the folders it lists on its own
         report = {
             "version": __version__,
             "mode": service.settings.mode,
@@ -443,6 +447,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             if git
             else None,
             "index": service.index_status(),
+            "swept": swept,
             "hook_server": server_state(str(service.settings.home), os.environ),
             "agents": agents.agents_report(service),
         }
@@ -465,6 +470,14 @@ def doctor(as_json: JsonFlag = False) -> None:
                 out.print(f"  {sub}: {escape(str(subvalue))}")
         else:
             out.print(f"[bold]{name}[/bold]: {escape(str(value))}")
+
+
+def _sweep(service: Hivelore) -> dict[str, int]:
+    """Remove the temp files writers killed mid-write left in the tiers and the profile (only hivelore's own
+    names, only older than a minute), and say how many and how large."""
+    swept = service.sweep()
+    files, size = service.profile().sweep()
+    return {"temp_files": swept.files + files, "bytes": swept.bytes + size}
 
 
 def _settings_report(settings: Settings) -> dict[str, dict[str, object]]:

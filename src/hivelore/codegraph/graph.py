@@ -8,6 +8,7 @@ import time
 from hivelore.codegraph import queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, Store, chunks
+from hivelore.home import private_file, private_folder
 
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
 
@@ -25,9 +26,11 @@ class Graph:
     @classmethod
     def open(cls, home: str, repo_root: str, *, max_file_bytes: int = MAX_FILE_BYTES) -> Graph:
         """The graph of `repo_root` in `home`/graph.db (created on first use; nothing is indexed)."""
-        os.makedirs(home, exist_ok=True)
+        private_folder(home)
+        path = os.path.join(home, "graph.db")
+        private_file(path)  # before SQLite makes it with the umask's mode (its -wal and -shm copy it)
         root = os.path.realpath(repo_root)
-        return cls(Store.open(os.path.join(home, "graph.db"), root), root, max_file_bytes)
+        return cls(Store.open(path, root), root, max_file_bytes)
 
     def close(self) -> None:
         self.store.close()

@@ -16,7 +16,7 @@ import os
 import re  # json imports it anyway
 import time
 
-from hivelore.home import home_path
+from hivelore.home import FILE_MODE, home_path, private_folder
 from hivelore.hooks.adapters import Event, answer, normalise
 from hivelore.hooks.catalog import AGENTS
 from hivelore.hooks.client import MAX_PAYLOAD
@@ -151,11 +151,12 @@ def log(agent: str, event_name: str, message: str) -> None:
     """One line in HIVELORE_HOME/logs/hooks.log: where a hook, which must stay silent, says what went wrong."""
     path = os.path.join(home_path(os.environ), "logs", "hooks.log")
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        private_folder(os.path.dirname(path))
         if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:
             os.replace(path, path + ".1")
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with open(path, "a", encoding="utf-8") as log:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        with open(fd, "a", encoding="utf-8") as log:
             log.write(f"{stamp} {agent} {event_name}: {' '.join(message.split())[:2000]}\n")
     except OSError:
         pass  # nowhere to write: staying silent is all a hook can do

@@ -28,13 +28,15 @@ or an intent is read, difflib only by `compact`. See docs/profile.md for the for
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
 import zlib
 from collections.abc import Callable
 
-from hivelore import atomicfile
+from hivelore import atomicfile, confined
+from hivelore.home import FILE_MODE, FOLDER_MODE, private_folder
 
 USER = "USER.md"
 MEMORY = "MEMORY.md"
@@ -370,7 +372,7 @@ class Profile:
         return os.path.join(self.folder, name)
 
     def _lock(self) -> _FolderLock:
-        return _FolderLock(self.folder)
+        return _FolderLock(self.home, self.folder)
 
     def _sources(self, include_protected: bool) -> list[tuple[str, str]]:
         """(label, text) in injection order: shared snippets, USER.md, SOUL.md, MEMORY.md."""
@@ -586,23 +588,50 @@ class Profile:
     def _remove_temp_files(self) -> None:
         """Temp files are only made under the lock, so any found while holding it were left by a crash."""
         with os.scandir(self.folder) as found:
-            stale = [e.path for e in found if e.name.startswith(atomicfile.TEMP_PREFIX)]
+            stale = [e.path for e in found if atomicfile.is_temp_name(e.name) and e.is_file(follow_symlinks=False)]
         for path in stale:
             _remove(path)
 
+    def sweep(self) -> tuple[int, int]:
+        """Remove the temp files that writers killed mid-write left in the profile folder (stale ones
+        only: see atomicfile.sweep); (files, bytes)."""
+        try:
+            fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # no profile yet (or not a folder: the next write says so)
+            return 0, 0
+        try:
+            files, size, _ = atomicfile.sweep(fd)
+        finally:
+            os.close(fd)
+        return files, size
+
 
 class _FolderLock:
-    """The per-profile lock (`.lock`, fcntl.flock), held across every read-modify-write."""
+    """The per-profile lock (`.lock`, fcntl.flock), held across every read-modify-write. Taking it checks
+    that no folder between HIVELORE_HOME and the profile is a link (so no write leaves the home), and
+    sweeps the temp files that killed writers left there."""
 
-    __slots__ = ("folder", "fd")
+    __slots__ = ("home", "folder", "fd")
 
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
+    def __init__(self, home: str, folder: str) -> None:
+        self.home, self.folder = home, folder
         self.fd = -1
 
     def __enter__(self) -> _FolderLock:
-        os.makedirs(self.folder, exist_ok=True)
-        self.fd = os.open(os.path.join(self.folder, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+        parts = os.path.relpath(self.folder, self.home).split(os.sep)
+        try:
+            folder = confined.open_folder(self.home, parts, create_mode=FOLDER_MODE)
+        except confined.LinkRefused as exc:
+            raise ProfileError(str(exc)) from None
+        try:
+            self.fd = confined.open_file(
+                folder, LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE, os.path.join(self.folder, LOCK), self.home
+            )
+            atomicfile.sweep(folder)
+        except confined.LinkRefused as exc:
+            raise ProfileError(str(exc)) from None
+        finally:
+            os.close(folder)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except BaseException:
@@ -801,11 +830,19 @@ def _load(path: str, strict: bool = True) -> tuple[str | None, Stamp | None]:
     """(text, stamp) of a file, (None, None) when it does not exist. Not UTF-8: ProfileError when
     `strict` (it is about to be rewritten), otherwise decoded with replacement characters."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-            st = os.fstat(handle.fileno())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProfileError(
+                f"{path} is a symbolic link, and hivelore does not follow links in its home: "
+                "replace it with the file itself."
+            ) from None
+        raise
+    with open(fd, "rb") as handle:
+        data = handle.read()
+        st = os.fstat(handle.fileno())
     stamp = Stamp(st.st_mtime_ns, st.st_size, zlib.crc32(data))
     try:
         return data.decode("utf-8"), stamp
@@ -822,8 +859,8 @@ def _read_text_lenient(path: str) -> str:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    atomicfile.replace(path, text.encode("utf-8"))
+    private_folder(os.path.dirname(path))
+    atomicfile.replace(path, text.encode("utf-8"), permissions=FILE_MODE)
 
 
 def _remove(path: str) -> None:
