@@ -1,13 +1,16 @@
 """`hivelore mcp` end to end: a real MCP client (the official SDK) talks to the real server over stdio.
 
-Each test starts one server subprocess (`python -m hivelore mcp`, about a second: importing `mcp` is slow)
-in the `repo` fixture's checkout and plays a whole story through it, so the scope chain is
+Each test starts one server subprocess (`python -m hivelore mcp`: seconds until the SDK has loaded, the
+handshake at once when its answers are prepared) in the `repo` fixture's checkout and plays a whole
+story through it, so the scope chain is
 branch::acme/checkout::main → repo::acme/checkout → project::checkout → global.
+The tests of section 4 also speak raw JSON-RPC lines, to compare the server's bytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,10 +22,13 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
+from hivelore.mcp import answers
 from hivelore.scope import GRAMMAR
 
 pytestmark = pytest.mark.anyio
@@ -362,3 +368,145 @@ async def test_a_file_skipped_as_unreadable_is_named_in_the_answer(
     assert [hit["memory"]["key"] for hit in found["hits"]] == [KEY]
     for answer in (found, listed):
         assert any(str(broken) in w and "not valid YAML" in w for w in answer["warnings"]), answer["warnings"]
+
+
+# -- 4. start-up: the handshake at once, no call refused ------------------------------------------------------
+
+
+def raw_session(home: Path, cwd: Path, lines: list[dict[str, Any]], answers: int) -> tuple[list[str], str]:
+    """Run `python -m hivelore mcp`, write `lines` (JSON-RPC messages) at once, read `answers` lines
+    back, then close stdin; return the raw lines the server wrote and its stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hivelore", "mcp"],
+        cwd=cwd,
+        env={**os.environ, "HIVELORE_HOME": str(home)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        proc.stdin.flush()
+        written = [proc.stdout.readline() for _ in range(answers)]
+        rest, stderr = proc.communicate(timeout=SESSION_TIMEOUT)  # closes stdin first
+    finally:
+        proc.kill()
+    assert rest == "", f"unexpected lines after the answers: {rest[:500]}"
+    assert proc.returncode == 0, stderr
+    return written, stderr
+
+
+def handshake(version: str = "2025-06-18") -> list[dict[str, Any]]:
+    hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+
+
+def prepare(home: Path, cli: CLI) -> dict[str, Any]:
+    prepared = cli("mcp", "--prepare")
+    assert prepared.returncode == 0, prepared.stderr
+    return json.loads((home / answers.FILENAME).read_text())
+
+
+async def test_a_call_sent_right_after_initialize_is_answered_and_written(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """With the answers prepared, the handshake is answered before the SDK has loaded; the agent's
+    memory_write, sent the moment initialize returns, waits for the SDK instead of being refused,
+    and the lesson is on disk."""
+    prepare(home, cli)
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        written = await call(session, "memory_write", scope=REPO, key=KEY, value=LESSON)
+        assert session.server_info is not None and session.server_info.name == "hivelore"
+    assert Path(written["path"]).is_file()
+    assert Path(written["path"]) == home / "repo" / "acme" / "checkout" / f"{KEY}.md"
+
+
+def test_prepared_answers_are_byte_for_byte_the_sdks(home: Path, repo: Path, cli: CLI) -> None:
+    """`hivelore mcp --prepare` keeps, for every protocol version the SDK negotiates, the SDK's own
+    answers to initialize and tools/list; a server started with them writes exactly the lines the
+    SDK writes without them."""
+    from_sdk, stderr = raw_session(home, repo, handshake(), answers=2)
+    assert stderr == ""
+    (home / answers.FILENAME).unlink()  # the first start kept them: start again from none
+
+    book = prepare(home, cli)
+    assert set(book["answers"]) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+    assert all(set(by_method) == {"initialize", "tools/list"} for by_method in book["answers"].values())
+
+    prepared, stderr = raw_session(home, repo, handshake(), answers=2)
+    assert prepared == from_sdk
+    assert stderr == ""
+    assert json.loads(prepared[1])["result"]["tools"][0]["name"] == "memory_write"
+
+
+def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ignored(
+    home: Path, repo: Path, cli: CLI
+) -> None:
+    """The prepared answer is what the client gets before the SDK has loaded; the SDK's own answer is
+    still compared with it. A wrong one is reported on stderr and replaced for the next start.
+    A book made for other code (another fingerprint) is never used."""
+    from_sdk, _ = raw_session(home, repo, handshake(), answers=2)
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    listed = book["answers"]["2025-06-18"]["tools/list"]
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+
+    tampered, stderr = raw_session(home, repo, handshake(), answers=2)
+    assert "Write a LESSON" in tampered[1], "the prepared answer is the one sent before the SDK runs"
+    assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
+    assert json.loads(path.read_text())["answers"]["2025-06-18"]["tools/list"] == listed
+
+    corrected, stderr = raw_session(home, repo, handshake(), answers=2)
+    assert corrected == from_sdk and stderr == ""
+
+    book = json.loads(path.read_text())
+    book["fingerprint"] = "made by another version"
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+    stale, stderr = raw_session(home, repo, handshake(), answers=2)
+    assert stale == from_sdk and stderr == ""
+    assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
+
+
+def test_a_client_that_closes_stdin_after_its_call_still_gets_the_answer(home: Path, repo: Path, cli: CLI) -> None:
+    """A client that writes its call and closes stdin at once (a script piping into the server) gets
+    the answer and the lesson is written: the SDK drops requests in flight at end of file, so the
+    server holds the SDK's stdin open until every request is answered."""
+    prepare(home, cli)
+    write = {"name": "memory_write", "arguments": {"scope": REPO, "key": KEY, "value": LESSON}}
+    lines = [*handshake(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": write}]
+    written, stderr = raw_session(home, repo, lines, answers=3)
+    result = json.loads(written[2])
+    assert result["id"] == 3 and result["result"]["isError"] is False, written[2]
+    assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
+    assert stderr == ""
+
+
+PLAIN_IDS = st.one_of(st.integers(-(10**15) + 1, 10**15 - 1), st.from_regex(r"[A-Za-z0-9_.:-]{1,64}", fullmatch=True))
+
+
+@given(
+    request_id=PLAIN_IDS,
+    result=st.dictionaries(st.text(), st.one_of(st.text(), st.integers(), st.booleans(), st.none()), max_size=4),
+)
+def test_a_response_line_gives_back_its_result_and_only_for_its_id(request_id: int | str, result: dict) -> None:
+    """The book keeps the result text cut out of the SDK's line and sends it back around another id."""
+    rid = answers.id_text(request_id)
+    assert rid is not None
+    text = json.dumps(result, separators=(",", ":"))
+    line = answers.response_line(rid, text)
+    assert json.loads(line) == {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert answers.result_of(line, rid) == text
+    assert answers.result_of(line, answers.id_text(f"{request_id}x")) is None
+
+
+def test_ids_whose_echo_is_uncertain_are_never_answered_from_the_book() -> None:
+    for odd in (1.5, True, None, "with space", "é", "x" * 65, [1], 10**16):
+        assert answers.id_text(odd) is None, odd

@@ -501,8 +501,20 @@ app.command()(agents.uninstall)
 
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    prepare: Annotated[
+        bool,
+        typer.Option("--prepare", help="Keep the SDK's handshake answers for a fast first start, then exit."),
+    ] = False,
+) -> None:
     """Run the MCP server on stdio."""
-    from hivelore.mcp_server import serve
+    import os
 
-    serve()
+    from hivelore.home import home_path
+    from hivelore.mcp import stdio
+
+    if prepare:
+        versions = stdio.prepare(home_path(os.environ))
+        print(f"prepared the MCP handshake for protocol versions {', '.join(versions)}")
+        return
+    stdio.serve(home_path(os.environ))
