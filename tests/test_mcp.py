@@ -373,37 +373,34 @@ async def test_a_file_skipped_as_unreadable_is_named_in_the_answer(
 # -- 4. start-up: the handshake at once, no call refused ------------------------------------------------------
 
 
-def raw_session(home: Path, cwd: Path, lines: list[dict[str, Any]], answers: int) -> tuple[list[str], str]:
-    """Run `python -m hivelore mcp`, write `lines` (JSON-RPC messages) at once, read `answers` lines
-    back, then close stdin; return the raw lines the server wrote and its stderr."""
-    proc = subprocess.Popen(
+def raw_session(home: Path, cwd: Path, lines: list[dict[str, Any]], answers: int) -> tuple[dict[int, str], str]:
+    """Run `python -m hivelore mcp`, write `lines` (JSON-RPC messages) and close stdin; return the raw
+    lines the server wrote, by request id (the SDK may answer out of order), and its stderr."""
+    done = subprocess.run(
         [sys.executable, "-m", "hivelore", "mcp"],
         cwd=cwd,
         env={**os.environ, "HIVELORE_HOME": str(home)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
         text=True,
+        timeout=SESSION_TIMEOUT,
     )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
-        proc.stdin.flush()
-        written = [proc.stdout.readline() for _ in range(answers)]
-        rest, stderr = proc.communicate(timeout=SESSION_TIMEOUT)  # closes stdin first
-    finally:
-        proc.kill()
-    assert rest == "", f"unexpected lines after the answers: {rest[:500]}"
-    assert proc.returncode == 0, stderr
-    return written, stderr
+    assert done.returncode == 0, done.stderr
+    written = done.stdout.splitlines(keepends=True)
+    assert len(written) == answers, f"expected {answers} answers, got: {done.stdout[:1000]}"
+    return {json.loads(line)["id"]: line for line in written}, done.stderr
+
+
+CONNECTING = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
 
 
 def handshake(version: str = "2025-06-18") -> list[dict[str, Any]]:
+    """What a client sends while connecting: initialize, then the lists and a ping (ids 2 to 6)."""
     hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
     return [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(CONNECTING, start=2)),
     ]
 
 
@@ -429,20 +426,20 @@ async def test_a_call_sent_right_after_initialize_is_answered_and_written(
 
 def test_prepared_answers_are_byte_for_byte_the_sdks(home: Path, repo: Path, cli: CLI) -> None:
     """`hivelore mcp --prepare` keeps, for every protocol version the SDK negotiates, the SDK's own
-    answers to initialize and tools/list; a server started with them writes exactly the lines the
-    SDK writes without them."""
-    from_sdk, stderr = raw_session(home, repo, handshake(), answers=2)
+    answers to initialize, tools/list, the prompt and resource lists and ping; a server started with
+    them writes exactly the lines the SDK writes without them."""
+    from_sdk, stderr = raw_session(home, repo, handshake(), answers=6)
     assert stderr == ""
     (home / answers.FILENAME).unlink()  # the first start kept them: start again from none
 
     book = prepare(home, cli)
     assert set(book["answers"]) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-    assert all(set(by_method) == {"initialize", "tools/list"} for by_method in book["answers"].values())
+    assert all(set(by_method) == {"initialize", *CONNECTING} for by_method in book["answers"].values())
 
-    prepared, stderr = raw_session(home, repo, handshake(), answers=2)
+    prepared, stderr = raw_session(home, repo, handshake(), answers=6)
     assert prepared == from_sdk
     assert stderr == ""
-    assert json.loads(prepared[1])["result"]["tools"][0]["name"] == "memory_write"
+    assert json.loads(prepared[2])["result"]["tools"][0]["name"] == "memory_write"
 
 
 def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ignored(
@@ -451,26 +448,26 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
     """The prepared answer is what the client gets before the SDK has loaded; the SDK's own answer is
     still compared with it. A wrong one is reported on stderr and replaced for the next start.
     A book made for other code (another fingerprint) is never used."""
-    from_sdk, _ = raw_session(home, repo, handshake(), answers=2)
+    from_sdk, _ = raw_session(home, repo, handshake(), answers=6)
     path = home / answers.FILENAME
     book = json.loads(path.read_text())
     listed = book["answers"]["2025-06-18"]["tools/list"]
     book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
     path.write_text(json.dumps(book))
 
-    tampered, stderr = raw_session(home, repo, handshake(), answers=2)
-    assert "Write a LESSON" in tampered[1], "the prepared answer is the one sent before the SDK runs"
+    tampered, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert "Write a LESSON" in tampered[2], "the prepared answer is the one sent before the SDK runs"
     assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
     assert json.loads(path.read_text())["answers"]["2025-06-18"]["tools/list"] == listed
 
-    corrected, stderr = raw_session(home, repo, handshake(), answers=2)
+    corrected, stderr = raw_session(home, repo, handshake(), answers=6)
     assert corrected == from_sdk and stderr == ""
 
     book = json.loads(path.read_text())
     book["fingerprint"] = "made by another version"
     book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
     path.write_text(json.dumps(book))
-    stale, stderr = raw_session(home, repo, handshake(), answers=2)
+    stale, stderr = raw_session(home, repo, handshake(), answers=6)
     assert stale == from_sdk and stderr == ""
     assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
 
@@ -481,10 +478,9 @@ def test_a_client_that_closes_stdin_after_its_call_still_gets_the_answer(home: P
     server holds the SDK's stdin open until every request is answered."""
     prepare(home, cli)
     write = {"name": "memory_write", "arguments": {"scope": REPO, "key": KEY, "value": LESSON}}
-    lines = [*handshake(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": write}]
-    written, stderr = raw_session(home, repo, lines, answers=3)
-    result = json.loads(written[2])
-    assert result["id"] == 3 and result["result"]["isError"] is False, written[2]
+    lines = [*handshake(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": write}]
+    written, stderr = raw_session(home, repo, lines, answers=7)
+    assert json.loads(written[7])["result"]["isError"] is False, written[7]
     assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
     assert stderr == ""
 

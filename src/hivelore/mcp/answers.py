@@ -1,5 +1,6 @@
-"""Prepared answers to `initialize` and `tools/list`: what the SDK wrote before, kept to be sent again
-before the SDK has loaded.
+"""Prepared answers to the requests a client makes while connecting (`initialize`, `tools/list`, the
+empty prompt and resource lists, `ping`): what the SDK wrote before, kept to be sent again before
+the SDK has loaded.
 
 An answer is kept as the exact `result` text the SDK wrote, per protocol version the client asked
 for, in HIVELORE_HOME/mcp-answers.json. It is sent again around the new request's id, so the line is
@@ -22,7 +23,9 @@ import sys
 from hivelore import atomicfile
 
 FILENAME = "mcp-answers.json"
-METHODS = ("initialize", "tools/list")
+# Requests whose answer depends on nothing but the protocol version (and this code): clients send
+# them while connecting, and some count the server as connecting until the lists are answered.
+METHODS = ("initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
 # What decides the bytes of an answer besides the tools' own source: the SDK shapes and serialises
 # them, pydantic turns the signatures into JSON Schemas, Python cleans the docstrings.
 PACKAGES = ("mcp", "mcp-types", "pydantic", "pydantic-core")

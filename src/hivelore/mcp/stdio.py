@@ -6,14 +6,15 @@ handshake, or refuses its model's calls until the handshake is done, loses them.
 standard library only, takes the client's stdin and stdout at once and puts pipes in their place:
 
 - a reader thread takes the client's lines as they come and passes every one, in order, to the SDK's
-  stdin pipe. Until the SDK runs, it answers `initialize` and `tools/list` itself from the answers
-  the SDK gave before (answers.py), when it has them for the protocol version the client asked for;
+  stdin pipe. Until the SDK runs, it answers `initialize`, `tools/list` and the other requests of a
+  connecting client itself from the answers the SDK gave before (answers.py), when it has them for
+  the protocol version the client asked for;
 - the main thread imports the SDK and serves with it (its own stdio transport, on the pipes). A
   `tools/call` sent right after the handshake waits in the pipe and is answered;
 - a writer thread passes the SDK's lines to the client, except its answers to the requests already
   answered: those are compared with what was sent (a difference is reported on stderr and the
-  answer corrected for the next start) and dropped. The SDK's answers to `initialize` and
-  `tools/list` are kept for the next start.
+  answer corrected for the next start) and dropped. The SDK's answers to those requests are kept
+  for the next start.
 
 When the client closes stdin, the SDK's stdin is closed only once every request has its answer (the
 SDK drops the requests still in flight at end of file), or was cancelled.
@@ -46,7 +47,7 @@ class Front:
         self._lock = threading.Condition()
         self.sdk_running = False
         self._version: str | None = None  # what the client's `initialize` asked for
-        self._asked: dict[str, tuple[str, str]] = {}  # id → (method, version) of initialize, tools/list
+        self._asked: dict[str, tuple[str, str]] = {}  # id → (method, version) of a request in METHODS
         self._sent: dict[str, str] = {}  # id → the answer sent before the SDK ran
         self._open: set[str] = set()  # ids of the requests not answered yet
         self._changed = False
@@ -91,7 +92,7 @@ class Front:
         if not isinstance(method, str) or rid is None:
             return None
         self._open.add(rid)
-        asked = self._handshake(method, message.get("params"))
+        asked = self._preparable(method, message.get("params"))
         if asked is None:
             return None
         self._asked[rid] = asked
@@ -102,7 +103,7 @@ class Front:
         self._open.discard(rid)
         return self._sent[rid]
 
-    def _handshake(self, method: str, params: object) -> tuple[str, str] | None:
+    def _preparable(self, method: str, params: object) -> tuple[str, str] | None:
         """(method, protocol version) when the request's answer could come from the book."""
         if method == "initialize":
             self._version = _asked_version(params)
@@ -239,7 +240,7 @@ def _handshake_lines(version: str) -> bytes:
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "hivelore", "version": "0"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(METHODS[1:], start=2)),
     )  # fmt: skip
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
 
