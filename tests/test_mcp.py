@@ -506,3 +506,18 @@ def test_a_response_line_gives_back_its_result_and_only_for_its_id(request_id: i
 def test_ids_whose_echo_is_uncertain_are_never_answered_from_the_book() -> None:
     for odd in (1.5, True, None, "with space", "é", "x" * 65, [1], 10**16):
         assert answers.id_text(odd) is None, odd
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not JSON",
+        "[]",
+        '{"fingerprint": "FP", "answers": []}',
+        '{"fingerprint": "FP", "answers": {"2025-06-18": {"ping": 1}}}',
+    ],
+)
+def test_a_book_that_cannot_be_used_is_an_empty_one(tmp_path: Path, text: str) -> None:
+    """A damaged answers file costs a slow start, never a wrong answer or a crash."""
+    (tmp_path / answers.FILENAME).write_text(text.replace("FP", answers.fingerprint()))
+    assert answers.Book.load(str(tmp_path)).answers == {}

@@ -508,13 +508,14 @@ def mcp(
     ] = False,
 ) -> None:
     """Run the MCP server on stdio."""
-    import os
-
-    from hivelore.home import home_path
     from hivelore.mcp import stdio
 
     if prepare:
+        import os
+
+        from hivelore.home import home_path
+
         versions = stdio.prepare(home_path(os.environ))
         print(f"prepared the MCP handshake for protocol versions {', '.join(versions)}")
         return
-    stdio.serve(home_path(os.environ))
+    stdio.main()

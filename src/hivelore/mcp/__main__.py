@@ -1,8 +1,5 @@
 """`python -m hivelore.mcp`: `hivelore mcp` without the CLI's own start-up (typer, rich)."""
 
-import os
+from hivelore.mcp.stdio import main
 
-from hivelore.home import home_path
-from hivelore.mcp.stdio import serve
-
-serve(home_path(os.environ))
+main()

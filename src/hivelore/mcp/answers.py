@@ -96,10 +96,9 @@ class Book:
                 data = json.load(handle)
         except (OSError, ValueError):
             return cls(path, current, {})
-        answers = data.get("answers") if isinstance(data, dict) else None
-        if data.get("fingerprint") != current or not _well_formed(answers):
+        if not isinstance(data, dict) or data.get("fingerprint") != current or not _well_formed(data.get("answers")):
             return cls(path, current, {})
-        return cls(path, current, answers)
+        return cls(path, current, data["answers"])
 
     def answer(self, version: str, method: str) -> str | None:
         return self.answers.get(version, {}).get(method)

@@ -147,8 +147,15 @@ class Front:
             print(f"hivelore mcp: cannot keep the answers in {self.book.path}: {exc.strerror}.", file=sys.stderr)
 
 
+def main() -> None:
+    """`hivelore mcp` and `python -m hivelore.mcp`."""
+    from hivelore.home import home_path
+
+    serve(home_path(os.environ))
+
+
 def serve(home: str) -> None:
-    """`hivelore mcp`: serve the client on this process's stdin and stdout until it closes stdin."""
+    """Serve the client on this process's stdin and stdout until it closes stdin."""
     client_in, client_out = _take_stdio()
     front = Front(Book.load(home), _writer(client_out))
     _run(front, client_in)
@@ -229,8 +236,11 @@ def _borrowed_stdio() -> Callable[[], None]:
 
 def _writer(client_out: BinaryIO) -> Callable[[bytes], None]:
     def send(line: bytes) -> None:
-        client_out.write(line)
-        client_out.flush()
+        try:
+            client_out.write(line)
+            client_out.flush()
+        except (BrokenPipeError, ValueError):  # the client went away: nobody is left to answer
+            pass
 
     return send
 
