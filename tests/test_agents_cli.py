@@ -7,8 +7,10 @@ which files appear, what the command prints and asks, and that nothing else is t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import select
 import shlex
 import subprocess
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import tomlkit
+from conftest import make_repo
 
 from hivelore.hooks.catalog import events_for
 
@@ -200,8 +204,9 @@ def hook_commands(path: Path, agent: str) -> dict[str, list[str]]:
 
 
 def file_lines(stdout: str) -> list[str]:
-    """The per-file lines of install/uninstall (`<symbol> <action> <path>  <summary>`), not the closing one."""
-    return [line for line in stdout.splitlines() if not line.startswith("hivelore is wired")]
+    """The per-file lines of install/uninstall (`<symbol> <action> <path>  <summary>`), not the agents'
+    set-up lines nor the closing one."""
+    return [line for line in stdout.splitlines() if re.match(r"[-+~=!] (create|update|unchanged|remove|skip) ", line)]
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *naming: str) -> None:
@@ -236,7 +241,7 @@ def test_install_all_agents_into_a_project_then_rerun_changes_nothing(
     before = snapshot(repo, user_home, home)
     again = install(env, repo, "--project", "--agent", "all", "--yes")
     lines = file_lines(again.stdout)
-    assert len(lines) == len(done.stdout.splitlines()) - 1
+    assert len(lines) == len(file_lines(done.stdout))
     assert all(line.startswith("= unchanged ") for line in lines), again.stdout
     assert snapshot(repo, user_home, home) == before
 
@@ -542,3 +547,123 @@ def test_a_file_edited_after_install_keeps_the_edit_when_uninstall_takes_ours_ou
     left = json.loads(hooks.read_text())
     assert left["hooks"]["stop"] == [{"command": "./mine.sh"}, {"command": "./added-later.sh"}]
     assert "hivelore" not in hooks.read_text()
+
+
+# --- what each agent still needs: install says it, doctor checks it ------------------------------------------
+
+
+def agent_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the agents' own switches, so only the files under the fake home decide."""
+    drop = ("GEMINI_", "CODEX_HOME", "IS_SANDBOX")
+    return {k: v for k, v in env.items() if not k.startswith(drop)}
+
+
+def findings(env: dict[str, str], repo: Path, agent: str) -> list[dict]:
+    return next(a for a in doctor_json(env, repo) if a["agent"] == agent)["agent_state"]
+
+
+def test_install_prints_one_set_up_line_per_agent_that_needs_one(env: dict[str, str], repo: Path) -> None:
+    done = install(agent_env(env), repo, "--project", "--agent", "codex,gemini,cursor", "--yes")
+    facts = [line for line in done.stdout.splitlines() if re.match(r"[a-z]+: ", line)]
+    assert [line.split(":")[0] for line in facts] == ["codex", "gemini"]
+    assert "--dangerously-bypass-hook-trust" in facts[0] and "SessionEnd is capped at 3 s" in facts[0]
+    assert "trustedFolders.json" in facts[1]
+    codex_hooks = json.loads((repo / ".codex/hooks.json").read_text())["hooks"]
+    assert codex_hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 3
+
+
+def test_doctor_reads_geminis_trusted_folders(env: dict[str, str], repo: Path, user_home: Path) -> None:
+    env = agent_env(env)
+    install(env, repo, "--project", "--agent", "gemini", "--yes")
+    rules = user_home / ".gemini/trustedFolders.json"
+
+    (untrusted,) = findings(env, repo, "gemini")
+    assert untrusted["ok"] is False
+    assert f"{repo} is not trusted: gemini ignores its hooks and all MCP servers" in untrusted["text"]
+    assert f'add "{repo}": "TRUST_FOLDER" to {rules}' in untrusted["text"]
+    assert "is not trusted" in hivelore(env, repo, "doctor").stdout
+
+    rules.parent.mkdir()
+    rules.write_text(json.dumps({str(repo): "TRUST_FOLDER"}))
+    assert findings(env, repo, "gemini")[0]["ok"] is True
+    rules.write_text(json.dumps({str(repo / "README.md"): "TRUST_PARENT"}))  # trusts the rule's folder
+    assert findings(env, repo, "gemini")[0]["ok"] is True
+    rules.write_text(json.dumps({str(repo.parent): "TRUST_FOLDER", str(repo): "DO_NOT_TRUST"}))  # longest wins
+    assert "DO_NOT_TRUST" in findings(env, repo, "gemini")[0]["text"]
+    assert findings({**env, "GEMINI_CLI_TRUST_WORKSPACE": "true"}, repo, "gemini")[0]["ok"] is True
+    rules.write_text("{ // a comment\n}")
+    assert findings(env, repo, "gemini")[0]["ok"] is None  # Gemini strips comments; we say we cannot tell
+
+
+def codex_identity(event: str, command: str, timeout: int) -> str:
+    """The review hash Codex 0.171 keeps for a hook (pinned against the real CLI in test_agentstate.py)."""
+    identity = {"event_name": re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower(), "hooks": [
+        {"async": False, "command": command, "timeout": timeout, "type": "command"}
+    ]}
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_doctor_says_whether_codex_trusts_the_project_and_reviewed_each_hook(
+    env: dict[str, str], repo: Path, user_home: Path
+) -> None:
+    env = agent_env(env)
+    install(env, repo, "--project", "--agent", "codex", "--yes")
+    project, review = findings(env, repo, "codex")
+    assert project["ok"] is False and f"{repo} is not trusted yet: Codex ignores its .codex/" in project["text"]
+    assert review["ok"] is False and review["text"].startswith("codex: 7 of 7 hooks not reviewed")
+    assert "--dangerously-bypass-hook-trust" in review["text"]
+
+    # What Codex writes once the user trusted the folder and reviewed the hooks in its TUI.
+    hooks_file = repo / ".codex/hooks.json"
+    groups = json.loads(hooks_file.read_text())["hooks"]
+    state = {
+        f"{hooks_file}:{re.sub(r'(?<!^)(?=[A-Z])', '_', event).lower()}:0:0": {
+            "trusted_hash": codex_identity(event, entries[0]["hooks"][0]["command"], 3 if event == "SessionEnd" else 10)
+        }
+        for event, entries in groups.items()
+    }
+    config = user_home / ".codex/config.toml"
+    config.parent.mkdir()
+    config.write_text(tomlkit.dumps({"projects": {str(repo): {"trust_level": "trusted"}}, "hooks": {"state": state}}))
+    project, review = findings(env, repo, "codex")
+    assert project["ok"] is True and review == {"ok": True, "text": "codex: all 7 hooks reviewed"}
+
+    # A re-install that changes a hook (another timeout here) needs a new review of that hook only.
+    groups["Stop"][0]["hooks"][0]["timeout"] = 20
+    hooks_file.write_text(json.dumps({"hooks": groups}, indent=2) + "\n")
+    review = findings(env, repo, "codex")[1]
+    assert review["ok"] is False and review["text"].startswith("codex: 1 of 7 hooks changed since reviewed (stop)")
+
+
+def test_a_clone_of_a_local_path_gets_a_project_scope_and_doctor_says_why(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`git clone /srv/git/widget.git`: the origin is a path, whose last folders are no OWNER/REPO."""
+    bare = tmp_path / "srv/git/widget.git"
+    make_repo(tmp_path / "seed", origin=None)
+    subprocess.run(["git", "clone", "-q", "--bare", str(tmp_path / "seed"), str(bare)], check=True)
+    subprocess.run(["git", "clone", "-q", str(bare), str(tmp_path / "work/widget")], check=True)
+    clone = tmp_path / "work/widget"
+
+    report = json.loads(hivelore(env, clone, "doctor", "--json").stdout)
+    assert report["chain"] == ["project::widget", "global"]
+    expected = f"origin {bare} is a local path: no repo scope; memories go to project::widget"
+    assert report["chain_remark"] == expected
+    assert expected in hivelore(env, clone, "doctor").stdout.replace("\n", "")
+
+    # The failure nudge of a hook names the same scope, and a memory written there is found from the clone.
+    payload = {
+        "session_id": "s-local",
+        "cwd": str(clone),
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": "psql -h localhost widget"},
+        "tool_use_id": "toolu_1",
+        "error": "Exit code 2\npsql: error: connection to server at localhost, port 5432 failed: Connection refused",
+    }
+    hook = hivelore(env, clone, "hook", "--agent", "claude", "--event", "PostToolUseFailure", stdin=json.dumps(payload))
+    assert "'project::widget'" in hook.stdout, hook.stdout
+    wrote = hivelore(env, clone, "write", "project::widget::db-first", "start the db before psql")
+    assert wrote.returncode == 0, wrote.stderr
+    assert "db-first" in hivelore(env, clone, "list").stdout

@@ -128,6 +128,8 @@ def test_the_fixtures_that_are_tool_failures() -> None:
         "claude-code/PostToolUseFailure#0",
         "claude-code/PostToolUseFailure#1",
         "claude-code/PostToolUseFailure#2",
+        "codex/PostToolUse#1",  # no exit code, but pytest's summary counts a failed test
+        "codex/real-0.171-hooks.ndjson:2",  # no exit code (its transcript is not here), but an `Error: …` line
         "claude-code/PostToolUseFailure#3",
         "gemini/AfterTool#1",
     }
@@ -138,7 +140,7 @@ def test_replay_covers_every_capture_line() -> None:
         1 for path in PAYLOADS.glob("*/*.ndjson") for line in path.read_text().splitlines() if line.strip()
     )
     kiro_keys = [k for k in json.loads((PAYLOADS / "kiro" / "payloads.json").read_text()) if not k.startswith("_")]
-    assert len(CAPTURES) == ndjson_lines + len(kiro_keys) == 24 + 9 + 3 + 18 + 12
+    assert len(CAPTURES) == ndjson_lines + len(kiro_keys) == 24 + 9 + 3 + 18 + 6 + 12
 
 
 # --- per agent ------------------------------------------------------------------------------------------------------
@@ -233,8 +235,9 @@ def test_codex_bash_command_and_plain_string_output() -> None:
     assert (event.kind, event.tool, event.action) == ("post_tool", "Bash", "shell")
     assert event.command == "echo agentaura-probe"
     assert event.output == "agentaura-probe\n"
-    # Codex passes only the output text for Bash: no exit code, so no failure can be seen
-    assert (event.exit_code, event.failed) == (None, False)
+    # Codex passes only the output text for Bash and this transcript is not on this machine: the exit code is
+    # unknown (not 0), and the output does not say it failed
+    assert (event.exit_code, event.exit_unknown, event.failed) == (None, True, False)
     assert event.session_id == "01990005-0000-7000-8000-000000000005"
 
 
@@ -663,3 +666,114 @@ def test_importing_the_adapters_stays_light() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert result.stdout.strip() == ""
+
+
+# --- an exit code from the agent's transcript (Codex's PostToolUse carries none) -------------------------------------
+
+ROLLOUTS = PAYLOADS / "codex" / "rollouts"
+
+
+def real_codex(event: str, command_start: str) -> dict:
+    """A hook payload the real Codex CLI 0.171.0 wrote (codex/real-0.171-hooks.ndjson, see its SOURCE.md)."""
+    for line in (PAYLOADS / "codex" / "real-0.171-hooks.ndjson").read_text().splitlines():
+        payload = json.loads(line)["_payload"]
+        command = payload.get("tool_input", {}).get("command", "")
+        if payload["hook_event_name"] == event and command.startswith(command_start):
+            return payload
+    raise LookupError(f"no {event} for {command_start!r}")
+
+
+def with_transcript(payload: dict, tmp_path: Path, rollout: str) -> dict:
+    """The payload with its transcript_path pointing at a copy of a fixture rollout (the recorded path was
+    the capture's temporary folder)."""
+    copied = tmp_path / Path(payload["transcript_path"]).name
+    copied.write_bytes((ROLLOUTS / rollout).read_bytes())
+    return {**payload, "transcript_path": str(copied)}
+
+
+def test_the_real_codex_failure_payload_has_no_exit_code_and_the_rollout_has_it(tmp_path: Path) -> None:
+    payload = real_codex("PostToolUse", "sleep 0.3; echo 'Error")
+    assert payload["tool_response"] == "Error: connect ECONNREFUSED 127.0.0.1:5432\n"
+
+    event = normalise("codex", "PostToolUse", with_transcript(payload, tmp_path, "exec-failed-0.171.jsonl"))
+
+    assert (event.kind, event.failed, event.exit_code, event.exit_unknown) == ("tool_failure", True, 1, False)
+    assert event.error == "Error: connect ECONNREFUSED 127.0.0.1:5432\n"
+
+
+def test_the_real_codex_success_is_exit_0_from_the_rollout(tmp_path: Path) -> None:
+    payload = real_codex("PostToolUse", "echo db is up")
+
+    event = normalise("codex", "PostToolUse", with_transcript(payload, tmp_path, "exec-succeeded-0.171.jsonl"))
+
+    assert (event.kind, event.failed, event.exit_code, event.exit_unknown) == ("post_tool", False, 0, False)
+
+
+def test_a_call_is_matched_by_its_id_not_by_being_the_last_one(tmp_path: Path) -> None:
+    """The same rollout read for another call id: that call is not in it, so its exit code is unknown."""
+    payload = {**real_codex("PostToolUse", "echo db is up"), "tool_use_id": "call_someOtherCall"}
+
+    event = normalise("codex", "PostToolUse", with_transcript(payload, tmp_path, "exec-failed-0.171.jsonl"))
+
+    assert (event.kind, event.exit_code, event.exit_unknown) == ("post_tool", None, True)
+
+
+@pytest.mark.parametrize(("call_id", "code"), [("call_legacyEnd1", 1), ("call_legacyOut2", 2)])
+def test_older_rollouts_exec_command_end_and_shell_output_metadata(call_id: str, code: int) -> None:
+    assert adapters.exit_from_transcript(str(ROLLOUTS / "legacy-shell-built.jsonl"), call_id) == code
+
+
+def test_without_a_transcript_the_exit_is_unknown_and_only_the_output_can_say_it_failed() -> None:
+    """Never a success taken for granted: no exit code anywhere gives exit_unknown, and the failure comes from
+    the error line (ECONNREFUSED) or pytest's summary; plain output stays an unknown, not a failure."""
+    payload = real_codex("PostToolUse", "sleep 0.3; echo 'Error")
+    payload["transcript_path"] = "/nonexistent/rollout.jsonl"
+
+    failed = normalise("codex", "PostToolUse", payload)
+    plain = normalise("codex", "PostToolUse", {**payload, "tool_response": "db is up\n"})
+
+    assert (failed.kind, failed.exit_code, failed.exit_unknown) == ("tool_failure", None, True)
+    assert failed.error == "Error: connect ECONNREFUSED 127.0.0.1:5432\n"
+    assert (plain.kind, plain.failed, plain.exit_code, plain.exit_unknown) == ("post_tool", False, None, True)
+
+
+def test_claude_post_tool_use_is_a_success_without_any_exit_code() -> None:
+    """Claude (and Cursor) report failures at an event of their own: their PostToolUse needs no exit code."""
+    event = normalise("claude", "PostToolUse", example("claude-code", "PostToolUse", "Bash"))
+
+    assert (event.kind, event.exit_code, event.exit_unknown) == ("post_tool", None, False)
+
+
+def test_only_the_tail_of_a_transcript_is_read(tmp_path: Path) -> None:
+    """The call's record followed by more than TRANSCRIPT_TAIL bytes of later lines is out of reach."""
+    record = (ROLLOUTS / "legacy-shell-built.jsonl").read_text().splitlines()[1]
+    filler = json.dumps({"type": "event_msg", "payload": {"type": "token_count", "pad": "x" * 1000}}) + "\n"
+    near, far = tmp_path / "near.jsonl", tmp_path / "far.jsonl"
+    near.write_text(filler * 10 + record + "\n" + filler * 10)
+    far.write_text(record + "\n" + filler * (adapters.TRANSCRIPT_TAIL // len(filler) + 1))
+
+    assert adapters.exit_from_transcript(str(near), "call_legacyEnd1") == 1
+    assert adapters.exit_from_transcript(str(far), "call_legacyEnd1") is None
+
+
+def test_a_transcript_path_that_is_not_a_regular_file_is_not_read(tmp_path: Path) -> None:
+    """A FIFO would block the hook forever; a folder cannot be read: both give no exit code, at once."""
+    import os
+
+    fifo = tmp_path / "rollout.jsonl"
+    os.mkfifo(fifo)
+
+    assert adapters.exit_from_transcript(str(fifo), "call_fail0") is None
+    assert adapters.exit_from_transcript(str(tmp_path), "call_fail0") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=4000) | JSON_VALUES.map(lambda v: json.dumps(v).encode()), call_id=st.text(max_size=12))
+def test_any_transcript_content_gives_an_int_or_none(tmp_path_factory: pytest.TempPathFactory, data: bytes,
+                                                    call_id: str) -> None:  # fmt: skip
+    path = tmp_path_factory.mktemp("transcript") / "rollout.jsonl"
+    path.write_bytes(data + b"\n" + data)
+
+    code = adapters.exit_from_transcript(str(path), call_id)
+
+    assert code is None or (isinstance(code, int) and not isinstance(code, bool))

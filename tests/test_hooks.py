@@ -561,6 +561,81 @@ def test_session_end_keeps_the_last_message_as_a_staged_note(home: Path, repo: P
     assert re.search(r'^expires_at: "\d{4}-', text, re.MULTILINE)
 
 
+def test_the_agents_last_words_come_back_as_its_words_not_as_a_lesson(home: Path, repo: Path) -> None:
+    """The real Codex Stop payload whose model said "Saved the lesson." (it had saved nothing): the next
+    session start shows that sentence attributed to the agent, with its session and time, as a note that says
+    it is not a stored lesson; no lesson line claims it."""
+    lines = (PAYLOADS / "codex" / "real-0.171-hooks.ndjson").read_text().splitlines()
+    stop = next(json.loads(line)["_payload"] for line in lines if '"Stop"' in line)
+    assert stop["last_assistant_message"] == "Saved the lesson."
+    assert hook(home, repo, "codex", "Stop", aimed(stop, repo)) == ""
+
+    event, payload = session_start("codex", repo, "words-2")
+    context = hook(home, repo, "codex", event, payload)
+
+    [line] = [line for line in context.splitlines() if "Saved the lesson." in line]
+    said = rf"the agent \(codex\) said at the end of session {stop['session_id']} at \d{{4}}-\d\d-\d\d \d\d:\d\d UTC"
+    quoted = r'\(its own words, not a stored lesson\): "Saved the lesson\."'
+    assert re.search(rf"\[note\] \[staged\]: {said} {quoted}$", line)
+    assert "[lesson]" not in context
+
+
+# --- 7b. Codex: the exit code from its rollout transcript ------------------------------------------------------------
+
+
+def codex_real(repo: Path, tmp_path: Path, session: str, rollout: str, **fields: Any) -> dict:
+    """The PostToolUse payload the real Codex CLI 0.171.0 sent for a failing `exec_command` (no exit code in it;
+    codex/real-0.171-hooks.ndjson), aimed at the repo, its transcript_path at a copy of the rollout that Codex
+    had written when the hook ran (codex/rollouts/), with `fields` set on top."""
+    lines = (PAYLOADS / "codex" / "real-0.171-hooks.ndjson").read_text().splitlines()
+    payload = next(
+        p for p in (json.loads(line)["_payload"] for line in lines)
+        if p["hook_event_name"] == "PostToolUse" and "ECONNREFUSED" in p["tool_response"]
+    )  # fmt: skip
+    transcript = tmp_path / session / Path(payload["transcript_path"]).name
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_bytes((PAYLOADS / "codex" / "rollouts" / rollout).read_bytes())
+    return aimed(payload, repo, session_id=session, transcript_path=str(transcript), **fields)
+
+
+def test_a_codex_failure_is_read_from_its_transcript_nudged_then_recognised(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """Codex's PostToolUse says only "Error: connect ECONNREFUSED …": the exit code (1) is in the rollout. The
+    failure is recorded with it and answered with the nudge naming the repo scope; once a lesson is written, the
+    same failure in a new session brings it back."""
+    payload = codex_real(repo, tmp_path, "cx-1", "exec-failed-0.171.jsonl")
+    assert "exit_code" not in json.dumps(payload)
+
+    first = hook(home, repo, "codex", "PostToolUse", payload)
+
+    assert NUDGE in first and f"scope '{REPO}'" in first
+    store = EventStore.open(str(home))
+    try:
+        runs = store.conn.execute("SELECT command, exit_code FROM runs WHERE session_id = 'cx-1'").fetchall()
+    finally:
+        store.close()
+    assert runs == [(payload["tool_input"]["command"], 1)]
+
+    assert cli("write", ADDRESS, LESSON).returncode == 0
+    again = hook(home, repo, "codex", "PostToolUse", codex_real(repo, tmp_path, "cx-2", "exec-failed-0.171.jsonl"))
+
+    assert again.startswith(f"hivelore: {SEEN}") and KEY in again
+
+
+def test_a_codex_command_of_unknown_outcome_is_not_taken_for_the_fix(home: Path, repo: Path, tmp_path: Path) -> None:
+    """The same command again, with output that says nothing and no transcript to read: its exit code is unknown,
+    so it is not remembered as the run that fixed the failure ("it passed when simply run again" would be a guess)."""
+    hook(home, repo, "codex", "PostToolUse", codex_real(repo, tmp_path, "cx-3", "exec-failed-0.171.jsonl"))
+    unknown = codex_real(repo, tmp_path, "cx-3", "exec-failed-0.171.jsonl", tool_response="checked\n")
+    unknown["transcript_path"] = str(tmp_path / "no-such-rollout.jsonl")
+    assert hook(home, repo, "codex", "PostToolUse", unknown) == ""
+
+    again = hook(home, repo, "codex", "PostToolUse", codex_real(repo, tmp_path, "cx-4", "exec-failed-0.171.jsonl"))
+
+    assert NUDGE in again and "simply run again" not in again
+
+
 # --- 8. the hook path imports nothing heavy -------------------------------------------------------------------------
 
 HEAVY = ("typer", "click", "pydantic", "rich", "httpx", "yaml", "mcp")

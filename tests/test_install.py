@@ -172,8 +172,9 @@ def test_agent_formats_follow_each_agents_documentation(user_home: Path, project
     claude = read_json(project / ".claude/settings.json")["hooks"]["SessionStart"][0]["hooks"][0]
     assert claude["type"] == "command" and claude["timeout"] == 10  # seconds
     assert read_json(project / ".mcp.json")["mcpServers"]["hivelore"]["type"] == "stdio"
-    codex = read_json(project / ".codex/hooks.json")["hooks"]["Stop"][0]["hooks"][0]
-    assert codex["timeout"] == 10
+    codex = read_json(project / ".codex/hooks.json")["hooks"]
+    assert codex["Stop"][0]["hooks"][0]["timeout"] == 10
+    assert codex["SessionEnd"][0]["hooks"][0]["timeout"] == 3  # Codex clamps SessionEnd to 3 s
     gemini = read_json(project / ".gemini/settings.json")["hooks"]["BeforeTool"][0]["hooks"][0]
     assert gemini["timeout"] == 10_000 and gemini["name"] == "hivelore"  # milliseconds
     cursor = read_json(project / ".cursor/hooks.json")
@@ -393,6 +394,60 @@ def test_a_moved_installation_is_replaced_in_place(user_home: Path, project: Pat
     expected = {e: [install.hook_command(moved.entry, "cursor", e, False)] for e in events_for("cursor", "all")}
     assert commands(moved, "cursor") == expected
     assert mcp_entry(moved, "cursor")["args"] == ["-m", "hivelore", "mcp"]
+
+
+def test_a_hook_written_with_another_timeout_is_updated(user_home: Path, project: Path) -> None:
+    """Installs before Codex's 3 s SessionEnd limit was known wrote 10 s: a re-install fixes that entry only."""
+    t = target(user_home, project, agents=["codex"])
+    apply(plan_install(t))
+    hooks_file = project / ".codex/hooks.json"
+    data = read_json(hooks_file)
+    data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 10
+    hooks_file.write_text(json.dumps(data, indent=2) + "\n")
+
+    changes = apply(plan_install(t))
+
+    assert next(c for c in changes if c.path == hooks_file).summary == "updated hooks SessionEnd"
+    assert read_json(hooks_file)["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3
+
+
+@pytest.mark.parametrize(
+    ("where", "hooks", "expected"),
+    [
+        (
+            "project",
+            "all",
+            [
+                "claude: approve the MCP server once in `claude`; "
+                "headless: claude -p PROMPT --dangerously-skip-permissions",
+                "codex: trust the project and review the hooks once in `codex` (/hooks); "
+                "`codex exec` needs --dangerously-bypass-hook-trust until then; SessionEnd is capped at 3 s",
+                "kiro: hooks run in the 'hivelore' agent: kiro-cli chat --agent hivelore",
+                "gemini: hooks and MCP run only in a trusted folder: trust it when gemini asks "
+                "(or TRUST_FOLDER in ~/.gemini/trustedFolders.json)",
+            ],
+        ),
+        (
+            "global",
+            "none",
+            [
+                "claude: headless: claude -p PROMPT --dangerously-skip-permissions",
+                "gemini: hooks and MCP run only in a trusted folder: trust it when gemini asks "
+                "(or TRUST_FOLDER in ~/.gemini/trustedFolders.json)",
+            ],
+        ),
+    ],
+)
+def test_setup_facts_say_one_line_per_agent_that_needs_a_step(
+    user_home: Path, project: Path, where: str, hooks: str, expected: list[str]
+) -> None:
+    assert install.setup_facts(target(user_home, project, where, hooks=hooks)) == expected
+
+
+def test_setup_facts_tell_root_about_is_sandbox(user_home: Path, project: Path) -> None:
+    (claude,) = install.setup_facts(target(user_home, project, agents=["claude"]), as_root=True)
+    assert claude.endswith("--dangerously-skip-permissions with IS_SANDBOX=1 (as root)")
+    assert install.setup_facts(target(user_home, project, agents=["cursor"])) == []
 
 
 # --- errors: nothing is written anywhere -------------------------------------------------------------------------

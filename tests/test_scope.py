@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from hivelore.gitrepo import owner_repo_from_url
+from hivelore.gitrepo import is_local_path, owner_repo_from_url
 from hivelore.memory import AddressError, parse_address
 from hivelore.scope import GLOBAL, Level, Scope, ScopeError, chain_for, parse
 
@@ -91,11 +91,53 @@ def test_bad_addresses_are_refused(address: str) -> None:
         "https://github.com/acme/checkout.git",
         "https://token@github.com/acme/checkout/",
         "git://example.org/acme/checkout.git",
-        "file:///srv/git/acme/checkout.git",
+        "example.org:acme/checkout",
     ],
 )
 def test_owner_and_repo_from_every_origin_form(url: str) -> None:
+    assert not is_local_path(url)
     assert owner_repo_from_url(url) == "acme/checkout"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/srv/git/widget.git",
+        "../widget",
+        "./vendor/widget",
+        "widget",
+        "~/git/widget",
+        "file:///srv/git/widget.git",
+        "FILE:///srv/git/widget.git",
+        "C:\\git\\widget",
+        "./odd:name/widget",  # a slash before the colon: a path, not host:path
+    ],
+)
+def test_a_local_path_origin_names_no_owner(url: str) -> None:
+    assert is_local_path(url)
+    assert owner_repo_from_url(url) is None
+
+
+@pytest.mark.parametrize("origin", ["/srv/git/widget.git", "../widget", "file:///srv/git/widget.git"])
+def test_a_clone_of_a_local_path_falls_back_to_its_project(tmp_path: Path, origin: str) -> None:
+    repo = make_repo(tmp_path / "widget", origin=origin)
+    chain = chain_for(repo)
+    assert [str(s) for s in chain.scopes] == ["project::widget", "global"]
+    assert chain.remark == f"origin {origin} is a local path: no repo scope; memories go to project::widget"
+
+
+def test_an_origin_without_owner_says_so(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "widget", origin="https://git.example.org/widget.git")
+    chain = chain_for(repo)
+    assert [str(s) for s in chain.scopes] == ["project::widget", "global"]
+    assert chain.remark == (
+        "origin https://git.example.org/widget.git names no OWNER/REPO: no repo scope; memories go to project::widget"
+    )
+
+
+def test_a_usual_origin_or_none_needs_no_remark(repo: Path, tmp_path: Path) -> None:
+    assert chain_for(repo).remark is None
+    assert chain_for(make_repo(tmp_path / "scratch", origin=None)).remark is None
 
 
 def test_chain_of_a_repo_on_a_branch(repo: Path) -> None:

@@ -21,6 +21,8 @@ from hivelore.team import (
     Team,
     TeamUnavailable,
     developer_for,
+    file_claim,
+    file_claim_ids,
 )
 from hivelore.testruns import TestRun, parse
 
@@ -550,3 +552,74 @@ def test_an_edits_text_is_found_everywhere_it_occurs(tmp_path: Path) -> None:
 
     source.write_text("x = 1\n" * (MAX_ANCHOR_SPANS + 10))
     assert len(_anchor_lines(str(source), ["x = 1"])) == MAX_ANCHOR_SPANS
+
+
+# -- file claims: edits made before the repository's graph existed -------------------------------------------
+
+
+class FileGraph(CallGraph):
+    """The shop call graph plus where each symbol sits: `symbols_in` and `symbols_at`, as codegraph answers."""
+
+    LINES = {VALIDATE_TOKEN: (1, 8), DECODE_JWT: (11, 20), CHECKOUT: (1, 9), TOTAL: (12, 14)}
+
+    def symbols_in(self, path: str) -> list[str]:
+        return sorted((s for s in self.LINES if s.startswith(f"{path}::")), key=lambda s: self.LINES[s])
+
+    def symbols_at(self, path: str, first: int, last: int) -> list[str]:
+        found = [s for s in self.symbols_in(path) if self.LINES[s][0] <= last and self.LINES[s][1] >= first]
+        return sorted(found, key=lambda s: self.LINES[s][1] - self.LINES[s][0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.lists(st.integers(min_value=-3, max_value=10**6), max_size=5))
+def test_a_file_claim_names_its_file_and_lines_whatever_the_path(path: str, lines: list[int]) -> None:
+    ids = file_claim_ids(path, lines)
+
+    assert [file_claim(claim) for claim in ids] == (
+        [(path, line) for line in sorted({n for n in lines if n > 0})] or [(path, None)]
+    )
+    assert file_claim(CHECKOUT) is None
+
+
+def test_file_claims_become_the_symbols_at_their_lines_or_the_whole_file(team: Team) -> None:
+    graph = FileGraph(SHOP_CALLS)
+    jwt = team.create_intent("dev-a", REPO, "add JWT support")
+    cart = team.create_intent("dev-b", REPO, "fix the total")
+    team.claim(jwt.id, file_claim_ids("shop/tokens.py", [12]) + file_claim_ids("README.md"))
+    team.claim(cart.id, file_claim_ids("shop/orders.py"))
+
+    assert team.upgrade_file_claims(graph, REPO, jwt.id) == 2
+    assert [c.symbol for c in team.claims(jwt.id)] == [DECODE_JWT]  # README.md has no symbols: nothing to claim
+    assert [c.symbol for c in team.claims(cart.id)] == ["file::shop/orders.py"]  # another intent: untouched
+    assert team.upgrade_file_claims(graph, REPO) == 1
+    assert sorted(c.symbol for c in team.claims(cart.id)) == [CHECKOUT, TOTAL]
+    assert team.upgrade_file_claims(graph, REPO) == 0
+
+
+def test_a_file_claim_conflicts_with_an_edit_of_its_file_and_with_code_near_its_symbols(team: Team) -> None:
+    graph = FileGraph(SHOP_CALLS)
+    jwt = team.create_intent("dev-a", REPO, "add JWT support")
+    team.claim(jwt.id, file_claim_ids("shop/tokens.py", [3, 12]))
+
+    (same,) = team.conflicts(None, REPO, [], "dev-b", paths=["shop/tokens.py"])
+    (near,) = team.conflicts(graph, REPO, [CHECKOUT], "dev-b", paths=["shop/orders.py"])
+
+    file_level = "(file-level claim: the code graph was still being built)"
+    assert same.describe() == f'dev-a\'s task {jwt.id}: "add JWT support" is changing shop/tokens.py {file_level}'
+    assert near.path == (CHECKOUT, CURRENT_USER, VALIDATE_TOKEN)
+    assert near.describe() == (
+        f'checkout → current_user → validate_token: dev-a\'s task {jwt.id}: "add JWT support" is changing '
+        f"shop/tokens.py {file_level}"
+    )
+    assert team.conflicts(None, REPO, [], "dev-b", paths=["shop/orders.py"]) == []
+    assert team.conflicts(None, REPO, [], "dev-a", paths=["shop/tokens.py"]) == []  # one's own claim
+
+
+def test_without_a_graph_an_edited_file_conflicts_with_symbol_claims_in_it(team: Team) -> None:
+    """Another worktree of the repository has its graph (and claims symbols); this one has none yet."""
+    jwt = team.create_intent("dev-a", REPO, "add JWT support")
+    team.claim(jwt.id, [VALIDATE_TOKEN])
+
+    (conflict,) = team.conflicts(None, REPO, [], "dev-b", paths=["shop/tokens.py"])
+
+    assert conflict.describe() == f'{VALIDATE_TOKEN} is being changed by dev-a (task {jwt.id}: "add JWT support")'

@@ -267,3 +267,113 @@ def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipp
     assert "notes skipped: holds no source file the graph reads" in refused.stderr
     assert f"{outside} skipped: outside the repository" in refused.stderr
     assert refused.stderr.splitlines()[-1].startswith("hivelore: nothing was indexed: name source files or folders")
+
+
+# --- the first edits in a fresh repository: the graph is still being built ------------------------------------------
+
+
+def claims_of(home: Path, repo: Path, title: str) -> list[str]:
+    """What the task named `title` claims, as team.db holds it (`task resume` would take the task over)."""
+    from hivelore.team import Team
+
+    board = json.loads(cli(home, repo, "dev-c", "task", "list", "--json").stdout)
+    (task,) = [t for t in board if t["title"] == title]
+    with Team.open(str(home)) as team:
+        return sorted(claim.symbol for claim in team.claims(task["id"]))
+
+
+def indexing_under_way(home: Path, repo: Path) -> Path:
+    """The marker of a background index that has not finished (as the first edit's hook leaves it while
+    `hivelore graph index` runs): the hooks see no graph and start no other indexer."""
+    from hivelore.coordination import Coordination, indexing_marker
+    from hivelore.service import Hivelore
+
+    coordination = Coordination.for_service(Hivelore.open(repo))
+    marker = Path(indexing_marker(str(home), coordination.root))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(coordination.root)
+    return marker
+
+
+FILE_LEVEL = "(file-level claim: the code graph was still being built)"
+
+
+def test_the_first_edit_claims_its_file_and_the_graph_turns_it_into_symbols(home: Path, shop: Path) -> None:
+    """No graph.db yet. dev-a's first edit claims shop/tokens.py at the line it replaces; dev-b's edit of the same
+    file is warned, as a file-level claim; an edit of another file is not (without a graph no call path is
+    known). When the index completes, the file claims become the symbols the edits touched, and dev-b's later
+    edit of checkout gets the usual warning with the call path."""
+    marker = indexing_under_way(home, shop)
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    assert edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]") == ""
+    assert claims_of(home, shop, "add JWT support") == ["file:4:shop/tokens.py"]
+
+    prompt(home, shop, "dev-b", "b-1", "reject empty tokens early")
+    warning = edit(home, shop, "dev-b", "b-1", "shop/tokens.py", "    if not token:")
+
+    assert warning == (
+        "hivelore:\n- heads-up (a warning, not a block): dev-a's task 1: \"add JWT support\" is changing "
+        f"shop/tokens.py {FILE_LEVEL}"
+    )
+    assert edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}") == ""
+
+    marker.unlink()
+    indexed = cli(home, shop, "dev-a", "graph", "index")
+    assert indexed.returncode == 0 and indexed.stderr == "", indexed.stderr
+
+    assert claims_of(home, shop, "add JWT support") == ["shop/tokens.py::validate_token"]
+    assert claims_of(home, shop, "reject empty tokens early") == [
+        "shop/orders.py::checkout", "shop/tokens.py::validate_token",
+    ]  # fmt: skip
+    prompt(home, shop, "dev-b", "b-2", "speed up checkout")
+    warning = edit(home, shop, "dev-b", "b-2", "shop/orders.py", "    user = current_user(request)")
+    assert "checkout → current_user → validate_token: validate_token is being changed by dev-a" in warning
+    assert FILE_LEVEL not in warning
+
+
+def test_a_file_claim_left_when_the_graph_lands_warns_within_three_hops_until_its_session_upgrades_it(
+    home: Path, shop: Path
+) -> None:
+    """The graph lands without converting dev-a's file claim (dev-a's hook claimed after the indexer had looked:
+    here the graph is built directly, not by `graph index`). dev-b's edit of checkout, two calls from
+    validate_token in the claimed file, is warned with the path and the file-level claim; dev-a's next edit
+    converts its file claim into the symbol it touched."""
+    from hivelore.codegraph import Graph
+    from hivelore.coordination import Coordination
+    from hivelore.service import Hivelore
+
+    marker = indexing_under_way(home, shop)
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]")
+    marker.unlink()
+    root = Coordination.for_service(Hivelore.open(shop)).root
+    with Graph.open(str(home), root) as graph:
+        graph.index()
+
+    prompt(home, shop, "dev-b", "b-1", "speed up checkout")
+    warning = edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}")
+
+    assert warning == (
+        "hivelore:\n- heads-up (a warning, not a block): checkout → current_user → validate_token: dev-a's task 1: "
+        f"\"add JWT support\" is changing shop/tokens.py {FILE_LEVEL}"
+    )
+    assert claims_of(home, shop, "add JWT support") == ["file:4:shop/tokens.py"]
+    assert edit(home, shop, "dev-a", "a-1", "shop/reports.py", "    return [receipt(o) for o in orders]") == ""
+    assert claims_of(home, shop, "add JWT support") == ["shop/reports.py::daily", "shop/tokens.py::validate_token"]
+
+
+def test_the_background_index_started_by_the_first_edit_upgrades_its_file_claim(home: Path, shop: Path) -> None:
+    """Nothing prepared: the first edit claims its file and starts `hivelore graph index` in the background, which
+    converts the claim into validate_token when it completes (its marker gone)."""
+    from hivelore.coordination import Coordination, indexing_marker
+    from hivelore.service import Hivelore
+
+    marker = Path(indexing_marker(str(home), Coordination.for_service(Hivelore.open(shop)).root))
+    prompt(home, shop, "dev-a", "a-1", "add JWT support")
+    edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]")
+    deadline = time.monotonic() + 90
+    while marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert not marker.exists(), "the background index did not finish in 90 s"
+    assert claims_of(home, shop, "add JWT support") == ["shop/tokens.py::validate_token"]

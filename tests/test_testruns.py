@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.testruns import TestRun, is_test_command, parse
+from hivelore.testruns import TestRun, is_test_command, parse, says_failed
 
 TEST_OUTPUT = Path(__file__).parent / "fixtures" / "test-output"
 EXPECTED = {
@@ -214,3 +214,54 @@ def test_parse_never_raises_on_arbitrary_text(output: str, command: str) -> None
 def test_parse_never_raises_on_shuffled_runner_output(lines: list[str], name: str) -> None:
     run = parse("\n".join(lines), COMMANDS[name])
     assert run.runner in ("pytest", "unittest", "jest", "vitest", "go", "cargo", "unknown")
+
+
+# -- a command whose exit code is unknown: only its output can say it failed ------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_captured_failing_run_says_it_failed_without_its_exit_code(name: str) -> None:
+    output, exit_code = capture(name)
+    assert exit_code != 0
+    assert says_failed(output, COMMANDS[name]) and says_failed(output)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Error: connect ECONNREFUSED 127.0.0.1:5432\n",  # node, as Codex reported it (real capture)
+        "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'DATABASE_URL'\n",
+        "bash: line 1: pnpm: command not found\n",
+        "fatal: not a git repository (or any of the parent directories): .git\n",
+        "error[E0425]: cannot find value `total` in this scope\n  --> src/cart.rs:4:5\n",
+        "src/cart.c:4:5: error: use of undeclared identifier 'total'\n1 error generated.\n",
+        "npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\n",
+        "thread 'main' panicked at src/main.rs:2:5:\nboom\n",
+        "cat: settings.toml: No such file or directory\n",
+    ],
+)
+def test_an_error_line_among_the_last_lines_says_it_failed(output: str) -> None:
+    assert says_failed(output)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "",
+        "db is up\n",
+        "3 passed in 0.41s\n",
+        "Ran 4 tests in 0.002s\n\nOK\n",
+        "grep found: the word error appears in 3 lines\n",  # "error" in prose, not an error line
+        "Error: connect ECONNREFUSED 127.0.0.1:5432\n" + "".join(f"retry {n}: connected\n" for n in range(12)),
+    ],
+)
+def test_output_that_does_not_say_it_failed_is_not_called_a_failure(output: str) -> None:
+    """Without an exit code a success cannot be proven either: this only means no failure is claimed. An error
+    line followed by a dozen more lines is history the command got past."""
+    assert not says_failed(output)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=60), max_size=60), st.text(max_size=80))
+def test_says_failed_never_raises(lines: list[str], command: str) -> None:
+    assert says_failed("\n".join(lines), command) in (True, False)

@@ -7,8 +7,10 @@ worktree shares: `owner/repo` from origin, else the project name) to the develop
 model (`HIVELORE_HOME/team.db`). Both stores open on first use.
 
 A graph that was never built is built in the background (`hivelore graph index`, detached) the
-first time a hook needs it: an edit is never held up by indexing, and until the index exists the
-pre-edit check has nothing to say.
+first time a hook needs it: an edit is never held up by indexing. Until the index exists an edit
+claims its file (a file-level claim, said as such in warnings) and is warned about other
+developers' claims in that file; the session's next pre-edit check once the graph exists, or the
+index completing (`upgrade_file_claims`), turns file claims into the symbols the edits touched.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from hivelore.service import Hivelore
 from hivelore.sqlitedb import Record
-from hivelore.team import Attempt, Decision, Intent, Team, developer_for
+from hivelore.team import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
@@ -137,25 +139,53 @@ class Coordination:
     ) -> tuple[list[str], list[str]]:
         """Claim what the edit touches for the session's task. Returns the lines to show (each
         conflict with another developer's task, once per session, then what failed on this code
-        before) and the ids of the symbols the edit touches."""
-        paths = [p for p in paths if self._inside(p) is not None]
-        if not paths or not self._graph_ready():
+        before) and the ids of the symbols the edit touches ([] while the graph is being built: the
+        edit then claims its files)."""
+        files = [relative for relative in map(self._inside, paths) if relative is not None]
+        if not files:
             return [], []
-        symbols = [s for path in paths for s in self.edited_symbols(path, anchors)]
+        if not self._graph_ready():
+            return self._before_edit_without_graph(agent, session_id, files, anchors), []
+        intent = self.intent(agent, session_id)
+        self.team.upgrade_file_claims(self.graph, self.repo, intent.id)  # its edits from before the graph
+        symbols = [s for path in files for s in self.edited_symbols(path, anchors)]
         if not symbols:
             return [], []
-        intent = self.intent(agent, session_id)
         self.team.claim(intent.id, symbols)
-        said = []
-        for conflict in self.team.conflicts(self.graph, self.repo, symbols, self.developer, hops=HOPS):
-            if self.team.mark_warned(agent, session_id, conflict.key):
-                said.append(f"heads-up (a warning, not a block): {conflict.describe()}")
+        conflicts = self.team.conflicts(self.graph, self.repo, symbols, self.developer, hops=HOPS, paths=files)
+        said = self._warnings(agent, session_id, conflicts)
         history = self.team.history(self.repo, symbols)
         for attempt in history.failed[:HISTORY_ATTEMPTS]:
             key = f"history\0{attempt.id}"
             if self.team.mark_warned(agent, session_id, key):
                 said.append(failed_here_before(attempt))
         return said, symbols
+
+    def _before_edit_without_graph(
+        self, agent: str, session_id: str, files: list[str], anchors: Sequence[str]
+    ) -> list[str]:
+        """Claim the edited files (at the lines the edit replaces, when it names them) and warn about
+        other developers' claims in them."""
+        intent = self.intent(agent, session_id)
+        claims = []
+        for path in files:
+            lines = [first for first, _last in _anchor_lines(os.path.join(self.root, path), anchors)]
+            claims += file_claim_ids(path, lines)
+        self.team.claim(intent.id, claims)
+        return self._warnings(agent, session_id, self.team.conflicts(None, self.repo, [], self.developer, paths=files))
+
+    def _warnings(self, agent: str, session_id: str, conflicts: Sequence[Conflict]) -> list[str]:
+        """Each conflict not shown to this session yet, as the warning line."""
+        return [
+            f"heads-up (a warning, not a block): {conflict.describe()}"
+            for conflict in conflicts
+            if self.team.mark_warned(agent, session_id, conflict.key)
+        ]
+
+    def upgrade_file_claims(self) -> int:
+        """The repository's file claims turned into symbol claims, once its graph exists (after `graph
+        index`); how many were converted."""
+        return self.team.upgrade_file_claims(self.graph, self.repo) if self.graph.is_indexed() else 0
 
     def after_edit(self, paths: Sequence[str], agent: str, session_id: str) -> list[str]:
         """Re-index the edited files; record the symbols whose code changed for the session's task."""
@@ -237,11 +267,18 @@ def _failed(attempt: Attempt) -> str:
     return f"{shown or attempt.outcome}{times}, {state}"
 
 
-def _index_in_background(home: str, root: str) -> None:
-    import subprocess
+def indexing_marker(home: str, root: str) -> str:
+    """The file that says a background index of the repository at `root` is under way (the indexer
+    removes it when done; one older than INDEXING_STALE_S is taken to be left by a dead indexer)."""
     import zlib
 
-    marker = os.path.join(home, f"graph-indexing-{zlib.crc32(root.encode()):08x}")
+    return os.path.join(home, f"graph-indexing-{zlib.crc32(root.encode()):08x}")
+
+
+def _index_in_background(home: str, root: str) -> None:
+    import subprocess
+
+    marker = indexing_marker(home, root)
     try:
         if time.time() - os.stat(marker).st_mtime < INDEXING_STALE_S:
             return  # already under way (the indexer removes the marker when it is done)

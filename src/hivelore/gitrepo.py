@@ -21,13 +21,33 @@ class GitInfo:
     branch: str | None  # None when HEAD is detached
     commit: str | None
 
+    @property
+    def origin_is_local(self) -> bool:
+        """Whether origin is a path on this machine (`/srv/git/widget.git`, `../widget`, `file://…`)."""
+        return self.remote_url is not None and is_local_path(self.remote_url)
+
 
 _SCP_RE = re.compile(r"^(?:[^@/\s]+@)?[^:/\s]+:(?!//)(?P<path>.+)$")
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def is_local_path(url: str) -> bool:
+    """Whether a remote URL names a repository on this machine, as git reads it: a `file://` URL, or
+    no `://` and no scp-style `host:path` (a colon with no slash before it; `C:\\…` is a drive)."""
+    url = url.strip()
+    if url.lower().startswith("file://"):
+        return True
+    if "://" in url:
+        return False
+    return _DRIVE_RE.match(url) is not None or _SCP_RE.match(url) is None
 
 
 def owner_repo_from_url(url: str) -> str | None:
-    """`acme/checkout` from an origin URL in scp, ssh, https, git or file form."""
+    """`acme/checkout` from an origin URL in scp, ssh, https or git form; None for a local path,
+    whose folders name no owner (`/srv/git/widget.git` is not the repository `git/widget`)."""
     url = url.strip()
+    if is_local_path(url):
+        return None
     if "://" in url:
         path = url.split("://", 1)[1]
         path = path.split("/", 1)[1] if "/" in path else ""

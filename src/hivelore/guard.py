@@ -2,7 +2,12 @@
 
 Stored lessons are pasted into the context of later agents, so a secret written once leaks into every
 future session and an instruction written once can steer them. The guard therefore rejects secrets,
-prompt-injection phrasing, invisible characters and oversized fields.
+prompt-injection phrasing, invisible characters and oversized fields, in every stored field: each write
+path makes one `check_record` call covering scope, key, kind, tags, value and provenance.
+
+It reads what a model would read (invisible characters dropped, NFKC, Cyrillic and Greek look-alikes
+mapped to Latin), joins a token broken by a line break or a space, and decodes hex and base64 runs to
+scan what they hide. The rules, and what each lets through, are tabulated in docs/format.md.
 
 It is tuned against false positives as much as against misses: a guard that rejects ordinary lessons
 ("run docker compose up -d db first", a git sha, postgres://localhost:5432/app) teaches agents to route
@@ -32,10 +37,11 @@ Stdlib only and cheap to import: it runs inside a latency-critical hook process.
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from hivelore.records import record
 
@@ -127,6 +133,7 @@ _NOT_A_SECRET = re.compile(
       | changeme|change[_-]me|changeit|redacted|secret|password|passwd|pass|token|none|null|nil|undefined
       | true|false|todo|tbd|foo|bar|str|string|bytes|int|bool|secretstr|postgres|mysql|root|admin|guest
       | [A-Za-z_]\w*(?:\.\w+)+ | [A-Za-z_][\w.]*[(\[].*
+      | \d{1,3}
       | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)""",
     re.X | re.I,
 )
@@ -206,10 +213,127 @@ def _random_looking(run: str) -> bool:
     return sum(map(len, words)) / len(words) < _MAX_RANDOM_WORD_LEN and _entropy(run) >= _MIN_ENTROPY_BITS
 
 
+# What precedes a run when it is a public value: an SSH fingerprint (SHA256:…), an SSH public key, a data:
+# URI's payload (an image), a PEM certificate body.
+_PUBLIC_BEFORE = re.compile(r"(?:SHA256|SHA1|SHA384|SHA512|MD5|sha256|sha1):$|(?:ssh-\w+|ecdsa-[\w-]+) $|;base64,$")
+
+
 def _high_entropy(text: str) -> Iterator[_Match]:
     for m in _RUN.finditer(text):
+        if _PUBLIC_BEFORE.search(text, max(0, m.start() - 24), m.start()):
+            continue
         if _random_looking(m.group()):
             yield m.start(), m.end(), f"{m.group()[:4]}… ({len(m.group())} characters)"
+
+
+def _printable(data: bytes) -> str | None:
+    """`data` as text when it is text (a decoded secret or instruction), None when it is binary (a hash)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(char.isprintable() or char in "\n\t" for char in text)
+    return text if text and printable >= 0.95 * len(text) else None
+
+
+def _decode_base64(run: str) -> str | None:
+    run = run.rstrip("=").translate(_URLSAFE)
+    try:
+        return _printable(binascii.a2b_base64(run + "=" * (-len(run) % 4)))
+    except binascii.Error:
+        return None
+
+
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+# Vendor tokens by shape: a prefix that only that vendor issues, then enough body characters. Whether the
+# body looks random does not matter (a key is a key); the formats are those of gitleaks' and
+# detect-secrets' rules. Fixed-length bodies end at a non-token character so longer words do not match.
+_VENDOR_KEYS = (
+    r"glpat-[\w-]{20,}|glptt-[0-9a-f]{40}|glrt-[\w-]{20,}|gldt-[\w-]{20,}|glsoat-[\w-]{20,}",
+    r"AIza[\w-]{35}(?![\w-])|ya29\.[\w-]{30,}",
+    r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])|pypi-AgEIcHlwaS5vcmc[\w-]{50,}",
+    r"hf_[A-Za-z]{34}(?![A-Za-z0-9])|r8_[A-Za-z0-9]{37}(?![A-Za-z0-9])|gsk_[A-Za-z0-9]{48,}",
+    r"pplx-[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{60,}",
+    r"do[opr]_v1_[0-9a-f]{64}|shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}(?![0-9a-fA-F])",
+    r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}|hv[sb]\.[\w-]{24,}",
+    r"SG\.[\w-]{22}\.[\w-]{43}|key-[0-9a-f]{32}(?![0-9a-f])|SK[0-9a-f]{32}(?![0-9a-f])",
+    r"dapi[0-9a-f]{32}(?![0-9a-f])|lin_api_[A-Za-z0-9]{40}|PMAK-[0-9a-f]{24}-[0-9a-f]{34}",
+    r"gl(?:sa|c)_[A-Za-z0-9_=+/]{32,}|sntr[ysu]s?_[A-Za-z0-9_=+/]{40,}|NRAK-[A-Z0-9]{27}",
+    r"dckr_pat_[\w-]{27,}|pul-[0-9a-f]{40}|AGE-SECRET-KEY-1[0-9A-Z]{58}",
+    r"tskey-(?:auth|api|client|webhook)-[\w-]{20,}|rubygems_[0-9a-f]{48}|pscale_(?:tok|pw|oauth)_[\w.-]{32,}",
+    r"pnu_[A-Za-z0-9]{36}|rdme_[a-z0-9]{70}|xkeysib-[0-9a-f]{64}-[A-Za-z0-9]{16}|shippo_(?:live|test)_[0-9a-f]{40}",
+    r"sq0(?:atp|csp)-[\w-]{22,}|EAAA[\w-]{60,}|LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])",
+    r"sbp_[0-9a-f]{40}|ATATT3[\w=-]{50,}|ATBB[A-Za-z0-9_=.-]{32,}|ntn_[A-Za-z0-9]{40,}",
+    r"CFPAT-[\w-]{43}|HRKU-[\w-]{60}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}|FLWSECK(?:_TEST)?-[0-9a-h]{32}",
+    r"EZAK[0-9a-z]{54}|fo1_[\w-]{43}|CLOJARS_[a-z0-9]{60}|duffel_(?:test|live)_[\w=-]{43}|ops_eyJ[\w+/]{100,}",
+    r"AccountKey=[A-Za-z0-9+/]{86}==|[0-9]{8,10}:AA[\w-]{33}(?![\w-])",
+)
+_VENDOR = re.compile("|".join(_VENDOR_KEYS))
+
+
+def _vendor_keys(text: str) -> Iterator[_Match]:
+    for m in _VENDOR.finditer(text):
+        before = text[m.start() - 1] if m.start() else " "
+        if not (before.isascii() and before.isalnum()):
+            token = m.group()
+            cut = max((token.find(c, 0, 20) for c in "_-.:="), default=-1)
+            yield m.start(), m.end(), (token[: cut + 1] if cut > 0 else token[:4]) + "…"
+
+
+def _shell_value(name: str) -> str:
+    return rf"""(?P<{name}>'[^'\n]+'|"[^"\n]+"|[^\s'"`|;&]+)"""
+
+
+# Passwords a command takes as an argument: mysql's attached -pPASSWORD (a bare -p prompts), curl's
+# -u user:password (user: alone prompts), sshpass -p, redis-cli -a, docker login -p, ldap* -w, htpasswd -b,
+# and --password VALUE with a space (--password=VALUE is an assignment).
+_COMMAND_LINE = re.compile(
+    r"\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,200}?\s-p(?=[^\s-])" + _shell_value("v")
+    + r"|\bcurl\b[^\n|;&]{0,200}?\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?[^\s:'\"]+:(?P<cv>[^\s'\"]+)"
+    + r"|\b(?:sshpass|(?:docker|podman|buildah|helm\s+registry|nerdctl)\s+login)\b[^\n|;&]{0,200}?\s-p\s+"
+    + _shell_value("pv")
+    + r"|\bredis-cli\b[^\n|;&]{0,200}?\s-a\s+" + _shell_value("rv")
+    + r"|\bldap\w+\b[^\n|;&]{0,200}?\s-w\s+" + _shell_value("lv")
+    + r"|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+" + _shell_value("hv")
+    + r"|(?<![\w-])--(?:password|passwd|pass|token|api-key|apikey|secret|auth-token|access-token)[ \t]+"
+    + _shell_value("sv")
+)
+_SYMBOL_OR_DIGIT = re.compile(r"[\d\W_]")
+
+
+def _command_line(text: str) -> Iterator[_Match]:
+    for m in _COMMAND_LINE.finditer(text):
+        name = next(g for g in ("v", "cv", "pv", "rv", "lv", "hv", "sv") if m[g] is not None)
+        value = m[name].strip("'\"")
+        # After `--password ` prose is as likely as a value ("--password to be prompted"): only a value with a
+        # digit or a symbol counts there.
+        if _is_placeholder(value) or (name == "sv" and not _SYMBOL_OR_DIGIT.search(value)):
+            continue
+        yield m.start(name), m.end(name), m.group().split()[0][:20] + " …"
+
+
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?P<scheme>basic|bearer|token|digest|apikey|key)\s+)?"
+    r"(?P<cred>[^\s\"'`,;)]+)"
+)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+
+def _auth_headers(text: str) -> Iterator[_Match]:
+    for m in _AUTH_HEADER.finditer(text):
+        cred, scheme = m["cred"], (m["scheme"] or "").lower()
+        if _is_placeholder(cred):
+            continue
+        if scheme == "basic" and _BASE64.fullmatch(cred):
+            decoded = _decode_base64(cred)
+            user, colon, password = (decoded or "").partition(":")
+            if not colon or _is_placeholder(password) or password == user:
+                continue
+        elif len(cred) < 8 or _NAME.fullmatch(cred):
+            continue
+        yield m.start("cred"), m.end("cred"), f"Authorization: {m['scheme'] or ''} …".replace("  ", " ")
 
 
 # Order matters: a span claimed by an earlier detector is skipped by later ones, so specific token
@@ -251,16 +375,13 @@ _SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]]
         _MOVE_SECRET,
         _prefixed(r"(?P<p>sk-ant-(?:[a-z]+\d\d-)?)[A-Za-z0-9_-]{20,}"),
     ),
-    # The digit and capital lookaheads keep kebab-case words that happen to start with "sk-" out; they are
-    # bounded so that a long run of "sk-sk-sk-..." stays linear.
+    # The body may look orderly (sk-abcdefghijklmnopqrstuvwxyz123456 is still a key); what keeps kebab-case
+    # words out ("sk-learn-compatible-estimators") is the unbroken run of 16+ letters and digits it needs.
     (
         "secret.openai_key",
         "an OpenAI API key",
         _MOVE_SECRET,
-        _prefixed(
-            r"(?P<p>sk-(?:proj-|svcacct-|admin-)?)"
-            r"(?=[A-Za-z0-9_-]{0,80}[0-9])(?=[A-Za-z0-9_-]{0,80}[A-Z])[A-Za-z0-9_-]{20,}"
-        ),
+        _prefixed(r"(?P<p>sk-(?:proj-|svcacct-|admin-|or-v1-)?)(?=[A-Za-z0-9_-]{0,80}?[A-Za-z0-9]{16})[A-Za-z0-9_-]{20,}"),
     ),
     ("secret.slack_token", "a Slack token", _MOVE_SECRET, _prefixed(r"(?P<p>xox[abposr]-|xapp-)[A-Za-z0-9-]{10,}")),
     (
@@ -281,17 +402,21 @@ _SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]]
         _MOVE_SECRET,
         _prefixed(r"(?P<p>eyJ)[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
     ),
+    ("secret.vendor_key", "a vendor API key", _MOVE_SECRET, _vendor_keys),
+    ("secret.auth_header", "a credential in an Authorization header", _USE_PLACEHOLDER, _auth_headers),
+    ("secret.command_line", "a password on a command line", _USE_PLACEHOLDER, _command_line),
     ("secret.connection_string", "a connection string with a password", _USE_PLACEHOLDER, _connection_strings),
     ("secret.password_assignment", "a credential assigned in plain text", _USE_PLACEHOLDER, _assignments),
     ("secret.high_entropy", "a random-looking secret", _MOVE_SECRET, _high_entropy),
 )
 
-# Phrase-based on purpose: each alternative needs the imperative shape of an override ("ignore ... previous
-# instructions", "you are now an unrestricted AI"), so lessons that merely mention instructions pass.
+# Phrase-based on purpose: each alternative needs the shape of an override ("ignore ... previous
+# instructions", "you are now an unrestricted AI"), so lessons that merely mention instructions pass. The
+# gerund counts too: "I prefer ignoring all previous instructions" is an override said as a preference.
 # Matched against lowercased text without re.I and without a leading \b: that lets the regex engine skip
 # ahead by first character, about 5x faster; _injection_phrase checks the word boundary instead.
 _INJECTION = re.compile(
-    r"""(?:ignore|disregard|forget)\s+(?:(?:all|any|of|the|these|those|my|your)\s+)*
+    r"""(?:ignor(?:e|ing)|disregard(?:ing)?|forget)\s+(?:(?:all|any|of|the|these|those|my|your)\s+)*
           (?:previous|prior|above|earlier|preceding|foregoing)\s+
           (?:instructions?|prompts?|directions|directives|rules|guidelines|context|messages)\b
       | (?:ignore|disregard|forget|override)\s+(?:(?:all|any|of)\s+)*
@@ -321,11 +446,78 @@ _DAN_CONTEXT = re.compile(
 )
 
 
+_ADVICE = {rule: advice for rule, _label, advice, _detect in _SECRET_DETECTORS}
+
+# Reworded injections: a lesson is advice for a human or an agent, so "always run the tests" passes; what
+# does not is a line addressed to whoever reads the memory later ("from now on", "when you read this",
+# "note to any AI", "Claude, …") that goes on to weaken a safeguard, act behind the user's back or move
+# secrets; and, addressed or not, the unmistakable forms of those acts (approve everything, never ask for
+# confirmation, skip every test, send ~/.ssh/id_rsa to a URL, `env | curl`).
+_TO_THE_READER = (
+    r"(?:from\s+(?:now|this\s+point|here)\s+on|going\s+forward|henceforth|hereafter"
+    r"|when(?:ever)?\s+you\s+(?:read|see|load|find|open|process|start)\b(?:\s+(?:this|these))?"
+    r"|when(?:ever)?\s+this\s+(?:memory|note|file|lesson)\s+(?:loads|is\s+(?:loaded|read))"
+    r"|(?:after|on|upon)\s+reading\s+this|on\s+your\s+next\s+(?:turn|run|session)|(?:at|on)\s+session\s+start"
+    r"|(?:note|message|instructions?|reminder|rules?|memo)\s+(?:to|for)\s+(?:(?:the|any|all|every|future)\s+)*"
+    r"(?:ai|agents?|assistants?|models?|llms?|bots?|claude|copilot)\b"
+    r"|(?:(?:any|every|all|future|the)\s+)?(?:ai\s+|coding\s+)?(?:agents?|assistants?|models?|llms?)"
+    r"(?:\s+(?:that|who))?\s+(?:reading|reads?|loading|loads)\b|(?:any|every|all|future)\s+(?:ai\s+|coding\s+)?"
+    r"(?:agents?|assistants?|models?|llms?)\s*:|whoever\s+reads\s+this"
+    r"|dear\s+(?:ai|agent|assistant|model|llm|claude)|attention,?\s+(?:ai|agents?|assistants?|models?)"
+    r"|if\s+you(?:\s+are|'re)\s+an?\s+(?:ai|llm|language\s+model|model|agent|assistant|bot)\b"
+    r"|for\s+(?:any|the|all)\s+(?:ai|agents?|assistants?|models?|llms?)\s+reading"
+    r"|(?:^|[\n.!?]\s*)(?:claude|assistant|agent|ai|model|copilot|chatgpt|gpt)\s*[:,]"
+    r"|(?:new\s+rule|system\s+note|model\s+instruction)s?\b[^:\n]{0,30}:)"
+)
+_WEAKENS = (
+    r"\b(?:skip|disable|bypass|turn\s+off|suppress|ignore|approve|auto-?approve|merge|force-?push|--force|delete"
+    r"|remove|rm\s+-rf|sen[dt]|upload|post|e-?mail|forward|exfiltrat\w*|leak|share|copy|paste|obey|trust|grant"
+    r"|never\s+(?:ask|run|mention|tell)|don'?t\s+(?:ask|tell|run)|do\s+not\s+(?:ask|tell|run|mention)|without"
+    r"|answer\s+yes|respond\s+only|report|pre-?authori[sz]ed|pre-?approved|dangerously|quietly|silently"
+    r"|secretly|whatever|authorized_keys|credentials|~/\.ssh|~/\.aws|id_rsa|\.env\b|(?:curl|wget)[^\n|]{0,200}\|\s*\w*sh)"
+)
+_SENSITIVE = (
+    r"(?<![<${])(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env(?![\w.])|\bcredentials\b|\bsecrets?\b"
+    r"|\bapi[ _-]?keys?\b"
+    r"|\btokens?\b|\bprivate[ _-]keys?\b|\bssh[ _-]keys?\b|\bpasswords?\b|\benvironment\s+variables?\b|\benv\s+vars?\b"
+    r"|~/\.aws|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
+)
+_DESTINATION = (
+    r"\b(?:to|into|in|on|at|via)\s+(?:https?://|\S+@\S+\.\w+|\d+\.\d+\.\d+\.\d+|(?:an?|the|my|your|our|this)\s"
+    r"|pastebin|gist|slack|#|/tmp|issues?\b|(?:the\s+)?(?:pr|commit)\b)"
+)
+_NOT_NEGATED = r"(?<!never\s)(?<!not\s)(?<!n't\s)(?<!avoid\s)"
+_REWORDED = re.compile(
+    _TO_THE_READER + r"[^\n]{0,160}?" + _WEAKENS
+    + r"|\b(?:always\s+|automatically\s+)?auto-?approve\b|\bapprove\s+(?:(?:all|every|any|each)\b|everything\b)"
+    + r"|\b(?:never|don'?t|do\s+not)\s+ask\s+(?:the\s+user\s+|anyone\s+|them\s+)?(?:for\s+)?"
+    r"(?:permission|confirmation|approval)|\bask\s+nothing\b"
+    + r"|\b(?:skip|disable|bypass|turn\s+off|ignore)\s+(?:all|every|each|any)\s+(?:of\s+the\s+)?(?:[\w-]+\s+)?"
+    r"(?:tests?|checks?|reviews?|hooks?|linters?|safety|security|guards?|ci|test\s+suites?)\b"
+    + r"|(?:^|[.;:!?\n]\s*)(?:just\s+|always\s+|then\s+)?(?:report|say|claim|pretend)\w*\s+(?:that\s+)?"
+    r"(?:the\s+|all\s+)?(?:tests?|checks?|they|it|ci|builds?)\s+(?:as\s+)?(?:\w+\s+)?(?:pass(?:ed|ing|es)?|green|succeeded)"
+    + r"|(?:^|[.;:!?\n]\s*)(?:just\s+|always\s+|then\s+)?(?:merge|push|commit|deploy|approve)\w*\b[^.\n]{0,40}?"
+    r"without\s+(?:any\s+)?(?:review\w*|reading|asking|telling|checking|confirmation|permission|approval)\b"
+    + r"|\b(?:trust|obey|follow|prioriti[sz]e)\s+[^.\n]{0,60}?\b(?:over|above|instead\s+of|rather\s+than)\s+"
+    r"(?:the\s+)?user"
+    + r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|notify|alert)\s+(?:this\s+(?:note\s+)?)?(?:to\s+)?"
+    r"(?:the\s+)?(?:user|human|anyone|reviewers?)\b|\bnever\s+mention\s+this\b"
+    + r"|" + _NOT_NEGATED + r"\b(?:send|upload|post|e-?mail|forward|exfiltrate|leak|share|copy|paste|print|include"
+    r"|put|commit|publish)\b[^.\n]{0,60}?" + _SENSITIVE + r"[^.\n]{0,40}?" + _DESTINATION
+    + r"|\b(?:cat|tar|env|printenv|set|base64)\b[^\n|]{0,200}\|\s*(?:curl|nc|ncat|netcat|wget|socat)\b"
+    + r"|\bcurl\b[^\n]{0,200}?(?:-d|--data\S*|-f|--form|-t|--upload-file)\s*\S*@\S*"
+    r"(?:\.ssh|\.aws|\.env|credentials|\.netrc|id_rsa|id_ed25519)"
+)
+
+
 def _injection_phrase(scan: str) -> str | None:
     lowered = scan.lower()
     for m in _INJECTION.finditer(lowered):
         if not (m.start() and m.group()[0].isalnum() and lowered[m.start() - 1].isalnum()):
             return m.group()
+    found = _REWORDED.search(lowered)
+    if found:
+        return found.group()
     for m in _DAN.finditer(scan):
         found = _DAN_CONTEXT.search(scan[max(0, m.start() - 24) : m.end() + 12].lower())
         if found:
@@ -355,35 +547,128 @@ def _content_violation(field: str, rule: str, what: str, advice: str) -> GuardVi
     return GuardViolation(rule, field, f"{field} {what} (rule {rule}): {advice}")
 
 
-def inspect(text: str, field: str = "value") -> list[GuardViolation]:
-    """All content violations in `text`: at most one per rule, secrets first, then injection, then
-    invisible characters. Never raises on any str."""
-    hidden = [(m.start(), m.group()) for m in _NOT_PRINTABLE_ASCII.finditer(text) if _is_hidden(m.group())]
-    scan = text
-    if not text.isascii():
-        # Scan what a model would read: zero-width characters must not split "ghp_…" or "ignore previous
-        # instructions", and fullwidth or ligature look-alikes must fold to ASCII.
-        if hidden:
-            positions = {position for position, _ in hidden}
-            scan = "".join(char for i, char in enumerate(text) if i not in positions)
-        scan = unicodedata.normalize("NFKC", scan)
+# Cyrillic and Greek letters that render like Latin ones; NFKC leaves them alone, so "ignоre" with a
+# Cyrillic о would read as "ignore" to a model and as something else to a regex. A skeleton in the sense
+# of Unicode TR39, restricted to the letters that matter for English phrasing and token prefixes.
+_SKELETON = str.maketrans(
+    "аАвВеЕёЁкКмМнНоОрРсСтТуУхХіІјЈѕЅԁһӏɡ"
+    "αΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖ",
+    "aABBeEeEkKmMHHoOpPcCtTyYxXiIjJsSdhlg"
+    "aABBeEnHiIkKuMvNoOpPtTuYxXzZ",
+)
 
-    found: list[tuple[int, GuardViolation]] = []
+
+def _skeleton(text: str, hidden: Sequence[tuple[int, str]]) -> str:
+    """What a model reads: no invisible characters, fullwidth and ligature forms folded (NFKC), and
+    look-alike letters from other scripts mapped to the Latin letter they imitate."""
+    if text.isascii():
+        return text
+    if hidden:
+        positions = {position for position, _ in hidden}
+        text = "".join(char for i, char in enumerate(text) if i not in positions)
+    return unicodedata.normalize("NFKC", text).translate(_SKELETON)
+
+
+# Pieces of one token broken by a line break or a space ("ghp_abc\ndef…"): runs of token characters of
+# which each holds a digit, a capital after its first letter, `_` or `-` (prose words do not).
+_PIECE = re.compile(r"[A-Za-z0-9_+/=.:-]{3,}")
+_TOKEN_LIKE = re.compile(r".+[A-Z]|.*[0-9_-]")
+# A public key's type word followed by its body is not a token broken in two.
+_PUBLIC_PIECE = re.compile(r"ssh-\w+|ecdsa-[\w-]+|sk-ssh-\S+|SHA\d*:|MD5:")
+_HEX_PIECE = re.compile(r"[0-9a-f]{7,}|[0-9a-f]{8}-[0-9a-f-]{27}")
+_HEX_TAIL = re.compile(r"(?:^|[_.:-])[0-9a-f]+$")
+_PIECE_GAP = re.compile(r"[ \t]*\n?[ \t]*")
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
+
+
+def _mixed_case(piece: str) -> bool:
+    return piece.lower() != piece and piece.upper() != piece
+
+
+def _joined(text: str) -> Iterator[tuple[str, int, bool]]:
+    """Each pair or triple of adjacent token-like pieces joined, with the offset where the first gap was
+    and whether every piece is mixed-case."""
+    pieces = [m for m in _PIECE.finditer(text) if _TOKEN_LIKE.match(m.group())]
+    for i, first in enumerate(pieces):
+        if _PUBLIC_PIECE.fullmatch(first.group()):
+            continue
+        joined, end, gap, mixed = first.group(), first.end(), first.end() - first.start(), _mixed_case(first.group())
+        for following in pieces[i + 1 : i + 3]:
+            between = text[end : following.start()]
+            if not between or _PIECE_GAP.fullmatch(between) is None:
+                break
+            # A git sha or a digest after a word is a value of its own ("bump sk-learn 3f2a9c1…"); a hex
+            # piece continues only a hex tail (a hex token such as glptt-… broken in two).
+            if _HEX_PIECE.fullmatch(following.group()) and not _HEX_TAIL.search(joined):
+                break
+            joined += following.group()
+            end = following.end()
+            mixed = mixed and _mixed_case(following.group())
+            yield joined, gap, mixed
+
+
+def _decoded(text: str) -> Iterator[str]:
+    """The text inside hex and base64 runs, when it is text (binary digests and hashes decode to noise)."""
+    for m in _HEX_RUN.finditer(text):
+        decoded = _printable(binascii.unhexlify(m.group()))
+        if decoded:
+            yield decoded
+    for m in _BASE64_RUN.finditer(text):
+        decoded = _decode_base64(m.group())
+        if decoded and len(decoded) >= 8:
+            yield decoded
+
+
+def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
+    """(position, rule, label, hint) of each secret rule's first match, in text order."""
+    found: list[tuple[int, str, str, str]] = []
     # One flag per character: linear however many matches there are, unlike comparing span pairs.
     claimed = bytearray(len(scan))
     reported: set[str] = set()
-    for rule, label, advice, detect in _SECRET_DETECTORS:
+    for rule, label, _advice, detect in _SECRET_DETECTORS:
         for start, end, hint in detect(scan):
             if claimed.find(1, start, end) != -1:
                 continue
             claimed[start:end] = b"\x01" * (end - start)
             if rule not in reported:
                 reported.add(rule)
-                what = f"looks like it contains {label} '{hint}'"
-                found.append((start, _content_violation(field, rule, what, advice)))
-    violations = [violation for _, violation in sorted(found, key=lambda item: item[0])]
+                found.append((start, rule, label, hint))
+    return sorted(found)
 
-    injection = _injection_phrase(scan)
+
+def _hidden_secret(scan: str) -> tuple[str, str] | None:
+    """(label, hint) of a secret that only shows once split pieces are joined or encoded runs decoded."""
+    for joined, gap, mixed in _joined(scan):
+        for start, rule, label, hint in _secrets(joined):
+            # The match must start in the first piece, so that it spans the break. Joining a CONSTANT to a
+            # hex digest makes a mixed-case run, so the random-looking rule only counts when every piece
+            # is mixed-case itself, as the pieces of a random token are.
+            if start < gap and (mixed or rule != "secret.high_entropy"):
+                return f"{label} split over a line break or a space", hint
+    for decoded in _decoded(scan):
+        for _start, _rule, label, _hint in _secrets(decoded):
+            return f"{label} hidden in a hex or base64 run", "an encoded run"
+    return None
+
+
+def inspect(text: str, field: str = "value") -> list[GuardViolation]:
+    """All content violations in `text`: at most one per rule, secrets first, then injection, then
+    invisible characters. Never raises on any str."""
+    hidden = [(m.start(), m.group()) for m in _NOT_PRINTABLE_ASCII.finditer(text) if _is_hidden(m.group())]
+    scan = _skeleton(text, hidden)
+    violations = [
+        _content_violation(field, rule, f"looks like it contains {label} '{hint}'", _ADVICE[rule])
+        for _start, rule, label, hint in _secrets(scan)
+    ]
+    if not violations:
+        hidden_secret = _hidden_secret(scan)
+        if hidden_secret:
+            label, hint = hidden_secret
+            what = f"looks like it contains {label} ('{hint}')"
+            violations.append(_content_violation(field, "secret.obfuscated", what, _MOVE_SECRET))
+
+    injection = _injection_phrase(scan) or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
     if injection:
         phrase = " ".join(injection.split())[:60]
         what = f"contains prompt-injection phrasing '{phrase}'"
@@ -451,5 +736,37 @@ def check_write(key: str, value: str, tags: Sequence[str] = (), limits: Limits =
         fields = ((key, "key"), *((tag, "tags") for tag in tags), (value, "value"))
         # A generator, so a rejected key spares scanning a 4,000-character value.
         violation = next((found[0] for text, field in fields if (found := inspect(text, field))), None)
+    if violation is not None:
+        raise GuardError(violation)
+
+
+def check_record(
+    *,
+    scope: str,
+    key: str,
+    value: str,
+    tags: Sequence[str] = (),
+    kind: str = "",
+    provenance: Mapping[str, str] | None = None,
+    limits: Limits = _DEFAULT_LIMITS,
+) -> None:
+    """The one guard call of a write or an imported record: every field that is stored and served back.
+
+    Raise GuardError with the first violation, sizes first, then the content of scope, key, kind,
+    provenance (each name and value), tags and value; the message names the field
+    (`provenance.agent looks like it contains …`)."""
+    violation = _size_violation(key, value, tags, limits)
+    if violation is None:
+        carried = (provenance or {}).items()
+        fields = (
+            (scope, "scope"),
+            (key, "key"),
+            (kind, "kind"),
+            *((name, "provenance") for name, _ in carried),
+            *((text, f"provenance.{name[:40]}") for name, text in carried),
+            *((tag, "tags") for tag in tags),
+            (value, "value"),
+        )
+        violation = next((found[0] for text, field in fields if text and (found := inspect(text, field))), None)
     if violation is not None:
         raise GuardError(violation)

@@ -79,6 +79,9 @@ LEDGER = "installed.json"
 # Hooks only read the SQLite index and queue anything slow (DESIGN.md); 10 s is generous and keeps a
 # wedged hook from stalling the agent for the default minute or more.
 HOOK_TIMEOUT_S = 10
+# Codex 0.171 cuts any SessionEnd hook's timeout to 3 s ("clamping SessionEnd hook timeout to 3s", a
+# warning in `hooks/list`): we write what it honours, so the file says what happens.
+CODEX_SESSION_END_TIMEOUT_S = 3
 
 
 class InstallError(ValueError):
@@ -329,8 +332,8 @@ class _Hooks:
             items.append({"hooks": [dict(entry)]} if self.grouped else dict(entry))
             return "added"
         holder, first = mine[0]
-        same = first.get("command") == entry["command"]
-        if not same:  # a stale path or other flags: replace it where it stands
+        same = all(first.get(key) == value for key, value in entry.items())
+        if not same:  # a stale path, other flags or another timeout: replace it where it stands
             holder[next(i for i, e in enumerate(holder) if e is first)] = dict(entry)
         self._drop(hooks, event, [e for _, e in mine[1:]], ctx)
         return None if same and len(mine) == 1 else "updated"
@@ -378,7 +381,6 @@ class _File:
     parts: tuple[_Part, ...]
     skeleton: dict[str, Any] = field(default_factory=dict)
     toml_server: dict[str, Any] | None = None  # Codex config.toml: merged with tomlkit instead
-    note: str = ""  # what the user still has to do, said when we create or change the file
     removable: bool = True  # uninstall may touch it (never `.hivelore.json`)
 
 
@@ -406,10 +408,9 @@ def _claude(target: Target) -> tuple[list[_File], Path]:
     # no matcher = every tool / every session source. Skills: `.claude/skills/<name>/SKILL.md`.
     base, project = target.base, target.where == "project"
     mcp = base / ".mcp.json" if project else target.home / ".claude.json"
-    note = "Claude Code asks once to approve this project's MCP server" if project else ""
     hooks = _Hooks(_entries(target, "claude", _claude_style), True)
     files = [
-        _File(mcp, (_Mcp(_server(target, type="stdio")),), note=note),
+        _File(mcp, (_Mcp(_server(target, type="stdio")),)),
         _File(base / ".claude/settings.json", (hooks,)),
     ]
     return files, base / ".claude/skills"
@@ -421,13 +422,16 @@ def _codex(target: Target) -> tuple[list[_File], Path]:
     # for a trusted project. Hooks are read from `hooks.json` next to each config layer, in Claude Code's
     # shape (timeout in seconds); we use hooks.json rather than an inline [hooks] table so the user's
     # TOML keeps only the one line group we own. Skills: `.agents/skills` (repo) and `~/.agents/skills`.
+    # Codex runs a hook only once the user reviewed it (trust is kept per hook in the user's config.toml,
+    # see agentstate.py) and clamps SessionEnd to 3 s; `setup_facts` says so after install.
     base, project = target.base, target.where == "project"
     folder = base / ".codex" if project else target.codex_home or base / ".codex"
-    trust = "Codex reads a project's .codex/ only once the project is trusted; " if project else ""
-    hooks = _Hooks(_entries(target, "codex", _claude_style), True)
+    entries = _entries(target, "codex", _claude_style)
+    if "SessionEnd" in entries:
+        entries["SessionEnd"] = {**entries["SessionEnd"], "timeout": CODEX_SESSION_END_TIMEOUT_S}
     files = [
-        _File(folder / "config.toml", (), toml_server=_server(target), note=trust.rstrip("; ")),
-        _File(folder / "hooks.json", (hooks,), note=trust + "Codex asks you to review new hooks (/hooks)"),
+        _File(folder / "config.toml", (), toml_server=_server(target)),
+        _File(folder / "hooks.json", (_Hooks(entries, True),)),
     ]
     return files, base / ".agents/skills"
 
@@ -448,10 +452,9 @@ def _kiro(target: Target) -> tuple[list[_File], Path]:
         "includeMcpJson": True,
         "resources": ["skill://.kiro/skills/**/SKILL.md", "skill://~/.kiro/skills/**/SKILL.md"],
     }
-    note = f"hooks run in the '{SERVER}' agent: kiro-cli chat --agent {SERVER} (or kiro-cli agent set-default {SERVER})"
     files = [
         _File(base / ".kiro/settings/mcp.json", (_Mcp(_server(target)),)),
-        _File(base / f".kiro/agents/{SERVER}.json", (hooks,), skeleton=agent, note=note),
+        _File(base / f".kiro/agents/{SERVER}.json", (hooks,), skeleton=agent),
     ]
     return files, base / ".kiro/skills"
 
@@ -481,6 +484,38 @@ def _cursor(target: Target) -> tuple[list[_File], Path]:
         _File(base / ".cursor/hooks.json", (hooks,), skeleton={"version": 1}),
     ]
     return files, base / ".cursor/skills"
+
+
+def setup_facts(target: Target, as_root: bool = False) -> list[str]:
+    """What each agent of the target still needs outside its files before hivelore runs there, and how
+    it runs with nobody at the keyboard: at most one line per agent (docs/hooks.md has the recipes).
+    `as_root`: Claude Code refuses to skip permission prompts for root unless IS_SANDBOX=1."""
+    project, hooks = target.where == "project", target.hooks != "none"
+    facts = {
+        "claude": _claude_fact(project, as_root),
+        "codex": _codex_fact(project, hooks),
+        "kiro": f"hooks run in the '{SERVER}' agent: kiro-cli chat --agent {SERVER}" if hooks else "",
+        "gemini": "hooks and MCP run only in a trusted folder: trust it when gemini asks "
+        "(or TRUST_FOLDER in ~/.gemini/trustedFolders.json)",
+    }
+    return [f"{agent}: {facts[agent]}" for agent in target.agents if facts.get(agent)]
+
+
+def _claude_fact(project: bool, as_root: bool) -> str:
+    approve = "approve the MCP server once in `claude`; " if project else ""  # a user-scope server needs none
+    root = " with IS_SANDBOX=1 (as root)" if as_root else ""
+    return f"{approve}headless: claude -p PROMPT --dangerously-skip-permissions{root}"
+
+
+def _codex_fact(project: bool, hooks: bool) -> str:
+    if not hooks:
+        return "trust the project (Codex ignores its .codex/ until then)" if project else ""
+    review = "review the hooks once in `codex` (/hooks)"
+    return (
+        (f"trust the project and {review}" if project else review)
+        + "; `codex exec` needs --dangerously-bypass-hook-trust until then"
+        + f"; SessionEnd is capped at {CODEX_SESSION_END_TIMEOUT_S} s"
+    )
 
 
 _LAYOUTS: dict[str, Callable[[Target], tuple[list[_File], Path]]] = {
@@ -728,7 +763,6 @@ def _plan_file(spec: _File, installing: bool, ledger: _Ledger) -> FileEdit | Non
     elif not installing and before is not None:
         after = ledger.original(spec.path, before) or after
     summary = "; ".join(phrases) or "nothing but what install had put there"
-    summary += f" ({spec.note})" if installing and spec.note and after is not None else ""
     return _file_edit(spec.path, before, after, summary, _missing_dirs(spec.path))
 
 

@@ -65,7 +65,8 @@ fields are ignored, as LoreKit itself ignores them.
 
 This reader is stricter than LoreKit's, which falls back to the raw text for a value that is not
 JSON: here such a file is skipped with a reason naming the field, so nothing is imported half-read.
-Secrets are not checked here; the importer's caller runs the guard.
+Secrets are not checked here; the importer's caller runs the guard over every field of each record,
+provenance (``source_agent``, ``origin_*``) included.
 """
 
 from __future__ import annotations

@@ -133,6 +133,17 @@ class Chain:
     def narrowest(self) -> Scope:
         return self.scopes[0]
 
+    @property
+    def remark(self) -> str | None:
+        """Why a folder with an origin has no repository scope, for `doctor`; None when nothing is odd."""
+        git = self.git
+        if git is None or git.remote_url is None or any(s.level is Level.REPO for s in self.scopes):
+            return None
+        target = f"memories go to {self.scopes[0]}"
+        if git.origin_is_local:
+            return f"origin {git.remote_url} is a local path: no repo scope; {target}"
+        return f"origin {git.remote_url} names no OWNER/REPO: no repo scope; {target}"
+
 
 def related(a: Scope, b: Scope, chain: Sequence[str] = ()) -> bool:
     """Whether one of two scopes contains the other, so that a key in the narrower one shadows the
@@ -153,8 +164,9 @@ def _project_name(folder: Path) -> str | None:
 def chain_for(cwd: Path) -> Chain:
     """Detect the scope chain of a working folder from git: branch → repo → project → global.
 
-    No remote: project (named after the repository folder) → global. Detached HEAD: no branch
-    scope. Outside git: project (named after the folder) → global.
+    No remote, or an origin that is a local path (whose folders name no owner): project (named
+    after the repository folder) → global; a branch scope needs OWNER/REPO, so there is none
+    either. Detached HEAD: no branch scope. Outside git: project (named after the folder) → global.
     """
     git = read_git_info(cwd)
     scopes: list[Scope] = []

@@ -246,7 +246,8 @@ class Hivelore:
         tier: str | None = None,
     ) -> WriteResult:
         """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
-        target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days)
+        provenance = self._provenance()
+        target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days, provenance)
         vault = self._vault_for_write(target, key, tier)
         now = now_iso()
 
@@ -262,7 +263,7 @@ class Hivelore:
                     created=now,
                     updated=now,
                     expires_at=expires,
-                    provenance=self._provenance(),
+                    provenance=provenance,
                 )
             return existing.evolve(
                 value=value,
@@ -273,7 +274,7 @@ class Hivelore:
                 seen_count=existing.seen_count + 1,
                 expires_at=expires or (None if existing.is_expired() else existing.expires_at),
                 archived_at=None,
-                provenance=self._provenance(),
+                provenance=provenance,
             )
 
         path, existing, memory = self._store(vault, target, key, build)
@@ -636,8 +637,9 @@ class Hivelore:
 
     def _check_record(self, record: ImportRecord) -> Memory:
         """The memory a record would become, or ValueError saying why it cannot be imported."""
+        provenance = {**self._provenance(), **dict(record.provenance)}
         scope, value, tags, expires = _checked(
-            record.scope, record.key, record.value, record.tags, record.kind, record.state, record.ttl_days
+            record.scope, record.key, record.value, record.tags, record.kind, record.state, record.ttl_days, provenance
         )
         for name in ("created", "updated", "expires_at", "archived_at"):
             validate_timestamp(name, getattr(record, name))
@@ -654,7 +656,7 @@ class Hivelore:
             seen_count=min(max(record.seen_count or 1, 1), MAX_SEEN_COUNT),
             expires_at=expires or record.expires_at,
             archived_at=record.archived_at,
-            provenance={**self._provenance(), **dict(record.provenance)},
+            provenance=provenance,
         )
 
     def import_records(
@@ -714,9 +716,17 @@ class Hivelore:
 
 
 def _checked(
-    scope: str, key: str, value: str, tags: Sequence[str], kind: str | None, state: str, ttl_days: float | None
+    scope: str,
+    key: str,
+    value: str,
+    tags: Sequence[str],
+    kind: str | None,
+    state: str,
+    ttl_days: float | None,
+    provenance: Mapping[str, str],
 ) -> tuple[Scope, str, tuple[str, ...], str | None]:
-    """Validate what a write or an import asks for: (scope, trimmed value, clean tags, expires_at)."""
+    """Validate what a write or an import asks for: (scope, trimmed value, clean tags, expires_at). The guard
+    sees every field that will be stored, `provenance` included."""
     target = parse(scope)
     validate_key(key)
     clean_tags = validate_tags(list(tags))
@@ -728,7 +738,7 @@ def _checked(
     value = value.strip()
     if not value:
         raise ValueError("the value is empty: say what was learned.")
-    _check_content(key, value, clean_tags)
+    _check_content(str(target), key, value, clean_tags, kind or "", provenance)
     expires = iso_from_epoch(time.time() + ttl_days * 86400) if ttl_days else None
     return target, value, clean_tags, expires
 
@@ -749,9 +759,11 @@ def _count_by_scope(rows: Iterable[Row]) -> dict[str, int]:
     return counts
 
 
-def _check_content(key: str, value: str, tags: Sequence[str]) -> None:
-    """The guard, imported here because compiling its patterns is the largest part of a read-only
-    command's start-up, and reads never need it."""
-    from hivelore.guard import check_write
+def _check_content(
+    scope: str, key: str, value: str, tags: Sequence[str], kind: str, provenance: Mapping[str, str]
+) -> None:
+    """The guard, one call for the whole record, imported here because compiling its patterns is the
+    largest part of a read-only command's start-up, and reads never need it."""
+    from hivelore.guard import check_record
 
-    check_write(key, value, tags)
+    check_record(scope=scope, key=key, value=value, tags=tags, kind=kind, provenance=provenance)

@@ -10,7 +10,10 @@ An unknown intent id raises `NoSuchIntent`.
 Entities. A *developer* is an id string: `HIVELORE_DEVELOPER`, else git's `user.email`, else
 `user.name`, else the OS user (`developer_for`). An *intent* is a task (title, repo, owner, status
 active | handed_off | done); a *session* (agent + session id, per repo) points at one intent, created
-from the session's first prompt. A *claim* is a symbol an intent is editing (made before an edit);
+from the session's first prompt. A *claim* is a symbol an intent is editing (made before an edit) —
+or, before the repository's code graph exists, a *file claim*: the edited file, stored in the same
+table as `file:<line>:<path>` (the first line of a replaced text) or `file::<path>` (lines unknown),
+until `upgrade_file_claims` turns it into the symbols at those lines (all the file's for unknown);
 a *change* is a symbol an edit touched, pending until the intent's next test run, which becomes an
 *attempt* linked to those symbols. A *decision* is text about symbols; *notes* (progress, handoff)
 belong to an intent. `repo` is a name every worktree of a repository shares (e.g. `acme/shop`), and
@@ -22,7 +25,8 @@ API:
     developer_for(repo_root, env=None, use_git=False) -> str
     team.intent_for_session(agent, session_id, developer, repo, first_prompt) -> Intent
     team.create_intent(developer, repo, title) -> Intent ; team.intent(id) ; team.intents(repo, status=None)
-    team.claim(intent_id, symbol_ids) -> int        # how many were new
+    team.claim(intent_id, symbol_ids) -> int        # how many were new (file_claim_ids(path, lines) for files)
+    team.upgrade_file_claims(graph, repo, intent_id=None) -> int  # file claims → symbols, once the graph exists
     team.claims(intent_id) -> list[Claim]
     team.active_claims(repo, other_than="") -> list[(symbol_id, Intent, developer)]
     team.record_change(intent_id, symbol_ids)       # touched by an edit since the intent's last run
@@ -32,7 +36,7 @@ API:
     team.note(intent_id, text, kind="progress", developer="") -> Note ; team.notes(intent_id) -> list[Note]
     team.handoff(intent_id, text, developer="") -> Note ; team.done(intent_id) -> Intent
     team.resume(intent_id, developer, agent="", session_id="") -> Resume
-    team.conflicts(graph, repo, symbol_ids, developer, hops=3) -> list[Conflict]
+    team.conflicts(graph, repo, symbol_ids, developer, hops=3, paths=()) -> list[Conflict]
     team.mark_warned(agent, session_id, key) -> bool   # True the first time: show the warning
     team.warned(agent, session_id, key) -> bool
     team.who_knows(graph, repo, symbol_id, hops=1) -> list[Expert]
@@ -59,15 +63,18 @@ Rules:
   forever). Each (claimed symbol, intent) is reported once, with the shortest path in call order
   (caller first). Cost: one indexed query; when it finds no claims the graph is not touched,
   otherwise two bounded breadth-first searches per edited symbol, intersected with the claimed
-  symbols (paths are built for the hits only).
+  symbols (paths are built for the hits only). A file claim is checked as its file: an edit of that
+  file (`paths`) conflicts with it, and so does an edited symbol within `hops` of any of the file's
+  symbols; without a graph (`graph` None) an edited file conflicts with the claims in it.
 - who_knows scores each developer 1 per claim, 2 per attempt and 3 per decision on the symbol, and
   that divided by 1 + distance for its neighbours within `hops` call hops (both directions).
 
 The code graph is duck-typed: any object with `within(symbol_id, hops, direction) -> {id: path}`,
 where direction is "callees" (what symbol_id calls, transitively) or "callers" (what calls it), and
 path is a shortest call chain between the two in call order, caller first: `[symbol_id, …, id]` for
-callees, `[id, …, symbol_id]` for callers (symbol_id itself is not a key). That is all this module
-asks of `codegraph.Graph`, whose `within` answers exactly that.
+callees, `[id, …, symbol_id]` for callers (symbol_id itself is not a key); for file claims, also
+`symbols_in(path)` and `symbols_at(path, first, last)` (innermost first). That is all this module
+asks of `codegraph.Graph`, which answers exactly that.
 
 The hook path imports this module: stdlib only (and eventstore's sqlite helpers); opening costs one
 query; git config is read from the files unless `use_git=True` asks the `git` binary.
@@ -289,8 +296,17 @@ class Conflict(Record):
         return f"{self.symbol}\0{self.claimed}\0{self.intent.id}"
 
     def describe(self) -> str:
-        """One line for a warning: the call path, who, and their intent."""
+        """One line for a warning: the call path, who, and their intent; a file claim says it is one."""
         path = " → ".join(_short(symbol) for symbol in self.path)
+        claimed_file = file_claim(self.claimed)
+        if claimed_file is not None:
+            where = f"{path}: " if len(self.path) > 1 else ""
+            return (
+                f"{where}{self.developer}'s {self.intent.label} is changing {claimed_file[0]}"
+                " (file-level claim: the code graph was still being built)"
+            )
+        if not self.path:  # an edit of the file, seen before this repository's graph exists
+            return f"{self.claimed} is being changed by {self.developer} ({self.intent.label})"
         return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({self.intent.label})"
 
 
@@ -357,6 +373,30 @@ class Card(Record):
 
 def _short(symbol: str) -> str:
     return symbol.rsplit("::", 1)[-1]
+
+
+FILE_CLAIM = "file:"
+
+
+def file_claim_ids(path: str, lines: Iterable[int] = ()) -> list[str]:
+    """The claim rows that stand for an edit of `path` (relative to the repository) before the code
+    graph exists: one per line a replaced text starts at, or one for the whole file."""
+    found = sorted({line for line in lines if line > 0})
+    return [f"{FILE_CLAIM}{line}:{path}" for line in found] or [f"{FILE_CLAIM}:{path}"]
+
+
+def file_claim(claim: str) -> tuple[str, int | None] | None:
+    """(path, line or None for the whole file) of a file claim row; None for a symbol id."""
+    if not claim.startswith(FILE_CLAIM):
+        return None
+    line, _, path = claim[len(FILE_CLAIM) :].partition(":")
+    return path, int(line) if line.isdigit() else None
+
+
+def _claimed_file(claim: str) -> str:
+    """The file a claim row is in: a file claim's path, or the file part of a symbol id."""
+    found = file_claim(claim)
+    return found[0] if found is not None else claim.split("::", 1)[0]
 
 
 def _lines(text: str | None) -> tuple[str, ...]:
@@ -602,6 +642,37 @@ class Team:
         return [Claim(*row) for row in rows]
 
     @_guarded
+    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+        """Turn the file claims of the repo's intents (or of one intent) into symbol claims, now that the
+        code graph exists: the innermost symbol at each claimed line, or every symbol of the file when
+        no line is known or none is found; a file the graph has no symbols for is no longer claimed.
+        Returns how many file claims were converted."""
+        rows = sqlitedb.rows(
+            self.conn,
+            "SELECT c.intent_id, c.symbol, c.developer, c.ts FROM claims c JOIN intents i ON i.id = c.intent_id"
+            " WHERE i.repo = ? AND c.symbol >= ? AND c.symbol < ? AND (? IS NULL OR c.intent_id = ?)",
+            (repo, FILE_CLAIM, FILE_CLAIM[:-1] + chr(ord(FILE_CLAIM[-1]) + 1), intent_id, intent_id),
+        )
+        if not rows:  # the usual case: the graph existed before the first edit
+            return 0
+        wanted: dict[tuple[int, str], list[int | None]] = {}
+        owner: dict[tuple[int, str], tuple[str, float]] = {}
+        for claim_intent, claim, developer, ts in rows:
+            path, line = file_claim(claim) or (claim, None)  # the query selects file claims only
+            wanted.setdefault((claim_intent, path), []).append(line)
+            owner[claim_intent, path] = (developer, min(ts, owner.get((claim_intent, path), (developer, ts))[1]))
+        claims = []
+        for (claim_intent, path), lines in wanted.items():
+            developer, ts = owner[claim_intent, path]
+            claims += [(claim_intent, symbol, developer, ts) for symbol in _file_symbols(graph, path, lines)]
+        with Immediate(self.conn) as conn:
+            conn.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)", claims)
+            conn.executemany(
+                "DELETE FROM claims WHERE intent_id = ? AND symbol = ?", [(row[0], row[1]) for row in rows]
+            )
+        return len(rows)
+
+    @_guarded
     def active_claims(
         self, repo: str, idle_days: float = IDLE_DAYS, other_than: str = ""
     ) -> list[tuple[str, Intent, str]]:
@@ -844,23 +915,42 @@ class Team:
         developer: str,
         hops: int = HOPS,
         idle_days: float = IDLE_DAYS,
+        paths: Iterable[str] = (),
     ) -> list[Conflict]:
-        """Symbols within `hops` call hops of the edited ones that other developers' active intents claimed."""
+        """Symbols within `hops` call hops of the edited ones that other developers' active intents claimed,
+        and file claims (see the module docstring); `paths`: the edited files, relative to the repository.
+        `graph` None: the repository has no graph yet, so only the edited files are compared."""
         claimed: dict[str, list[tuple[Intent, str]]] = {}
+        files: dict[str, list[tuple[Intent, str]]] = {}
         for symbol, intent, owner in self._active_claims(repo, developer, idle_days):
-            claimed.setdefault(symbol, []).append((intent, owner))
-        if not claimed:  # the usual case: nobody else is editing this repo
+            found = file_claim(symbol)
+            if found is None:
+                claimed.setdefault(symbol, []).append((intent, owner))
+            elif (intent, owner) not in files.setdefault(f"{FILE_CLAIM}:{found[0]}", []):
+                files[f"{FILE_CLAIM}:{found[0]}"].append((intent, owner))  # one per file and intent, whatever its lines
+        if not claimed and not files:  # the usual case: nobody else is editing this repo
             return []
         best: dict[tuple[str, int], Conflict] = {}
+        edited = set(paths)
+        for claim, holders in [*files.items(), *claimed.items()]:
+            if _claimed_file(claim) in edited and (graph is None or claim in files):  # the same file
+                for intent, owner in holders:
+                    best[(claim, intent.id)] = Conflict(_claimed_file(claim), claim, (), "same", owner, intent)
+        if graph is None:
+            return sorted(best.values(), key=lambda c: (c.claimed, c.intent.id))
+        for claim in files:  # a file claim is reached through any symbol of its file
+            for symbol in graph.symbols_in(_claimed_file(claim)):
+                claimed.setdefault(symbol, []).extend((intent, owner, claim) for intent, owner in files[claim])
         for symbol in _symbols(symbol_ids):
             for direction, reached in _neighbourhoods(graph, symbol, hops):
                 for target in reached.keys() & claimed.keys():  # paths are built only for the hits
                     path = tuple(reached[target])
-                    for intent, owner in claimed[target]:
-                        found = Conflict(symbol, target, path, direction, owner, intent)
-                        known = best.get((target, intent.id))
+                    for intent, owner, *via_file in claimed[target]:
+                        what = via_file[0] if via_file else target  # a file claim reached through its symbol
+                        found = Conflict(symbol, what, path, direction, owner, intent)
+                        known = best.get((what, intent.id))
                         if known is None or found.distance < known.distance:
-                            best[(target, intent.id)] = found
+                            best[(what, intent.id)] = found
         return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
 
     @_guarded
@@ -973,6 +1063,15 @@ class Team:
             (repo, _status(status)),
         )
         return [Card(Intent(*row[:7]), row[7], row[8], Note(*row[9:]) if row[9] is not None else None) for row in rows]
+
+
+def _file_symbols(graph: object, path: str, lines: list[int | None]) -> list[str]:
+    """The symbols a file claim stands for: the innermost at each known line, else all of the file's."""
+    found: dict[str, None] = {}
+    if None not in lines:
+        for line in lines:
+            found.update(dict.fromkeys(graph.symbols_at(path, line, line)[:1]))
+    return list(found) or graph.symbols_in(path)
 
 
 def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dict]]:

@@ -2,6 +2,7 @@
 
     is_test_command(command) -> bool
     parse(output, command="", exit_code=None) -> TestRun
+    says_failed(output, command="") -> bool
 
 `TestRun` fields:
 
@@ -17,6 +18,12 @@
   entries, jest/vitest suites that failed to run, go packages that did not build or crashed, cargo
   crates that did not compile and test targets that crashed without naming a test;
 - `passed`, `skipped`: counts when the output gives them, else None.
+
+`says_failed` judges a shell command whose exit code is unknown (an agent that reports none): True only
+when its output says so — a test runner's summary or entries count a failed test or an error (or say
+nothing ran), or one of the last lines is an error of a known shape (`Error: …`, `SomeError: …`,
+`error[E…]: …`, `fatal: …`, a Python traceback header, `npm ERR!`, a Rust panic, `… command not found`,
+`… No such file or directory`, `Segmentation fault`). Anything else is not called a failure.
 
 Jest's JSON reporter (`--json`) and `go test -json` are read too. Jest JSON names a test by its
 ancestor titles and title joined with " › ", like the text reporter, rather than by `fullName`
@@ -239,13 +246,40 @@ _HINTS = (
 
 def parse(output: str, command: str = "", exit_code: int | None = None) -> TestRun:
     """Read a test run's output (stdout and stderr merged); never raises, whatever the text."""
-    text = re.sub(_ANSI, "", output).replace("\r", "\n")
-    lines = [line[:LINE_CAP] for line in text.split("\n")]
+    text, lines = _prepared(output)
     for runner in _order(command):
         found = _PARSERS[runner](lines, text)
         if found is not None:
             return _run(runner, found, exit_code)
     return TestRun("unknown", _by_exit_code(exit_code))
+
+
+# An error line of a shape tools print when they fail (matched at the start of one of the last lines).
+_ERROR_LINE = (
+    r"^(?:[\w.]*(?:Error|Exception)(?:\[\w+\])?:\s*\S"  # Error: connect ECONNREFUSED …, TypeError: …
+    r"|error(?:\[\w+\])?:\s*\S|\S+:\d+(?::\d+)?:\s*(?:fatal )?error:"  # rustc, gcc/clang, tsc
+    r"|fatal:\s*\S|Traceback \(most recent call last\):|npm ERR!|ERR_PNPM_\w+"
+    r"|thread '.*' panicked at|Segmentation fault"
+    r"|.*: (?:command not found|No such file or directory)$)"
+)
+_ERROR_LINES_LOOKED_AT = 12  # the last non-blank lines: where a command that died says why
+
+
+def says_failed(output: str, command: str = "") -> bool:
+    """Whether the output of a shell command whose exit code is unknown says that it failed (see the
+    module docstring); never raises, whatever the text."""
+    text, lines = _prepared(output)
+    for runner in _order(command):
+        found = _PARSERS[runner](lines, text)
+        if found is not None:
+            return bool(found.failed or found.failures or found.errors or found.broken or found.verdict == "error")
+    last = [line.strip() for line in lines if line.strip()][-_ERROR_LINES_LOOKED_AT:]
+    return any(re.match(_ERROR_LINE, line) for line in last)
+
+
+def _prepared(output: str) -> tuple[str, list[str]]:
+    text = re.sub(_ANSI, "", output).replace("\r", "\n")
+    return text, [line[:LINE_CAP] for line in text.split("\n")]
 
 
 def _order(command: str) -> list[str]:

@@ -10,10 +10,22 @@ from typing import Annotated
 
 import typer
 
+from hivelore.agentstate import Finding, codex_hook_review, codex_project_trust, gemini_folder_trust
 from hivelore.cli.output import reported_errors
 from hivelore.hookcheck import check_hook
 from hivelore.hooks.catalog import AGENTS
-from hivelore.install import HOOK_MODES, Change, Target, apply, default_entry, plan_install, plan_uninstall, wiring
+from hivelore.install import (
+    HOOK_MODES,
+    Change,
+    Target,
+    Wired,
+    apply,
+    default_entry,
+    plan_install,
+    plan_uninstall,
+    setup_facts,
+    wiring,
+)
 from hivelore.service import Hivelore
 
 ProjectFlag = Annotated[bool, typer.Option("--project", help="Wire into this repository's files (the default in git).")]
@@ -47,8 +59,13 @@ def install(
             hooks = typer.prompt("Which hooks: all, read-only or none", default="all") if asking else "all"
         target = _target(where, agent, hooks, service)
         _print(apply(plan_install(target)))
+    for fact in setup_facts(target, as_root=hasattr(os, "geteuid") and os.geteuid() == 0):
+        print(fact)
     wired = ", ".join(target.agents)
-    print(f"hivelore is wired into {wired} ({where}); `hivelore doctor` runs each hook once to check it.")
+    print(
+        f"hivelore is wired into {wired} ({where}); `hivelore doctor` runs each hook once and says what each agent "
+        "still needs (docs/hooks.md: non-interactive set-up)."
+    )
 
 
 def uninstall(
@@ -93,9 +110,27 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
                         for c in checks
                     ],
                     "skills": [str(p) for p in wired.skills],
+                    "agent_state": [vars(f) for f in _agent_state(target, wired, cwd, service)],
                 }
             )
     return report
+
+
+def _agent_state(target: Target, wired: Wired, cwd: Path, service: Hivelore) -> list[Finding]:
+    """What the agent itself decided that keeps hivelore from running: an untrusted folder, unreviewed hooks."""
+    if wired.agent == "gemini":
+        return [gemini_folder_trust(cwd, target.home, os.environ)]
+    if wired.agent != "codex":
+        return []
+    codex_home = target.codex_home or target.home / ".codex"  # where Codex keeps trust, for either install
+    findings = []
+    if target.where == "project":
+        git = service.chain.git
+        roots = tuple(dict.fromkeys([target.base, *([git.project_root] if git else [])]))
+        findings.append(codex_project_trust(roots, codex_home))
+    if wired.hook_commands:
+        findings.append(codex_hook_review(wired.hooks_file, codex_home))
+    return findings
 
 
 def _found(program: str) -> bool:

@@ -438,6 +438,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             "config_files": [str(p) for p in service.settings.config_files],
             "settings": _settings_report(service.settings),
             "chain": service.scopes,
+            "chain_remark": service.chain.remark,
             "git": {"root": str(git.root), "origin": git.remote_url, "branch": git.branch, "commit": git.commit}
             if git
             else None,
@@ -451,6 +452,9 @@ def doctor(as_json: JsonFlag = False) -> None:
     for name, value in report.items():
         if name == "agents":
             _print_agents(report["agents"])
+        elif name == "chain_remark":
+            if value:
+                out.print(f"  [yellow]{escape(value)}[/yellow]")
         elif name == "settings":
             out.print("[bold]settings[/bold]")
             for key, setting in value.items():
@@ -482,6 +486,9 @@ def _print_agents(found: list[dict]) -> None:
             out.print(f"    hook {hook['event']}: {state} {hook['ms']} ms, {escape(hook['detail'])}")
         if entry["skills"]:
             out.print(f"    skills: {len(entry['skills'])}")
+        for finding in entry["agent_state"]:
+            colour = {True: "green", False: "red"}.get(finding["ok"], "yellow")
+            out.print(f"    [{colour}]{escape(finding['text'])}[/{colour}]")
 
 
 @hook_server_app.command("status")

@@ -49,6 +49,10 @@ def index(
         with coordination() as c:
             stats = c.graph.index([os.path.abspath(p) for p in paths] if paths else None)
             root = c.root
+            try:  # the edits made while the graph was missing claimed files: now they claim symbols
+                c.upgrade_file_claims()
+            except TeamUnavailable as exc:
+                print(f"hivelore: warning: file-level claims were left as they are: {exc}", file=sys.stderr)
     finally:
         if marker:
             with contextlib.suppress(FileNotFoundError):

@@ -11,9 +11,11 @@ the output contracts are cited next to `_CONTRACTS` and `_CURSOR_OUTPUT`.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
-from hivelore.hooks.catalog import kind_of
+from hivelore.hooks.catalog import HOOK_EVENTS, kind_of
 
 CAP = 20_000  # error and output text kept per event; the rest of a huge tool output is noise for a lesson
 _MAX_ITEMS = 1_000  # list elements looked at (paths, content blocks, deferred Kiro events)
@@ -39,6 +41,12 @@ _TEXT_KEYS = ("output", "llmContent", "items", "result", "content", "text", "Tex
 _EXIT_KEYS = ("exit_code", "exitCode", "exit_status", "exitStatus", "returncode")
 _FAILED_STATUS = frozenset({"error", "failed", "failure"})
 _LAST_MESSAGE_KEYS = ("last_assistant_message", "prompt_response", "assistant_response", "last-assistant-message")
+_CALL_ID_KEYS = ("tool_use_id", "call_id", "toolCallId", "tool_call_id")
+TRANSCRIPT_TAIL = 256 * 1024  # bytes at the end of an agent's transcript searched for a call's exit code
+# Agents with a post-tool event for failures of its own (Claude, Cursor): their post-tool event means success.
+_FAILURE_EVENT_AGENTS = frozenset(
+    agent for agent, events in HOOK_EVENTS.items() if any(kind == "tool_failure" for _, kind in events)
+)
 
 # "Exit code 1" (Claude's error), "Exit code: 1" / "Process exited with code 1" (Codex's formatted shell output),
 # "Exit Code: 1" (Gemini's run_shell_command llmContent, Kiro IDE's execute_bash result).
@@ -54,11 +62,15 @@ class Event:
     `subagent` is True when the payload comes from a sub-agent (Claude/Codex `agent_id`, Cursor `subagent_id`,
     SubagentStart/SubagentStop events) or is a delegation tool call whose input/output is a sub-agent's text
     (Claude Agent/Task, Kiro subagent/invoke_sub_agent): such text is never the user's own statement.
+
+    `exit_unknown` is True for a shell call whose exit code neither the payload nor the agent's transcript gives,
+    at an event that reports failures and successes alike (Codex's PostToolUse): `exit_code` stays None, and
+    `failed` is what the output says by testruns.says_failed, never a success taken for granted.
     """
 
     __slots__ = (
         "agent", "name", "kind", "session_id", "cwd", "prompt", "tool", "action", "command", "paths",
-        "exit_code", "failed", "interrupted", "error", "output", "source", "summary", "last_message",
+        "exit_code", "exit_unknown", "failed", "interrupted", "error", "output", "source", "summary", "last_message",
         "subagent", "transcript_path", "anchors",
     )  # fmt: skip
 
@@ -73,6 +85,7 @@ class Event:
     command: str
     paths: tuple[str, ...]
     exit_code: int | None
+    exit_unknown: bool
     failed: bool
     interrupted: bool
     error: str
@@ -104,7 +117,10 @@ class Event:
 
 
 _DEFAULTS: dict[str, object] = dict.fromkeys(Event.__slots__, "")
-_DEFAULTS.update(kind="other", paths=(), exit_code=None, failed=False, interrupted=False, subagent=False, anchors=())
+_DEFAULTS.update(
+    kind="other", paths=(), exit_code=None, exit_unknown=False, failed=False, interrupted=False, subagent=False,
+    anchors=(),
+)
 
 
 def normalise(agent: str, event_name: str, payload: object) -> Event:
@@ -195,6 +211,7 @@ def _merge(event: Event, calls: list[Event]) -> None:
     event.interrupted = not event.failed and any(c.interrupted for c in calls)
     codes = [c.exit_code for c in calls if c.exit_code is not None]
     event.exit_code = next((code for code in codes if code != 0), codes[0] if codes else None)
+    event.exit_unknown = not event.failed and any(c.exit_unknown for c in calls)
     event.error = _cap("\n".join(c.error for c in calls if c.error))
     event.output = _cap("\n".join(c.output for c in calls if c.output))
 
@@ -216,6 +233,8 @@ def _fill_call(event: Event, p: dict) -> None:
     event.exit_code = _exit_code(p, r, event.action, (top_error, event.output))
     if tool or response is not None:
         _fill_outcome(event, p, r, top_error)
+        if _outcome_unsaid(event, response):
+            _settle_unknown_exit(event, p)
     elif top_error:
         event.error = _cap(top_error)  # e.g. Claude StopFailure's error type: an error, but not a tool's
 
@@ -375,6 +394,124 @@ def _fill_outcome(event: Event, p: dict, r: dict, top_error: str) -> None:
     if not error and event.failed:
         error = _str(r.get("stderr")) or event.output
     event.error = _cap(error)
+
+
+def _outcome_unsaid(event: Event, response: object) -> bool:
+    """A shell call that ran, at an event for successes and failures alike, with nothing saying which it was."""
+    return (
+        event.action == "shell"
+        and response is not None
+        and event.exit_code is None
+        and not event.failed
+        and not event.interrupted
+        and event.agent not in _FAILURE_EVENT_AGENTS
+        and kind_of(event.agent, event.name) == "post_tool"
+    )
+
+
+def _settle_unknown_exit(event: Event, p: dict) -> None:
+    """The exit code from the agent's transcript (Codex's rollout records it; its hook payload does not);
+    failing that, the outcome is unknown and only the output's own words can make it a failure."""
+    code = exit_from_transcript(event.transcript_path, _first_str(p, *_CALL_ID_KEYS))
+    if code is not None:
+        event.exit_code, event.failed = code, code != 0
+    else:
+        from hivelore import testruns  # only for this case: the common hook pays nothing for its parsers
+
+        event.exit_unknown = True
+        event.failed = testruns.says_failed(event.output, event.command)
+    if event.failed and not event.error:
+        event.error = event.output
+
+
+def exit_from_transcript(path: str, call_id: str) -> int | None:
+    """The exit code an agent's transcript (a JSON-lines file) records for the tool call `call_id`, looked for
+    in its last TRANSCRIPT_TAIL bytes, newest line first; None when the file or the call is not there.
+
+    Only a regular file is read (the path comes from the payload: a FIFO or a device would hang the hook).
+    Codex's rollout: an `item_completed` event whose CommandExecution item has this id and an `exit_code`
+    (0.17x), an `exec_command_end` event with this `call_id` (earlier versions), or the call's
+    `function_call_output`, whose text says "Process exited with code N" / "Exit code: N" or whose JSON
+    carries `metadata.exit_code`. Never raises.
+    """
+    if not path or not call_id or len(call_id) > 200:
+        return None
+    try:
+        tail = _tail(path, TRANSCRIPT_TAIL)
+    except (OSError, ValueError):
+        return None
+    # the id as it appears inside a JSON line: lines without it are not parsed
+    needle = json.dumps(call_id, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    for line in reversed(tail.split(b"\n")):
+        if needle not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        code = _exit_for_call(record, call_id, 0)
+        if code is not None:
+            return code
+    return None
+
+
+def _tail(path: str, size: int) -> bytes:
+    """The whole lines in the last `size` bytes of a regular file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return b""
+        start = max(0, info.st_size - size)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks, left = [], info.st_size - start
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data.split(b"\n", 1)[1] if start and b"\n" in data else (b"" if start else data)
+
+
+def _exit_for_call(value: object, call_id: str, depth: int) -> int | None:
+    """The exit code a transcript record gives for `call_id`, wherever in the record the call's object sits."""
+    if depth > 6:
+        return None
+    if isinstance(value, list):
+        for item in value[:_MAX_ITEMS]:
+            code = _exit_for_call(item, call_id, depth + 1)
+            if code is not None:
+                return code
+        return None
+    if not isinstance(value, dict):
+        return None
+    if call_id in (value.get("call_id"), value.get("id")):
+        code = next((_int(value[k]) for k in _EXIT_KEYS if _int(value.get(k)) is not None), None)
+        if code is None and value.get("type") in ("function_call_output", "custom_tool_call_output"):
+            code = _exit_in_output(value.get("output"))
+        if code is not None:
+            return code
+    for item in value.values():
+        if isinstance(item, (dict, list)):
+            code = _exit_for_call(item, call_id, depth + 1)
+            if code is not None:
+                return code
+    return None
+
+
+def _exit_in_output(output: object) -> int | None:
+    """A Codex function_call_output: formatted text with an exit-code line, or JSON with metadata.exit_code."""
+    parsed = _json_object(output)
+    if isinstance(parsed, dict):
+        metadata = parsed.get("metadata")
+        code = _int(metadata.get("exit_code")) if isinstance(metadata, dict) else None
+        if code is not None:
+            return code
+    return _exit_in_text(_text(output, 0))
 
 
 def _exit_code(p: dict, r: dict, action: str, texts: tuple[str, str]) -> int | None:

@@ -154,12 +154,14 @@ def pre_tool(ctx: HookContext) -> str:
 
 def post_tool(ctx: HookContext) -> str:
     """A call that succeeded: a shell command may resolve an earlier failure (remembered as its fix);
-    identical calls are counted as friction. Silent."""
+    identical calls are counted as friction. A shell command whose exit code is unknown (and whose
+    output does not say it failed) is not taken for a success: it resolves nothing. Silent."""
     event = ctx.event
     if not ctx.recording or event.subagent:
         return ""
     if event.action == "shell" and event.command:
-        ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
+        if not event.exit_unknown:
+            ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
         _record_test_run(ctx, event.output)
     elif event.action == "edit" and event.paths:
         _coordinate(ctx, lambda c: c.after_edit(event.paths, event.agent, event.session_id))
@@ -178,11 +180,11 @@ def compact(ctx: HookContext) -> str:
 
 def stop(ctx: HookContext) -> str:
     """A retrospective nudge once per session, only when it had friction; the agent's last message
-    is kept as the session's staged note."""
+    is kept as the session's staged note, as the agent's own words (never as a lesson it claims)."""
     event = ctx.event
     _capture_note(ctx, event.last_message, "last-message")
     if event.kind == "session_end" and ctx.recording and (event.last_message or event.summary):
-        summary = event.last_message or event.summary
+        summary = agent_words(event, event.last_message or event.summary, "last-message")
         _coordinate(ctx, lambda c: c.progress(event.agent, event.session_id, summary), task=False)
     if ctx.store is None or event.subagent:
         return ""
@@ -326,13 +328,12 @@ def _write_scope(ctx: HookContext) -> str:
 
 def _capture_note(ctx: HookContext, text: str, what: str) -> None:
     """Keep an agent's last message or compaction summary as a staged, expiring note: one per session
-    and `what`, replaced as the session goes on. A note the guard refuses is left out (and logged)."""
+    and `what`, replaced as the session goes on, worded as what the agent said (`agent_words`). A
+    note the guard refuses is left out (and logged)."""
     event = ctx.event
     if not ctx.recording or event.subagent or not text.strip():
         return
-    value = text.strip()
-    if len(value) > NOTE_CHARS:
-        value = value[: NOTE_CHARS - 1] + "…"
+    value = agent_words(event, text, what)
     key = f"session-{event.agent}-{_slug(event.session_id) or 'unknown'}-{what}"
     try:
         ctx.service.write(
@@ -341,6 +342,23 @@ def _capture_note(ctx: HookContext, text: str, what: str) -> None:
         )  # fmt: skip
     except ValueError as exc:  # the guard: a secret or an injection in the agent's own words
         ctx.service.warnings.append(f"the session's {what.replace('-', ' ')} was not kept: {exc}")
+
+
+def agent_words(event: Event, text: str, what: str) -> str:
+    """The agent's own text (its last message, or its compaction summary) attributed to it, with its
+    session and the time: "Saved the lesson." read back later as a bare note would pass for a fact
+    (a lesson that was never written), so the note says who said it and that it is not a lesson."""
+    import time
+
+    said = "wrote in its compaction summary" if what == "compaction-summary" else "said at the end"
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    quoted = text.strip()
+    if len(quoted) > NOTE_CHARS:
+        quoted = quoted[: NOTE_CHARS - 1] + "…"
+    return (
+        f"the agent ({event.agent}) {said} of session {event.session_id or 'unknown'} at {stamp} "
+        f"(its own words, not a stored lesson): \"{quoted}\""
+    )
 
 
 def _slug(text: str) -> str:

@@ -3,14 +3,15 @@
 Fixed patterns only, in English and Arabic; no model decides anything. A message is cut into units
 (paragraphs; every code line is a unit of its own), a unit into sentences, and a sentence counts only
 when it *starts* with an accepted form (after fillers such as "Also," or "btw"). Each statement becomes
-one English line: `Prefer X.` (USER.md), `Project uses X.`, `Run tests with CMD.` or `X is stored under
-PATH.` (MEMORY.md). docs/profile-grammar.md lists every form and the reason for every rule.
+one English line: `Prefer X.` (USER.md), `Project uses X.`, `Run tests with CMD.`, `Run TASK with CMD.` or
+`X is stored under PATH.` (MEMORY.md). docs/profile-grammar.md lists every form and the reason for every rule.
 
 A preference-looking sentence is refused with the first reason that applies: it stands in a code block,
-in quotes or backticks; it follows a marker that reports someone else; it stands in pasted tool output;
-the message or its paragraph is too long to be a direct statement; it is a question or a near miss
-("I like X"); its value is vague, too long, or (in mixed Arabic) not a technical token; and last, the
-guard finds a secret, prompt-injection phrasing or an invisible/bidi character anywhere in the message.
+in quotes or backticks; it follows a marker that reports someone else or labels a program's output; it
+stands in pasted tool output; the message or its paragraph is too long to be a direct statement; it is a
+question or a near miss ("I like X"); its value is vague, too long, quoted (any quote style), markup, a
+credential, or (in mixed Arabic) not a technical token; and last, the guard finds a secret,
+prompt-injection phrasing or an invisible/bidi character anywhere in the message or its lines.
 
 Runs on the hook path after every user turn: only `re` at import. `hivelore.guard` (~20 ms to import,
 mostly `dataclasses`) is imported only when a message states something that passed every other rule.
@@ -47,6 +48,8 @@ VAGUE = "near miss: 'I prefer it' names no preference"
 NOT_TECHNICAL = "not a technical token: natural-language phrase in mixed Arabic"
 NOT_A_PATH = "not a path: 'X is stored under PATH' needs a path such as tests/fixtures"
 INJECTION = "injection-like"
+MARKUP = "markup or script in the value"
+CREDENTIAL = "secret-like (a credential word followed by a value)"
 INVISIBLE = "invisible or bidi control character"
 
 _LINES = {"prefer": "Prefer {}.", "uses": "Project uses {}.", "tests": "Run tests with {}."}
@@ -140,15 +143,28 @@ _SENTENCE_END = r"(?<=[.!?؟۔。;؛])\s+"
 # only at a word start and closes at a word end ("I'd" is no quote), within one bounded line.
 _SPAN = (
     r"(?P<tick>`+)[\s\S]*?(?:(?P=tick)|\Z)"
-    r"|\"[^\"]*(?:\"|\Z)|[“„][^“”]*(?:[“”]|\Z)|«[^»]*(?:»|\Z)|‘[\s\S]*?(?:’(?!\w)|\Z)"
+    r"|\"[^\"]*(?:\"|\Z)|[“„‟][^“”‟]*(?:[“”‟]|\Z)|«[^»]*(?:»|\Z)|‹[^›]*(?:›|\Z)"
+    r"|[‘‚][\s\S]*?(?:[’‘](?!\w)|\Z)"
     r"|(?<!\w)'(?=\S)[^'\n]{0,200}(?<=\S)'(?!\w)"
 )
 _SHOWN_MARKS = r"^(?:(?:>+|[-*+•]|\d{1,3}[.)])\s+|[*:،,;]+\s*)+"
-_QUOTE_CHARS = "`\"'“”„«»‘’"
+_QUOTE_CHARS = "`\"'“”„‟«»‹›‘’‚"
 _CODE_SPAN = r"(`+)(.+?)\1"
-_WRAPPED = r"`+([^`]+)`+|\"([^\"]+)\"|“([^“”]+)”|«([^«»]+)»|'([^']+)'|‘([^‘’]+)’"
+_WRAPPED = r"`+([^`]+)`+"
+# Any quotation mark in a value means someone else's words or an example, whatever the quote style; an
+# apostrophe inside a word ("Rust's") is none.
+_QUOTE_MARK = r"[\"“”„‟«»‹›‚]|(?<!\w)['‘’]|['‘’](?!\w)"
+_TYPOGRAPHIC_QUOTE = r"[“”„‟«»‹›‘’‚]"
+_WRAPPED_IN_QUOTES = r"\"[^\"]*\"|[“„‟][^“”‟]*[“”‟]|«[^»]*»|‹[^›]*›|'[^']*'|[‘‚][^‘’]*[’‘]"
 _TRAILING = ".!,;:…。،؛۔"
 
+# A label for what a program printed: "Tool output: I prefer concise replies" is its text, not yours.
+_OUTPUT_LABEL = (
+    r"\b(?:(?:tool|command|cmd|program|terminal|console|shell|script|build|test|ci|compiler|linter|server)\s+)?"
+    r"(?:output|result|results|log|logs|stdout|stderr)\s*:|(?<!\w)و?"
+    + _ar("(?:مخرجات|ناتج|نتيجة|سجل)(?: (?:ال)?(?:اداة|امر|اوامر|برنامج|طرفية|بناء))?")
+    + r"\s*:"
+)
 # Someone else's words follow: an agent's note, what a document or another person says, a request to
 # summarise or translate pasted text, a transcript label. Everything from the marker on is theirs.
 _REPORT = _form(
@@ -170,6 +186,7 @@ _REPORT = _form(
             r"\b(?:summari[sz]e|translate|paraphrase|rewrite|proofread|review|analy[sz]e|explain|critique)\s+"
             r"(?:this|these|that|the\s+following|it|below)\b",
             r"\baccording\s+to\b",
+            _OUTPUT_LABEL,
             r"\b(?:quote|quoting|excerpt|transcript|forwarded\s+message|original\s+message)\s*:",
             r"\bhere(?:['’]s|\s+is|\s+are)\s+(?:(?:the|a|an|my|some|his|her|their)\s+)?(?:\w+\s+)?"
             r"(?:log|logs|output|transcript|resume|cv|document|email|message|text|excerpt|conversation|chat|notes?)\b",
@@ -236,15 +253,43 @@ _FILLERS = _form(
 _LABEL = r"[^\s:]+(?:\s+[^\s:]+)+\s*:\s+"
 _TAIL_FILLER = _form(r"(?:[\s,،]+(?:please|pls|thanks|thank\s+you|thx|" + _ar("من فضلك|لو سمحت|رجاء|شكرا") + "))+$")
 _AND = "(?:و)?"  # Arabic "and" is written attached: "وأفضل"
-_AR_REPLIES = _ar("(?:ال)?(?:ردود|اجابات|رد|اجابة)(?:ك)? ")
+_AR_REPLIES = _ar("(?:ال)?(?:ردود|اجابات|رد|اجابة)(?:ك|ا)? ")
 _AR_CONCISE = _ar("(?:ال)?(?:مختصرة|قصيرة|موجزة)")
 _AR_DETAILED = _ar("(?:ال)?(?:مفصلة|طويلة|مطولة)")
 _BY_DEFAULT = r"(?:by\s+default|as\s+(?:the\s+|my\s+|our\s+|a\s+)?default)"
+_REPLY_NOUN = r"(?:replies|answers|responses)"
+# What a project runs besides its tests: "run checks with pnpm lint" is `Run checks with pnpm lint.`
+_TASK = (
+    r"(?:the\s+)?(?:checks|lint|linting|linter|type\s*checks|type-checks|type\s+checking|typecheck|build|formatter"
+    r"|(?:unit|integration|e2e|end-to-end)\s+tests|benchmarks)"
+)
 
 # (kind, pattern) tried in order with fullmatch; "Always use X by default" must meet the by-default form
 # before "Always use X".
 _FORMS = (
-    ("prefer", _form(r"(?:always\s+)?(?:use|switch\s+to)\s+(?P<x>.+?)\s+" + _BY_DEFAULT)),
+    (
+        "prefer",
+        _form(
+            r"(?:(?:i|we)(?:\s+(?:want|need|would\s+like)|['’]d\s+like)(?:\s+to\s+use)?|(?:always\s+)?(?:use|switch\s+to))"
+            r"\s+(?P<x>.+?)\s+" + _BY_DEFAULT
+        ),
+    ),
+    # "please keep replies concise", "give me detailed replies", "I want short answers": x is the length.
+    (
+        "reply",
+        _form(
+            r"(?:keep|make)\s+(?:(?:all\s+)?(?:your|the|my)\s+)?"
+            + _REPLY_NOUN
+            + r"\s+(?:(?:more|very|really|nice\s+and)\s+)?(?P<x>[\w-]+)"
+        ),
+    ),
+    (
+        "reply",
+        _form(
+            r"(?:give\s+me|send\s+me|write|use|(?:i|we)(?:\s+(?:want|need|would\s+like)|['’]d\s+like))\s+"
+            r"(?:(?:more|very|really)\s+)?(?P<x>[\w-]+(?:\s+depth)?)\s+" + _REPLY_NOUN
+        ),
+    ),
     (
         "prefer",
         _form(
@@ -262,22 +307,35 @@ _FORMS = (
         ),
     ),
     (
+        "task",
+        _form(r"(?:always\s+)?run\s+(?P<t>" + _TASK + r")\s+(?:with|using|via)\s*:?\s+(?P<x>.+)"),
+    ),
+    (
         "stored",
         _form(
             r"(?!(?:i|we|you|he|she|it|they|this|that|these|those|there|here|where|what|which|who)\b)"
-            r"(?P<s>[^\s:]+(?:\s+[^\s:]+){0,5}?)\s+(?P<v>is|are)\s+(?:stored|kept|located)\s+(?:under|in|at|inside)\s+"
-            r"(?P<x>.+)"
+            r"(?P<s>[^\s:]+(?:\s+[^\s:]+){0,5}?)\s+(?:(?P<v>is|are)\s+(?:stored|kept|located|persisted|saved|written"
+            r"|cached)|(?P<l>lives?))\s+(?:under|in|at|inside|to|into)\s+(?P<x>.+)"
         ),
     ),
     ("prefer", _form(_AND + _ar("(?:(?:انا|احنا|نحن) )?(?:افضل|نفضل) (?:استخدام )?") + r"(?P<x>.+)")),
     (
         "prefer",
-        _form(_AND + _ar("(?:استخدم|استعمل) ") + r"(?P<x>.+?)\s+" + _ar("(?:افتراضيا|كافتراضي|بشكل افتراضي|دائما)")),
+        _form(
+            _AND
+            + _ar("(?:استخدم|استعمل|نريد|اريد|نبي|ابي|نبغى|ابغى) ")
+            + r"(?P<x>.+?)\s+"
+            + _ar("(?:افتراضيا|كافتراضي|بشكل افتراضي|دائما)")
+        ),
     ),
     ("prefer", _form(_AND + _ar("دائما (?:استخدم|استعمل) ") + r"(?P<x>.+)")),
     (
         "prefer",
-        _form(_AND + _ar("(?:خلي|خل|اجعل) ") + f"(?P<x>{_AR_REPLIES}(?:{_AR_CONCISE}|{_AR_DETAILED}))"),
+        _form(
+            _AND
+            + _ar("(?:خلي|خل|اجعل|اعطني|اعطيني|عطني|اريد|نريد|ابي|ابغى) ")
+            + f"(?P<x>{_AR_REPLIES}(?:{_AR_CONCISE}|{_AR_DETAILED}))"
+        ),
     ),
     ("uses", _form(_AND + _ar("(?:(?:(?:هذا )?المشروع|مشروعنا) يستخدم|يستخدم (?:المشروع|مشروعنا)) ") + r"(?P<x>.+)")),
     ("tests", _form(_AND + _ar("(?:شغل|نفذ) (?:ال)?اختبارات (?:باستخدام|بواسطة|عبر|ب)") + r"\s*(?P<x>.+)")),
@@ -330,7 +388,9 @@ _FORGET_PREFERENCE = _form(
 # A superset of the forms' keywords: a message with none of them is not parsed at all on the hook path.
 _KEYWORDS = _form(
     r"prefer|default|always\s+use|(?:project|repo|repository|codebase)\s+uses|(?:tests|test\s+suite)\s+(?:with|using|via)"
-    r"|\s(?:is|are)\s+(?:stored|kept|located)\s|"
+    r"|\s(?:is|are)\s+(?:stored|kept|located|persisted|saved|written|cached)\s|\slives?\s|" + _REPLY_NOUN + "|"
+    r"(?:checks|lint|linting|linter|type\s*checks|type-checks|checking|typecheck|build|formatter|tests|benchmarks)\s+"
+    r"(?:with|using|via)|"
     + _ar("افضل|نفضل|افتراضي|دائما|مختصر|قصير|موجز|مفصل|طويل|مطول|يستخدم|(?:شغل|نفذ) (?:ال)?اختبارات")
 )
 _FORGET_KEYWORDS = _form(r"forget|unlearn|remember|no\s+longer|" + _ar("انس|لم (?:اعد|نعد)"))
@@ -350,7 +410,7 @@ _REASON_CUT = _form(
 _COMPARISON = _form(r"\s+(?:over|instead\s+of|rather\s+than|vs\.?|versus)\s+")
 _AR_OVER = r"\s+" + _ar("(?:على|بدل|بدلا من|عوضا عن)") + r"\s+"
 # Emoji and other symbols closing a sentence say nothing: "I prefer TypeScript 🙂".
-_TRAILING_SYMBOLS = r"[^\w\s+#/.)\]*'\"`~?؟-]+$"
+_TRAILING_SYMBOLS = r"[^\w\s+#/.)\]*'\"`~?؟“”„‟«»‹›‘’‚<>-]+$"
 _PARENTHETICAL = r"\s*\([^()]*\)$"
 _PREFER_HEAD = _form(r"(?:to\s+use|using|the\s+use\s+of)\s+")
 _DEFAULT_TAIL = _form(r"\s+(?:" + _BY_DEFAULT + "|" + _ar("افتراضيا|كافتراضي|بشكل افتراضي|دائما") + ")$")
@@ -360,6 +420,22 @@ _VAGUE_HEAD = _form(
 )
 _TOKEN = r"(?a)[A-Za-z0-9.~/@$-][\w.+#/@:=~$*\\-]*"
 _TECHNICAL_MARK = r"[0-9.+#/@:=~_$\\-]|[a-z][A-Z]|^[A-Z]{2,}$"
+# Markup and script: "<script>alert(1)</script>", "<img src=x onerror=…>", "javascript:". A generic type
+# ("List<String>") is no tag: the "<" follows a word.
+_MARKUP = _form(
+    r"(?<![\w<])<\s*/?\s*[a-z][\w-]*(?:\s[^<>]*)?/?\s*>|<\s*/?\s*(?:script|iframe|img|svg|object|embed|style|link"
+    r"|meta|body|html)\b|\bjavascript\s*:|\bon[a-z]{3,}\s*="
+)
+# A credential word followed by its value: "password hunter2", "api key: 8f3kQ9zL", "كلمة المرور hunter2".
+# "password managers" and "token-based auth" name no credential: the word after must look like a value
+# (a digit, an inner capital, a symbol), or come after ":" or "=".
+_CREDENTIAL = _form(
+    r"(?:\b(?:password|passwd|passphrase|pwd|passcode|secret(?:\s+key)?|api[\s_-]?key|access[\s_-]?key"
+    r"|private[\s_-]?key|auth[\s_-]?token|token|credentials?)|"
+    + _ar("كلمة (?:ال)?(?:مرور|سر)|(?:ال)?رمز (?:ال)?سري")
+    + ")"
+    r"(?:\s*[:=]\s*\S|\s+(?:is\s+)?(?=\S*(?:\d|(?-i:[a-z][A-Z])|[_$@!#%^&*=]))\S)"
+)
 _PATH = r"\S*[/\\]\S*|[.~$]\S+|\S+\.\w{1,8}"
 
 # Names that make "pnpm test" a command and decide categories; compared case-folded.
@@ -463,7 +539,7 @@ def _analyse(message: str, forget: bool, explain: bool) -> tuple[list[Candidate]
         report = msg.report if msg.report is not None and msg.report.start() < end else None
         reason = (
             region
-            or (report and f"reports someone else ('{msg.shown(*report.span())}')")
+            or (report and _reported(msg, report))
             or tool
             or (LONG_MESSAGE if msg.too_long else None)
             or long_paragraph
@@ -473,11 +549,17 @@ def _analyse(message: str, forget: bool, explain: bool) -> tuple[list[Candidate]
             refusals.append(Refusal(_strip_end(msg.shown(start, end)), reason))
         else:
             accepted.append((_strip_end(msg.shown(start, end)), candidate))
-    safety = _safety_reason(msg) if accepted else None
+    safety = _safety_reason(msg, [candidate.line for _, candidate in accepted]) if accepted else None
     if safety:
         refusals.extend(Refusal(text, safety) for text, _ in accepted)
         accepted = []
     return list(dict.fromkeys(candidate for _, candidate in accepted)), refusals
+
+
+def _reported(msg: _Message, marker: re.Match) -> str:
+    if re.fullmatch(_form(_OUTPUT_LABEL), marker.group()):
+        return TOOL_OUTPUT
+    return f"reports someone else ('{msg.shown(*marker.span())}')"
 
 
 def _cannot_state(message: str, forget: bool) -> bool:
@@ -488,12 +570,13 @@ def _cannot_state(message: str, forget: bool) -> bool:
     return re.search(_FORGET_KEYWORDS if forget else _KEYWORDS, _fold(message)[0]) is None
 
 
-def _safety_reason(msg: _Message) -> str | None:
-    """The guard's verdict on the whole message: a secret or an injection anywhere makes it a paste or an
-    attack more likely than a preference."""
+def _safety_reason(msg: _Message, lines: list[str]) -> str | None:
+    """The guard's verdict on the whole message and on the lines it would promote (normalising a value,
+    e.g. dropping backticks, must not assemble what the guard would have caught): a secret or an
+    injection anywhere makes it a paste or an attack more likely than a preference."""
     from hivelore.guard import inspect  # lazy: ~20 ms, paid only when a message states something
 
-    violations = inspect(msg.text, "message")
+    violations = inspect("\n".join([msg.text, *lines]), "message")
     rule = violations[0].rule if violations else ""
     if rule.startswith("secret."):
         return f"secret-like (rule {rule})"
@@ -646,13 +729,24 @@ def _trim(text: str) -> str:
 def _statement(body: str, arabic: bool, question: bool) -> tuple[Candidate | None, str | None] | None:
     for kind, pattern in _FORMS:
         m = re.fullmatch(pattern, body)
-        result = m and (_stored(m["s"], m["v"], m["x"], arabic) if kind == "stored" else _build(kind, m["x"], arabic))
+        result = m and _matched(kind, m, arabic)
         if result:
             return (None, QUESTION) if question else result
     for reason, pattern in _NEAR_MISSES:
         if re.match(pattern, body):
             return None, reason
     return None
+
+
+def _matched(kind: str, m: re.Match, arabic: bool) -> tuple[Candidate | None, str | None] | None:
+    if kind == "stored":
+        verb = m["v"] or ("is" if m["l"].casefold() == "lives" else "are")
+        return _stored(m["s"], verb, m["x"], arabic)
+    if kind == "reply":
+        return _reply(m["x"])
+    if kind == "task":
+        return _build(kind, m["x"], arabic, " ".join(m["t"].casefold().split()))
+    return _build(kind, m["x"], arabic)
 
 
 def _forget(body: str, arabic: bool, question: bool) -> tuple[Candidate | None, str | None] | None:
@@ -667,39 +761,67 @@ def _forget(body: str, arabic: bool, question: bool) -> tuple[Candidate | None, 
     return _statement(_unfilled(inner), arabic, question)
 
 
-def _build(kind: str, raw: str, arabic: bool) -> tuple[Candidate | None, str | None] | None:
-    value, literal = _value(raw, kind)
+def _build(kind: str, raw: str, arabic: bool, task: str = "") -> tuple[Candidate | None, str | None] | None:
+    value, literal, quoting = _value(raw, kind)
     if not any(char.isalnum() for char in value):
         return None
     verbosity = re.fullmatch(_VERBOSITY, value) if kind == "prefer" else None
     if verbosity:
         length = "concise" if verbosity["c"] or verbosity["ac"] else "detailed"
         return Candidate(f"Prefer {length} replies.", USER), None
+    command = kind in ("tests", "task")
     # Upper case is an acronym, not a pronoun: "I prefer IT" is not "I prefer it".
-    if kind != "tests" and not value.split()[0].isupper() and re.match(_VAGUE_HEAD, value):
+    if not command and not value.split()[0].isupper() and re.match(_VAGUE_HEAD, value):
         return None, VAGUE
     if len(value) > _MAX_VALUE:
         return None, LONG_VALUE
+    unsafe = quoting or _unsafe(value)
+    if unsafe:
+        return None, unsafe
     # Mixed Arabic: lines are English, so only what needs no translation may be promoted. A command slot
     # ("run tests with") takes any Latin-script command.
-    if arabic and not _technical(value, literal or kind == "tests"):
+    if arabic and not _technical(value, literal or command):
         return None, NOT_TECHNICAL
-    return Candidate(_LINES[kind].format(value), USER if kind == "prefer" else MEMORY), None
+    line = f"Run {task} with {value}." if kind == "task" else _LINES[kind].format(value)
+    return Candidate(line, USER if kind == "prefer" else MEMORY), None
+
+
+def _reply(length: str) -> tuple[Candidate | None, str | None] | None:
+    """"keep replies concise", "give me detailed answers": a reply length, or no statement at all."""
+    verbosity = re.fullmatch(_VERBOSITY, f"{length} replies")
+    if verbosity is None:
+        return None
+    return Candidate(f"Prefer {'concise' if verbosity['c'] else 'detailed'} replies.", USER), None
+
+
+def _unsafe(value: str) -> str | None:
+    """Markup or a credential in a value: neither is a preference, and both would be pasted into every
+    session. The guard sees the whole message too (`_safety_reason`); these are the shapes it does not
+    judge, because a stored lesson may legitimately mention them."""
+    if re.search(_MARKUP, value):
+        return MARKUP
+    if re.search(_CREDENTIAL, value):
+        return CREDENTIAL
+    return None
 
 
 def _stored(subject: str, verb: str, raw: str, arabic: bool) -> tuple[Candidate | None, str | None]:
-    path, _ = _value(raw, "stored")
-    if arabic and re.search(_ARABIC, subject + path):
-        return None, NOT_TECHNICAL
+    path, _, quoting = _value(raw, "stored")
     if len(path) > _MAX_VALUE:
         return None, LONG_VALUE
+    unsafe = quoting or _unsafe(f"{subject} {path}")
+    if unsafe:
+        return None, unsafe
+    if arabic and re.search(_ARABIC, subject + path):
+        return None, NOT_TECHNICAL
     if len(path.split()) != 1 or not re.fullmatch(_PATH, path):
         return None, NOT_A_PATH
     return Candidate(f"{subject[:1].upper()}{subject[1:]} {verb.lower()} stored under {path}.", MEMORY), None
 
 
-def _value(raw: str, kind: str) -> tuple[str, bool]:
-    """The value of a form, cleaned, and whether it was one quoted or backticked literal (kept as is)."""
+def _value(raw: str, kind: str) -> tuple[str, bool, str | None]:
+    """The value of a form, cleaned; whether it was one backticked literal (kept as is); and the reason
+    its quoting refuses it, if it does."""
     value = raw.strip()
     head = re.match(_PREFER_HEAD, value) if kind == "prefer" else None
     value = value[head.end() :] if head else value
@@ -710,10 +832,28 @@ def _value(raw: str, kind: str) -> tuple[str, bool]:
         if kind == "prefer":
             value = re.sub(_DEFAULT_TAIL, "", value)
         value = _strip_end(value)
+    quoting = _quoting(value, kind)
     wrapped = re.fullmatch(_WRAPPED, value)
     if wrapped:
-        return " ".join(next(group for group in wrapped.groups() if group).split()), True
-    return " ".join(re.sub(_CODE_SPAN, r"\2", value).split()), False
+        return " ".join(wrapped[1].split()), True, quoting
+    return " ".join(re.sub(_CODE_SPAN, r"\2", value).split()), False, quoting
+
+
+def _quoting(value: str, kind: str) -> str | None:
+    """Quoted words are someone else's or an example, in any quote style: a preference or a fact with a
+    quote or a backtick in it never counts. A command or a path may be marked as a literal with
+    backticks, and a command may quote its own arguments (pytest -k 'not slow'); but a command that is
+    all quoted, or carries typographic or unbalanced quotes, is prose or a broken paste."""
+    if kind in ("prefer", "uses"):
+        if "`" in value:
+            return BACKTICKED
+        return QUOTED if re.search(_QUOTE_MARK, value) else None
+    if re.search(_TYPOGRAPHIC_QUOTE, value) or re.fullmatch(_WRAPPED_IN_QUOTES, value):
+        return QUOTED
+    outside = re.sub(_CODE_SPAN, "", value)
+    if outside.count('"') % 2 or len(re.findall(r"(?<!\w)'|'(?!\w)", outside)) % 2 or outside.count("`"):
+        return QUOTED
+    return None
 
 
 def _cut(value: str, pattern: str) -> str:
