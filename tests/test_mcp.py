@@ -1,13 +1,16 @@
 """`hivelore mcp` end to end: a real MCP client (the official SDK) talks to the real server over stdio.
 
-Each test starts one server subprocess (`python -m hivelore mcp`, about a second: importing `mcp` is slow)
-in the `repo` fixture's checkout and plays a whole story through it, so the scope chain is
+Each test starts one server subprocess (`python -m hivelore mcp`: seconds until the SDK has loaded, the
+handshake at once when its answers are prepared) in the `repo` fixture's checkout and plays a whole
+story through it, so the scope chain is
 branch::acme/checkout::main → repo::acme/checkout → project::checkout → global.
+The tests of section 4 also speak raw JSON-RPC lines, to compare the server's bytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,10 +22,13 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
+from hivelore.mcp import answers
 from hivelore.scope import GRAMMAR
 
 pytestmark = pytest.mark.anyio
@@ -379,3 +385,156 @@ async def test_a_write_through_a_link_in_the_project_tier_is_a_one_line_tool_err
     assert "\n" not in message.strip(), message
     assert f"{link} is a symbolic link" in message
     assert list(outside.iterdir()) == []
+
+
+# -- 4. start-up: the handshake at once, no call refused ------------------------------------------------------
+
+
+def raw_session(home: Path, cwd: Path, lines: list[dict[str, Any]], answers: int) -> tuple[dict[int, str], str]:
+    """Run `python -m hivelore mcp`, write `lines` (JSON-RPC messages) and close stdin; return the raw
+    lines the server wrote, by request id (the SDK may answer out of order), and its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "hivelore", "mcp"],
+        cwd=cwd,
+        env={**os.environ, "HIVELORE_HOME": str(home)},
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=SESSION_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    written = done.stdout.splitlines(keepends=True)
+    assert len(written) == answers, f"expected {answers} answers, got: {done.stdout[:1000]}"
+    return {json.loads(line)["id"]: line for line in written}, done.stderr
+
+
+CONNECTING = ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
+
+
+def handshake(version: str = "2025-06-18") -> list[dict[str, Any]]:
+    """What a client sends while connecting: initialize, then the lists and a ping (ids 2 to 6)."""
+    hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(CONNECTING, start=2)),
+    ]
+
+
+def prepare(home: Path, cli: CLI) -> dict[str, Any]:
+    prepared = cli("mcp", "--prepare")
+    assert prepared.returncode == 0, prepared.stderr
+    return json.loads((home / answers.FILENAME).read_text())
+
+
+async def test_a_call_sent_right_after_initialize_is_answered_and_written(
+    home: Path, repo: Path, cli: CLI, tmp_path: Path
+) -> None:
+    """With the answers prepared, the handshake is answered before the SDK has loaded; the agent's
+    memory_write, sent the moment initialize returns, waits for the SDK instead of being refused,
+    and the lesson is on disk."""
+    prepare(home, cli)
+    async with mcp_session(home, repo, tmp_path / "server.log") as session:
+        written = await call(session, "memory_write", scope=REPO, key=KEY, value=LESSON)
+        assert session.server_info is not None and session.server_info.name == "hivelore"
+    assert Path(written["path"]).is_file()
+    assert Path(written["path"]) == home / "repo" / "acme" / "checkout" / f"{KEY}.md"
+
+
+def test_prepared_answers_are_byte_for_byte_the_sdks(home: Path, repo: Path, cli: CLI) -> None:
+    """`hivelore mcp --prepare` keeps, for every protocol version the SDK negotiates, the SDK's own
+    answers to initialize, tools/list, the prompt and resource lists and ping; a server started with
+    them writes exactly the lines the SDK writes without them."""
+    from_sdk, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert stderr == ""
+    (home / answers.FILENAME).unlink()  # the first start kept them: start again from none
+
+    book = prepare(home, cli)
+    assert set(book["answers"]) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+    assert all(set(by_method) == {"initialize", *CONNECTING} for by_method in book["answers"].values())
+
+    prepared, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert prepared == from_sdk
+    assert stderr == ""
+    assert json.loads(prepared[2])["result"]["tools"][0]["name"] == "memory_write"
+
+
+def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ignored(
+    home: Path, repo: Path, cli: CLI
+) -> None:
+    """The prepared answer is what the client gets before the SDK has loaded; the SDK's own answer is
+    still compared with it. A wrong one is reported on stderr and replaced for the next start.
+    A book made for other code (another fingerprint) is never used."""
+    from_sdk, _ = raw_session(home, repo, handshake(), answers=6)
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    listed = book["answers"]["2025-06-18"]["tools/list"]
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+
+    tampered, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert "Write a LESSON" in tampered[2], "the prepared answer is the one sent before the SDK runs"
+    assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
+    assert json.loads(path.read_text())["answers"]["2025-06-18"]["tools/list"] == listed
+
+    corrected, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert corrected == from_sdk and stderr == ""
+
+    book = json.loads(path.read_text())
+    book["fingerprint"] = "made by another version"
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+    stale, stderr = raw_session(home, repo, handshake(), answers=6)
+    assert stale == from_sdk and stderr == ""
+    assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
+
+
+def test_a_client_that_closes_stdin_after_its_call_still_gets_the_answer(home: Path, repo: Path, cli: CLI) -> None:
+    """A client that writes its call and closes stdin at once (a script piping into the server) gets
+    the answer and the lesson is written: the SDK drops requests in flight at end of file, so the
+    server holds the SDK's stdin open until every request is answered."""
+    prepare(home, cli)
+    write = {"name": "memory_write", "arguments": {"scope": REPO, "key": KEY, "value": LESSON}}
+    lines = [*handshake(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": write}]
+    written, stderr = raw_session(home, repo, lines, answers=7)
+    assert json.loads(written[7])["result"]["isError"] is False, written[7]
+    assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
+    assert stderr == ""
+
+
+PLAIN_IDS = st.one_of(st.integers(-(10**15) + 1, 10**15 - 1), st.from_regex(r"[A-Za-z0-9_.:-]{1,64}", fullmatch=True))
+
+
+@given(
+    request_id=PLAIN_IDS,
+    result=st.dictionaries(st.text(), st.one_of(st.text(), st.integers(), st.booleans(), st.none()), max_size=4),
+)
+def test_a_response_line_gives_back_its_result_and_only_for_its_id(request_id: int | str, result: dict) -> None:
+    """The book keeps the result text cut out of the SDK's line and sends it back around another id."""
+    rid = answers.id_text(request_id)
+    assert rid is not None
+    text = json.dumps(result, separators=(",", ":"))
+    line = answers.response_line(rid, text)
+    assert json.loads(line) == {"jsonrpc": "2.0", "id": request_id, "result": result}
+    assert answers.result_of(line, rid) == text
+    assert answers.result_of(line, answers.id_text(f"{request_id}x")) is None
+
+
+def test_ids_whose_echo_is_uncertain_are_never_answered_from_the_book() -> None:
+    for odd in (1.5, True, None, "with space", "é", "x" * 65, [1], 10**16):
+        assert answers.id_text(odd) is None, odd
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not JSON",
+        "[]",
+        '{"fingerprint": "FP", "answers": []}',
+        '{"fingerprint": "FP", "answers": {"2025-06-18": {"ping": 1}}}',
+    ],
+)
+def test_a_book_that_cannot_be_used_is_an_empty_one(tmp_path: Path, text: str) -> None:
+    """A damaged answers file costs a slow start, never a wrong answer or a crash."""
+    (tmp_path / answers.FILENAME).write_text(text.replace("FP", answers.fingerprint()))
+    assert answers.Book.load(str(tmp_path)).answers == {}

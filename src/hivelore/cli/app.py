@@ -521,8 +521,21 @@ app.command()(agents.uninstall)
 
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    prepare: Annotated[
+        bool,
+        typer.Option("--prepare", help="Keep the SDK's handshake answers for a fast first start, then exit."),
+    ] = False,
+) -> None:
     """Run the MCP server on stdio."""
-    from hivelore.mcp_server import serve
+    from hivelore.mcp import stdio
 
-    serve()
+    if prepare:
+        import os
+
+        from hivelore.home import home_path
+
+        versions = stdio.prepare(home_path(os.environ))
+        print(f"prepared the MCP handshake for protocol versions {', '.join(versions)}")
+        return
+    stdio.main()

@@ -1,4 +1,8 @@
-"""The stdio MCP server, on the official `mcp` SDK. Each tool is a thin call into the service layer.
+"""The MCP server's tools, on the official `mcp` SDK. Each tool is a thin call into the service layer.
+
+This module is what takes seconds to import (the SDK, pydantic): `stdio` answers the handshake while it
+loads. What `initialize` and `tools/list` answer is decided here; the answers kept for a fast start
+are fingerprinted with this file's text (answers.py).
 
 Results are pydantic models, so clients get an `outputSchema` and `structuredContent`. A refused
 call is re-raised as the SDK's `ToolError`: only that one reaches the client as a tool result with
@@ -434,7 +438,3 @@ def _decision(decision: Decision) -> DecisionOut:
 
 def _attempt(attempt: Attempt) -> AttemptOut:
     return AttemptOut.model_validate({**attempt.to_dict(), "resolved": attempt.resolved_by is not None})
-
-
-def serve() -> None:
-    build_server().run("stdio")
