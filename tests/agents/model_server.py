@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,6 +62,7 @@ class Request:
     body: Any
     tools: list[str]
     tool_results: int
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
     @property
     def text(self) -> str:
@@ -82,7 +85,7 @@ class ModelServer:
         self.outside: list[str] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._http = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, name="model-server", daemon=True)
 
@@ -134,6 +137,14 @@ class ModelServer:
                 return Say(f"I have no {action.tool} tool; I was offered: {', '.join(request.tools)}.")
             return Call(name, action.arguments, action.custom)
         return action
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """An agent that hangs up mid-request (it exits after its last answer, or gives up on a
+        refused proxy tunnel) is no error of the scripted model."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _offered(tool: str, tools: list[str]) -> str | None:

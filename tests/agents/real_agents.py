@@ -103,14 +103,15 @@ class Session:
         """The requests of the agent's own loop, in order (side requests left out)."""
         return [r for r in self.requests if r.main]
 
-    def after(self, action: Action) -> Request:
-        """The first request the agent sent once the result of the script's `action` was in: what the
-        model was shown next."""
-        done = self.script.index(action) + 1
+    def after(self, action: Action | None) -> Request:
+        """The first request the agent sent once the result of the script's `action` was in (None: the
+        first request of the session): what the model was shown next."""
+        done = 0 if action is None else self.script.index(action) + 1
         for request in self.turns:
             if request.tool_results >= done:
                 return request
-        raise AssertionError(f"{self.agent} never sent the model the result of {action}\n{self.describe()}")
+        what = "a request" if action is None else f"the result of {action}"
+        raise AssertionError(f"{self.agent} never sent the model {what}\n{self.describe()}")
 
     def describe(self) -> str:
         """For an assertion message: how the run ended and what the agent printed."""
@@ -257,6 +258,8 @@ class Codex(Agent):
             'sandbox_mode = "danger-full-access"\n'
             "check_for_update_on_startup = false\n\n"
             "[analytics]\nenabled = false\n\n"
+            # Plugins and apps sync a curated catalogue from github.com and chatgpt.com at start-up.
+            "[features]\nplugins = false\nremote_plugin = false\napps = false\n\n"
             "[model_providers.scripted]\n"
             'name = "scripted"\n'
             f'base_url = "{model.url}/v1"\n'

@@ -88,10 +88,9 @@ def test_a_failure_becomes_a_lesson_that_the_next_session_gets(
     migrate = agent.shell("./bin/migrate")
     write = agent.write_memory({"scope": SCOPE, "key": KEY, "value": LESSON, "tags": ["db"]})
     first = agent.run(ws, model, "run the migrations", [*migrate, *write, Say("Saved the lesson.")])
-    assert first.outside == [], first.outside
-    assert first.turns, first.describe()
+    assert first.outside == [], f"{agent.binary} tried to reach beyond 127.0.0.1: {first.outside}"
     told = first.after(migrate[-1]).text
-    assert "no stored lesson matches" in told, first.describe()
+    assert "no stored lesson matches" in told, f"no nudge after the failed ./bin/migrate\n{first.describe()}"
     assert f"memory_write into scope '{SCOPE}'" in told
     assert "no stored lesson matches" not in first.turns[0].text  # it came with the failure
     saved = ws.hivelore("dev-b", "read", f"{SCOPE}::{KEY}", "--json")
@@ -103,13 +102,16 @@ def test_a_failure_becomes_a_lesson_that_the_next_session_gets(
     edit = agent.edit(ws, "shop/orders.py", CHECKOUT_OLD, CHECKOUT_NEW)
     prompt = "run the migrations, then make checkout count the items"
     second = agent.run(ws, model, prompt, [*migrate, *edit, Say("Done.")])
-    assert second.outside == [], second.outside
-    assert second.turns, second.describe()
-    assert LESSON in second.turns[0].text, "the session-start context does not carry the lesson"
+    assert second.outside == [], f"{agent.binary} tried to reach beyond 127.0.0.1: {second.outside}"
+    assert LESSON in second.after(None).text, f"the first request lacks the lesson\n{second.describe()}"
     recalled = second.after(migrate[-1]).text
-    assert "hivelore: you have hit something like this before" in recalled, second.describe()
+    assert "hivelore: you have hit something like this before" in recalled, (
+        f"the same failure did not recall the lesson\n{second.describe()}"
+    )
     assert KEY in recalled
     warned = second.after(edit[-1]).text
-    assert "checkout → current_user → validate_token" in warned, second.describe()
+    assert "checkout → current_user → validate_token" in warned, (
+        f"the model was not warned about dev-a's claim after editing checkout\n{second.describe()}"
+    )
     assert "dev-a" in warned and "add JWT support" in warned
     assert CHECKOUT_NEW in (ws.repo / "shop/orders.py").read_text()
