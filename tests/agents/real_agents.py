@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from model_server import Action, Call, ModelServer, Request, Say
+from model_server import Action, Call, ModelServer, Request
 
 PINS = Path(__file__).with_name("clis.txt")
 INSTALL_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install-agent-clis"
@@ -325,4 +325,3 @@ class GeminiCli(Agent):
 
 
 AGENTS = {agent.hivelore_name: agent for agent in (ClaudeCode(), Codex(), GeminiCli())}
-__all__ = ["AGENTS", "Agent", "Say", "Session", "Workspace", "why_not_installed"]

@@ -16,12 +16,13 @@ CLIs (scripts/install-agent-clis installs them; .ci/run runs it) this module is 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from conftest import make_shop
-from model_server import ModelServer
-from real_agents import AGENTS, Agent, Say, Workspace, why_not_installed
+from model_server import ModelServer, Say
+from real_agents import AGENTS, Agent, Workspace, why_not_installed
 from test_team_flow import FILES
 
 pytestmark = [
@@ -95,7 +96,8 @@ def test_a_failure_becomes_a_lesson_that_the_next_session_gets(
     assert "no stored lesson matches" not in first.turns[0].text  # it came with the failure
     saved = ws.hivelore("dev-b", "read", f"{SCOPE}::{KEY}", "--json")
     assert saved.returncode == 0, f"the lesson is not in HIVELORE_HOME: {saved.stderr}\n{first.describe()}"
-    assert LESSON in saved.stdout
+    lesson = json.loads(saved.stdout)
+    assert lesson["value"] == LESSON and lesson["provenance"]["agent"] == "mcp"  # written over MCP
 
     # Session 2, a new process: dev-a's task has claimed validate_token meanwhile.
     claim_validate_token(ws)
