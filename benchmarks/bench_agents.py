@@ -1,0 +1,177 @@
+"""Hook cost inside a real agent: hivelore's hooks as Claude Code and Gemini CLI run them, against
+a bare Python start-up measured in the same run.
+
+It runs the real `claude -p` and `gemini -p` (the CLIs pinned in tests/agents/clis.txt, installed
+by scripts/install-agent-clis) against the scripted model of tests/agents/model_server.py, in a
+temporary HOME, HIVELORE_HOME and git repository after `hivelore install --agent A`. Each session:
+the model runs `./bin/migrate`, which fails (ECONNREFUSED 5432), then `true`, then ends. Each CLI
+reports the hooks it runs, and that is the time taken here:
+
+- Claude Code on its stream (`--output-format stream-json --verbose --include-hook-events`): a
+  hook's time is the gap between the arrival of its hook_started and hook_response lines;
+- Gemini CLI in its local telemetry file (`telemetry.target` "local", `telemetry.outfile`; nothing
+  is sent anywhere): the `duration_ms` of each gemini_cli.hook_call record.
+
+Between sessions, `python -c pass` runs three times (the unit of the × bare column).
+
+    .venv/bin/python benchmarks/bench_agents.py                      # 5 sessions each, hook server on
+    .venv/bin/python benchmarks/bench_agents.py --runs 3 --hook-server off --agents claude
+
+Codex reports no hook timings in `codex exec` output or logs; it is not timed. Exit status: 0 when
+every session ran; 1 when the CLIs are not installed (the reason is printed) or a session failed
+(its output is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+AGENT_TESTS = Path(__file__).resolve().parents[1] / "tests" / "agents"
+sys.path.insert(0, str(AGENT_TESTS))
+
+from model_server import ModelServer, Say  # noqa: E402 -- the suite's own modules, from its folder
+from real_agents import AGENTS, Agent, Session, Workspace, why_not_installed  # noqa: E402
+
+MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexit 1\n"
+BARE = "python -c pass (bare)"
+
+
+def make_workspace(root: Path) -> Workspace:
+    home, repo = root / "home", root / "shop"
+    home.mkdir()
+    (repo / "bin").mkdir(parents=True)
+    (repo / "bin" / "migrate").write_text(MIGRATE)
+    (repo / "bin" / "migrate").chmod(0o755)
+    for args in (
+        ["init", "-q", "-b", "main"], ["config", "user.email", "dev@example.com"], ["config", "user.name", "Dev"],
+        ["remote", "add", "origin", "git@github.com:acme/shop.git"], ["add", "."], ["commit", "-q", "-m", "init"],
+    ):  # fmt: skip
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return Workspace(home=home, hivelore_home=root / "hivelore-home", repo=repo)
+
+
+def claude_hook_times(session: Session) -> list[tuple[str, float]]:
+    """(event, milliseconds) for each hook Claude Code reported starting and answering."""
+    started: dict[str, tuple[float, str]] = {}
+    times = []
+    for arrived, line in session.lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("subtype") == "hook_started":
+            started[event["hook_id"]] = (arrived, event["hook_event"])
+        elif event.get("subtype") == "hook_response" and event.get("hook_id") in started:
+            began, name = started.pop(event["hook_id"])
+            times.append((name, (arrived - began) * 1000))
+    return times
+
+
+def gemini_hook_times(telemetry: Path) -> list[tuple[str, float]]:
+    """(event, milliseconds) of each hook_call record in Gemini CLI's telemetry file (a sequence of
+    JSON objects, one per log record), which is then emptied for the next session."""
+    text, decoder, at, times = telemetry.read_text(), json.JSONDecoder(), 0, []
+    while (at := len(text) - len(text[at:].lstrip())) < len(text):
+        record, at = decoder.raw_decode(text, at)
+        attributes = record.get("attributes") or {}
+        if attributes.get("event.name") == "gemini_cli.hook_call":
+            times.append((attributes["hook_event_name"], float(attributes["duration_ms"])))
+    telemetry.write_text("")
+    return times
+
+
+def enable_gemini_telemetry(ws: Workspace, telemetry: Path) -> None:
+    settings_path = ws.home / ".gemini" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    settings["telemetry"] = {"enabled": True, "target": "local", "outfile": str(telemetry)}
+    settings_path.write_text(json.dumps(settings))
+    telemetry.write_text("")
+
+
+def bare_python_ms() -> float:
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.perf_counter() - began) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="sessions per agent (default 5)")
+    parser.add_argument("--agents", default="claude,gemini", help="comma-separated: claude, gemini (default both)")
+    parser.add_argument("--hook-server", choices=("on", "off"), default="on",
+                        help="HIVELORE_HOOK_SERVER for the hooks (default on, as users run them)")  # fmt: skip
+    args = parser.parse_args()
+    names = [name.strip() for name in args.agents.split(",") if name.strip()]
+    if not names or any(name not in ("claude", "gemini") for name in names):
+        print(f"--agents takes claude and/or gemini, not {args.agents!r}.", file=sys.stderr)
+        return 2
+    reason = why_not_installed()
+    if reason:
+        print(reason, file=sys.stderr)
+        return 1
+    # As bench_core.py does: an editable install leaves compiling to the first import.
+    compileall.compile_dir(str(Path(importlib.util.find_spec("hivelore").origin).parent), quiet=1)
+    os.environ["HIVELORE_HOOK_SERVER"] = args.hook_server
+    samples: dict[str, dict[str, list[float]]] = {}
+    for name in names:
+        samples[name] = defaultdict(list)
+        if not measure(AGENTS[name], args.runs, samples[name]):
+            return 1
+    print_table(samples, args)
+    return 0
+
+
+def measure(agent: Agent, runs: int, samples: dict[str, list[float]]) -> bool:
+    """Run `runs` sessions of the agent, adding each hook's time (and bare Python's) to `samples`;
+    False when a session failed."""
+    with tempfile.TemporaryDirectory(prefix="hivelore-bench-agents-") as tmp, ModelServer() as model:
+        ws = make_workspace(Path(tmp))
+        installed = ws.hivelore("dev-b", "install", "--agent", agent.hivelore_name, "--yes")
+        if installed.returncode != 0:
+            print(installed.stderr, file=sys.stderr)
+            return False
+        agent.prepare(ws, model)
+        telemetry = Path(tmp) / "gemini-telemetry.log"
+        if agent.hivelore_name == "gemini":
+            enable_gemini_telemetry(ws, telemetry)
+        script = [*agent.shell("./bin/migrate"), *agent.shell("true"), Say("Done.")]
+        try:
+            for run in range(runs):
+                samples[BARE] += [bare_python_ms() for _ in range(3)]
+                session = agent.run(ws, model, "run the migrations", script)
+                print(f"{agent.binary} session {run + 1}/{runs}: {session.seconds:.1f} s", file=sys.stderr)
+                if session.returncode != 0:
+                    print(session.describe(), file=sys.stderr)
+                    return False
+                times = gemini_hook_times(telemetry) if agent.hivelore_name == "gemini" else claude_hook_times(session)
+                for name, ms in times:
+                    samples[name].append(ms)
+        finally:
+            ws.hivelore("dev-b", "hook-server", "stop")
+    return True
+
+
+def print_table(samples: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> None:
+    for name, rows in samples.items():
+        version = subprocess.run([str(AGENTS[name].path), "--version"], capture_output=True, text=True).stdout.strip()
+        bare = statistics.median(rows[BARE])
+        print(f"\nHooks inside {AGENTS[name].binary} {version}, {args.runs} sessions, hook server {args.hook_server}")
+        print(f"{'event':<22} {'runs':>5} {'median ms':>10} {'min ms':>8} {'× bare':>7}")
+        for event, values in rows.items():
+            median = statistics.median(values)
+            print(f"{event:<22} {len(values):>5} {median:>10.1f} {min(values):>8.1f} {median / bare:>6.1f}×")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
