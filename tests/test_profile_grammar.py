@@ -203,6 +203,11 @@ PROMOTED = [
     ("Fix the login bug.\n\nAlso, I prefer tabs.", ["Prefer tabs."]),
     ("I prefer TypeScript\n\n```python\nx = 1\n```", ["Prefer TypeScript."]),
     ('I prefer Go; he said "use Rust"', ["Prefer Go."]),
+    # Names that hold a credential's place but are none, and generic types that look like tags, still count.
+    ("I prefer password managers", ["Prefer password managers."]),
+    ("I prefer token-based auth", ["Prefer token-based auth."]),
+    ("I prefer secret management with Vault", ["Prefer secret management with Vault."]),
+    ("I prefer List<String> over arrays", ["Prefer List<String> over arrays."]),
 ]
 
 
@@ -501,20 +506,6 @@ NOTHING = [
 @pytest.mark.parametrize("message", NOTHING)
 def test_nothing(message: str) -> None:
     assert examine(message) == ([], [])
-
-
-# Names that hold a credential's place but are none, and generic types that look like tags, still count.
-NOT_SECRETS = [
-    ("I prefer password managers", ["Prefer password managers."]),
-    ("I prefer token-based auth", ["Prefer token-based auth."]),
-    ("I prefer secret management with Vault", ["Prefer secret management with Vault."]),
-    ("I prefer List<String> over arrays", ["Prefer List<String> over arrays."]),
-]
-
-
-@pytest.mark.parametrize(("message", "lines"), NOT_SECRETS)
-def test_words_near_a_secret_are_not_one(message: str, lines: list[str]) -> None:
-    assert [candidate.line for candidate in candidates(message)] == lines
 
 
 # Vendor keys with orderly bodies and injections said as a preference: refused because the guard finds
