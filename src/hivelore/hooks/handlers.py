@@ -7,6 +7,7 @@ rules; nudges name the scope to write into. A session is identified by agent + s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from hivelore.eventstore import EventStore, Failure, error_lines
@@ -226,10 +227,16 @@ def with_held_notices(handler: Callable[[HookContext], str]) -> Callable[[HookCo
 
     def handle(ctx: HookContext) -> str:
         event = ctx.event
-        held = []
-        if ctx.store is not None and ctx.heard and holds_pre_tool_text(event.agent):
+        said = handler(ctx)  # first: should it fail, what is held stays held for the next result
+        if ctx.store is None or not ctx.heard or not holds_pre_tool_text(event.agent):
+            return said
+        from hivelore.eventstore import EventStoreUnavailable
+
+        try:
             held = ctx.store.take_notices(event.agent, event.session_id)
-        return "\n\n".join(part for part in (*held, handler(ctx)) if part)
+        except EventStoreUnavailable:  # busy: the notices stay held, and the next tool result takes them
+            return said
+        return "\n\n".join(part for part in (*held, said) if part)
 
     handle.__name__, handle.__doc__ = handler.__name__, handler.__doc__
     return handle
@@ -394,8 +401,6 @@ def agent_words(event: Event, text: str, what: str) -> str:
 
 def _shown_paths(event: Event) -> str:
     """The edited files as the user would name them: relative to the session's folder when inside it."""
-    import os.path
-
     root = event.cwd.rstrip("/\\")
     shown = [p[len(root) + 1 :] if root and p.startswith(root + os.sep) else p for p in event.paths]
     return ", ".join(shown)
