@@ -328,6 +328,40 @@ def test_friction_sums_up_a_session_for_the_stop_time_nudge(store: EventStore) -
     assert store.friction("claude", "s2") == Friction(failures=0, unresolved=0, max_repeats=0)
 
 
+# -- notices held for the next tool result ------------------------------------------------------
+
+
+def test_notices_are_held_per_session_and_taken_once_oldest_first(store: EventStore, clock: Clock) -> None:
+    store.hold_notice("gemini", "g-1", "before your edit of shop/orders.py: heads-up")
+    clock.advance(days=0.001)
+    store.hold_notice("gemini", "g-1", "before your edit of shop/users.py: heads-up")
+    store.hold_notice("gemini", "g-2", "another session's")
+
+    assert store.take_notices("gemini", "g-1") == [
+        "before your edit of shop/orders.py: heads-up",
+        "before your edit of shop/users.py: heads-up",
+    ]
+    assert store.take_notices("gemini", "g-1") == []
+    assert store.take_notices("claude", "g-2") == []  # a session is agent + id
+    assert store.take_notices("gemini", "g-2") == ["another session's"]
+
+
+def test_an_events_db_from_before_notices_keeps_its_data_and_gets_the_table_when_one_is_held(folder: str) -> None:
+    """Schema 2 shipped without the notices table: such a file is not reset (its failures, fixes and prompts
+    stay); it has nothing to take, and the table appears with the first notice held (or the next prune)."""
+    with EventStore.open(folder) as store:
+        store.record_prompt("gemini", "g-1", "I prefer pnpm", root_session=True)
+        store.conn.execute("DROP TABLE notices")
+    with EventStore.open(folder) as store:
+        assert store.take_notices("gemini", "g-1") == []
+        store.hold_notice("gemini", "g-1", "heads-up")
+        assert store.take_notices("gemini", "g-1") == ["heads-up"]
+        assert [p.text for p in store.prompts()] == ["I prefer pnpm"]
+        store.conn.execute("DROP TABLE notices")
+        assert store.prune(older_than_days=30) == 0
+        assert store.take_notices("gemini", "g-1") == []
+
+
 # -- housekeeping -----------------------------------------------------------------------------
 
 
@@ -340,11 +374,13 @@ def test_prune_deletes_old_events_but_keeps_signatures_that_have_a_fix(store: Ev
     store.record_success("claude", "old", APP, "Bash", "docker compose up -d db")
     store.record_success("claude", "old", APP, "Bash", "pnpm test")
     store.record_failure("claude", "old", APP, "Bash", "pnpm db:migrate", 1, MIGRATION_ERROR)  # never fixed
+    store.hold_notice("gemini", "old", "a notice whose tool result never came")
     clock.advance(days=40)
     store.record_prompt("claude", "new", "I prefer pnpm", root_session=True)
 
-    # 1 session, 1 shown, 1 prompt, 4 runs, 1 call, 1 unfixed signature
-    assert store.prune(older_than_days=30) == 9
+    # 1 session, 1 shown, 1 prompt, 4 runs, 1 call, 1 notice, 1 unfixed signature
+    assert store.prune(older_than_days=30) == 10
+    assert store.take_notices("gemini", "old") == []
     assert [p.session_id for p in store.prompts()] == ["new"]
     assert store.session("claude", "old") is None and store.shown("claude", "old") == set()
     again = store.record_failure("claude", "new", APP, "Bash", "pnpm test", 1, TUESDAY_RUN)
@@ -383,6 +419,8 @@ store = EventStore.open(folder)
 for _ in range(int(times)):
     if what == "failure":
         print(store.record_failure("claude", session, "/app", "Bash", "pnpm test", 1, error).seen)
+    elif what == "notices":
+        print(*store.take_notices("gemini", "shared"))
     else:
         print(store.record_call("claude", "shared", "Bash", "pnpm test"))
 """
@@ -415,6 +453,13 @@ def test_six_agents_recording_the_same_failure_at_once_count_six(tmp_path: Path,
 def test_parallel_repeated_calls_lose_no_count(tmp_path: Path, folder: str) -> None:
     EventStore.open(folder).close()
     assert run_together(tmp_path, folder, processes=6, what="call", times=25) == list(range(1, 151))
+
+
+def test_tool_results_taking_the_held_notices_at_once_get_each_exactly_once(tmp_path: Path, folder: str) -> None:
+    with EventStore.open(folder) as store:
+        for number in range(1, 41):
+            store.hold_notice("gemini", "shared", str(number))
+    assert run_together(tmp_path, folder, processes=6, what="notices") == list(range(1, 41))
 
 
 # -- a damaged or outdated events.db ------------------------------------------------------------

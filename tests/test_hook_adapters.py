@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hivelore.hooks import adapters
-from hivelore.hooks.adapters import CAP, Event, answer, normalise
+from hivelore.hooks.adapters import CAP, Event, answer, holds_pre_tool_text, normalise
 from hivelore.hooks.catalog import AGENTS, HOOK_EVENTS, kind_of
 
 PAYLOADS = Path(__file__).parent / "fixtures" / "hook-payloads"
@@ -49,7 +49,7 @@ def _example_cases() -> list:
 def _capture_cases() -> list:
     """Every line of the raw captures; the event is the payload's own, as an installation would have wired it."""
     cases = []
-    for folder, pattern in (("claude-code", "*.ndjson"), ("codex", "*.ndjson")):
+    for folder, pattern in (("claude-code", "*.ndjson"), ("codex", "*.ndjson"), ("gemini", "*.ndjson")):
         for path in sorted((PAYLOADS / folder).glob(pattern)):
             lines = [line for line in path.read_text().splitlines() if line.strip()]
             for number, line in enumerate(lines, 1):
@@ -103,7 +103,9 @@ def test_every_payload_normalises_to_its_kind(agent: str, event_name: str, paylo
     assert_well_typed(event)
     assert (event.agent, event.name) == (agent, event_name)
     wired = kind_of(agent, event_name)
-    if wired in ("post_tool", "tool_failure"):
+    if (agent, event_name, payload.get("trigger")) == ("gemini", "PreCompress", "auto"):
+        assert event.kind == "other"  # before every model turn, compressing or not: see test_gemini_pre_compress…
+    elif wired in ("post_tool", "tool_failure"):
         # a post-tool event is a tool_failure exactly when the call failed; an interrupt is a plain post_tool
         assert event.kind == ("tool_failure" if event.failed else "post_tool")
     else:
@@ -132,6 +134,8 @@ def test_the_fixtures_that_are_tool_failures() -> None:
         "codex/real-0.171-hooks.ndjson:2",  # no exit code (its transcript is not here), but an `Error: …` line
         "claude-code/PostToolUseFailure#3",
         "gemini/AfterTool#1",
+        "gemini/real-0.61-hooks.ndjson:5",  # ./bin/migrate: "Exit Code: 1" in llmContent
+        "gemini/real-0.61-hooks.ndjson:16",
     }
 
 
@@ -140,7 +144,7 @@ def test_replay_covers_every_capture_line() -> None:
         1 for path in PAYLOADS.glob("*/*.ndjson") for line in path.read_text().splitlines() if line.strip()
     )
     kiro_keys = [k for k in json.loads((PAYLOADS / "kiro" / "payloads.json").read_text()) if not k.startswith("_")]
-    assert len(CAPTURES) == ndjson_lines + len(kiro_keys) == 24 + 9 + 3 + 18 + 6 + 12
+    assert len(CAPTURES) == ndjson_lines + len(kiro_keys) == 24 + 9 + 3 + 18 + 6 + 12 + 22
 
 
 # --- per agent ------------------------------------------------------------------------------------------------------
@@ -449,6 +453,35 @@ def test_gemini_prompt_and_after_agent() -> None:
     after = normalise("gemini", "AfterAgent", example("gemini", "AfterAgent", "turn done"))
     assert (after.kind, after.last_message) == ("stop", "total() ignored qty; fixed and added a test.")
     assert normalise("gemini", "BeforeAgent", example("gemini", "BeforeAgent", "prompt")).prompt.startswith("Why")
+
+
+def test_gemini_pre_compress_is_a_compaction_only_when_the_user_asked_for_one() -> None:
+    """Gemini CLI 0.61 sends PreCompress "auto" before every model turn (the real session in
+    gemini/real-0.61-hooks.ndjson: one per turn, nothing compressed), and decides only afterwards whether the
+    history is over its threshold; "manual" is the user's /compress."""
+    turns = [capture("gemini", "real-0.61-hooks.ndjson", n) for n in range(1, 23)]
+    automatic = [p for p in turns if p["hook_event_name"] == "PreCompress"]
+    assert len(automatic) == 6 and {p["trigger"] for p in automatic} == {"auto"}
+
+    assert {normalise("gemini", "PreCompress", p).kind for p in automatic} == {"other"}
+    assert normalise("gemini", "PreCompress", example("gemini", "PreCompress", "trigger=manual")).kind == "compact"
+    assert normalise("codex", "PreCompact", {**automatic[0], "hook_event_name": "PreCompact"}).kind == "compact"
+
+
+def test_gemini_before_and_after_tool_of_one_edit_share_no_call_id() -> None:
+    before, after = (capture("gemini", "real-0.61-hooks.ndjson", n) for n in (18, 19))
+    assert (before["hook_event_name"], after["hook_event_name"]) == ("BeforeTool", "AfterTool")
+    assert before["tool_input"] == after["tool_input"] and not {"tool_use_id", "call_id", "tool_call_id"} & set(after)
+
+    edit = normalise("gemini", "BeforeTool", before)
+    assert (edit.kind, edit.action, edit.paths) == ("pre_tool", "edit", ("/tmp/gmlab/shop/shop/orders.py",))
+    assert normalise("gemini", "AfterTool", after).kind == "post_tool"
+
+
+def test_only_gemini_holds_what_it_says_before_a_tool_for_the_tool_result() -> None:
+    assert {agent: holds_pre_tool_text(agent) for agent in HOOK_EVENTS} == {
+        "claude": False, "codex": False, "kiro": False, "gemini": True, "cursor": False,
+    }  # fmt: skip
 
 
 # --- names, odd input -----------------------------------------------------------------------------------------------

@@ -26,8 +26,10 @@ from typing import Any, NamedTuple
 
 import anyio
 import pytest
+from conftest import make_shop
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_team_flow import FILES
 
 from hivelore.eventstore import EventStore
 from hivelore.hooks.catalog import AGENTS, HOOK_EVENTS, kind_of
@@ -63,20 +65,22 @@ class Hook(NamedTuple):
     seconds: float
 
 
-def hook_env(home: Path) -> dict[str, str]:
+def hook_env(home: Path, developer: str = "") -> dict[str, str]:
     """The test's environment with only HIVELORE_HOME and HIVELORE_HOOK_SERVER (see conftest.py) of hivelore's
-    variables (an agent running these tests may have set HIVELORE_AGENT or HIVELORE_SESSION)."""
+    variables (an agent running these tests may have set HIVELORE_AGENT or HIVELORE_SESSION), and
+    HIVELORE_DEVELOPER when a test plays several developers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
-    return {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": os.environ["HIVELORE_HOOK_SERVER"]}
+    env = {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": os.environ["HIVELORE_HOOK_SERVER"]}
+    return {**env, "HIVELORE_DEVELOPER": developer} if developer else env
 
 
-def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes) -> Hook:
+def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes, developer: str = "") -> Hook:
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "hivelore", "hook", *args],
         input=stdin,
         cwd=cwd,
-        env=hook_env(home),
+        env=hook_env(home, developer),
         capture_output=True,
         timeout=60,
     )
@@ -131,9 +135,10 @@ def said(agent: str, stdout: bytes) -> str:
     return next((text for text in texts if isinstance(text, str)), "")
 
 
-def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: str) -> str:
+def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: str, developer: str = "") -> str:
     """Run one hook the way the agent does; check the universal contract; return what the agent is told."""
-    result = run_hook(home, repo, ["--agent", agent, "--event", event, *flags], json.dumps(payload).encode())
+    args = ["--agent", agent, "--event", event, *flags]
+    result = run_hook(home, repo, args, json.dumps(payload).encode(), developer)
 
     assert result.returncode == 0
     assert result.stderr == b""
@@ -654,6 +659,97 @@ def test_a_codex_command_of_unknown_outcome_is_not_taken_for_the_fix(home: Path,
     again = hook(home, repo, "codex", "PostToolUse", codex_real(repo, tmp_path, "cx-4", "exec-failed-0.171.jsonl"))
 
     assert NUDGE in again and "simply run again" not in again
+
+
+# --- 7c. Gemini: what is said before a tool reaches the model with its result ---------------------------------------
+
+
+def gemini_real(line: int, repo: Path, session: str) -> dict:
+    """Line `line` of gemini/real-0.61-hooks.ndjson (the real Gemini CLI 0.61.0), aimed at the repo: its cwd, and a
+    tool input's file_path moved from the recorded folder into `repo`."""
+    recorded = (PAYLOADS / "gemini" / "real-0.61-hooks.ndjson").read_text().splitlines()[line - 1]
+    payload = aimed(json.loads(recorded)["_payload"], repo, session_id=session)
+    path = payload.get("tool_input", {}).get("file_path")
+    if path:
+        payload["tool_input"]["file_path"] = str(repo / Path(path).relative_to("/tmp/gmlab/shop"))
+    return payload
+
+
+def claim_validate_token(home: Path, shop: Path) -> None:
+    """dev-a's Claude session works on "add JWT support" and edits validate_token: its task claims it."""
+    hook(home, shop, "claude", "UserPromptSubmit", claude_prompt(shop, "a-1", "add JWT support"), developer="dev-a")
+    old = "    return token.split('.')[0]"
+    edit = {"file_path": str(shop / "shop/tokens.py"), "old_string": old, "new_string": old + "  # jwt"}
+    pre = aimed(example("claude", "PreToolUse", "Bash"), shop, session_id="a-1", tool_name="Edit", tool_input=edit)
+    assert hook(home, shop, "claude", "PreToolUse", pre, developer="dev-a") == ""
+
+
+@pytest.fixture
+def shop(tmp_path: Path, home: Path) -> Path:
+    """The shop of tests/test_team_flow.py (checkout → current_user → validate_token), its graph indexed, and
+    validate_token claimed by dev-a's task "add JWT support"."""
+    repo = make_shop(tmp_path / "shop", FILES)
+    indexed = subprocess.run(
+        [sys.executable, "-m", "hivelore", "graph", "index"], cwd=repo, env=hook_env(home, "dev-a"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    claim_validate_token(home, repo)
+    return repo
+
+
+def test_gemini_is_warned_before_its_edit_and_its_model_gets_the_warning_with_the_result(
+    home: Path, shop: Path
+) -> None:
+    """Gemini CLI shows a BeforeTool answer to the user only: the warning about dev-a's claim is shown there (as
+    systemMessage), held, and given to the model with the edit's AfterTool (additionalContext), said as what it is
+    — said before the edit. Once: the next tool result carries nothing, and nothing stays held."""
+    user_sees = hook(home, shop, "gemini", "BeforeTool", gemini_real(18, shop, "g-1"), developer="dev-b")
+    assert "checkout → current_user → validate_token" in user_sees
+
+    result = run_hook(home, shop, ["--agent", "gemini", "--event", "AfterTool"],
+                      json.dumps(gemini_real(19, shop, "g-1")).encode(), "dev-b")  # fmt: skip
+
+    assert problems("gemini", "AfterTool", result.stdout) == [] and result.stderr == b""
+    model_sees = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert model_sees.startswith("hivelore, before your edit of shop/orders.py:\n- heads-up (a warning, not a block)")
+    assert "checkout → current_user → validate_token" in model_sees and "dev-a" in model_sees
+    assert "add JWT support" in model_sees
+    assert hook(home, shop, "gemini", "AfterTool", gemini_real(19, shop, "g-1"), developer="dev-b") == ""
+    with EventStore.open(str(home)) as store:
+        assert store.take_notices("gemini", "g-1") == []
+    assert log_lines(home) == []
+
+
+def test_a_held_warning_waits_for_its_own_session_and_claude_holds_nothing(home: Path, shop: Path) -> None:
+    """Another Gemini session's tool result does not take the warning; Claude Code, whose model reads its
+    PreToolUse answer, is warned there and its PostToolUse says nothing more."""
+    hook(home, shop, "gemini", "BeforeTool", gemini_real(18, shop, "g-2"), developer="dev-b")
+    assert hook(home, shop, "gemini", "AfterTool", gemini_real(19, shop, "g-other"), developer="dev-b") == ""
+    assert "validate_token" in hook(home, shop, "gemini", "AfterTool", gemini_real(19, shop, "g-2"), developer="dev-b")
+
+    old = "    return {'user': user, 'total': sum(cart)}"
+    edit = {"file_path": str(shop / "shop/orders.py"), "old_string": old, "new_string": old + "  # items"}
+    pre = aimed(example("claude", "PreToolUse", "Bash"), shop, session_id="c-1", tool_name="Edit", tool_input=edit)
+    assert "validate_token" in hook(home, shop, "claude", "PreToolUse", pre, developer="dev-c")
+    post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"filePath": edit["file_path"]}}
+    assert hook(home, shop, "claude", "PostToolUse", post, developer="dev-c") == ""
+
+
+def test_gemini_automatic_pre_compress_forgets_nothing_and_manual_compress_does(home: Path, repo: Path) -> None:
+    """Gemini's PreCompress "auto" comes before every model turn, compressing or not (the real session: six in
+    two sessions, nothing compressed): it leaves what the session was shown, and opens no store; the user's
+    /compress ("manual") is a compaction."""
+    failing = failing_tests("gemini", repo, "g-3")
+    assert NUDGE in hook(home, repo, "gemini", *failing)
+    automatic = gemini_real(3, repo, "g-3")
+    assert automatic["trigger"] == "auto"
+
+    assert hook(home, repo, "gemini", "PreCompress", automatic) == ""
+    assert hook(home, repo, "gemini", *failing) == ""  # still shown: the nudge is not repeated
+    manual = aimed(example("gemini", "PreCompress", "trigger=manual"), repo, session_id="g-3")
+    assert hook(home, repo, "gemini", "PreCompress", manual) == ""
+    assert NUDGE in hook(home, repo, "gemini", *failing)  # compacted: the model lost it, so it is said again
 
 
 # --- 8. the hook path imports nothing heavy -------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Event data has no file in the vault, so it lives here, shared by every agent on the machine:
 sessions (and whether the session-start block was given since the last compaction), the memory
-addresses already shown to a session, the user's prompts (kept for promotion), every shell command
-that finished (failed or not), failure signatures with how often they were seen and the fix that
-resolved them, and how often one call was repeated in a session. Losing this data is acceptable;
+addresses already shown to a session, notices held for a session's next tool result, the user's
+prompts (kept for promotion), every shell command that finished (failed or not), failure signatures
+with how often they were seen and the fix that resolved them, and how often one call was repeated
+in a session. Losing this data is acceptable;
 crashing a hook is not: every sqlite error surfaces as `EventStoreUnavailable` (a damaged or
 outdated file: `reset` discards and recreates it) or its subclass `EventStoreBusy` (the write lock
 stayed taken for the whole busy timeout: skip this event).
@@ -18,6 +19,8 @@ API (agent + session_id identify a session everywhere; nothing requires `touch_s
     store.mark_compacted(agent, session_id)         # context due again, and `shown` forgotten
     store.shown(agent, session_id) -> set[str]      # SCOPE::KEY addresses shown this session
     store.mark_shown(agent, session_id, addresses)
+    store.hold_notice(agent, session_id, text)       # for the session's next tool result
+    store.take_notices(agent, session_id) -> list[str]  # held ones, oldest first, no longer held
     store.record_prompt(agent, session_id, text, root_session)
     store.prompts(agent=None, session_id=None, root_only=False, since=0.0) -> list[Prompt]
     store.record_evidence(agent, session_id, [(key, line)]) ; store.evidence(key) ; store.forget_evidence(key)
@@ -71,6 +74,10 @@ FIX_COMMANDS = 10
 COMMAND_CAP = 2_000
 BUSY_TIMEOUT = 5.0
 
+# Added after schema 2 shipped: an events.db created before has no such table until a notice is held.
+_NOTICES = """CREATE TABLE IF NOT EXISTS notices (
+    id INTEGER PRIMARY KEY, agent TEXT NOT NULL, session_id TEXT NOT NULL, ts REAL NOT NULL, text TEXT NOT NULL
+)"""
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS sessions (
@@ -109,6 +116,7 @@ _TABLES = (
         key TEXT NOT NULL, agent TEXT NOT NULL, session_id TEXT NOT NULL, line TEXT NOT NULL, ts REAL NOT NULL,
         PRIMARY KEY (key, agent, session_id)
     ) WITHOUT ROWID""",
+    _NOTICES,
     """CREATE TABLE IF NOT EXISTS calls (
         agent TEXT NOT NULL, session_id TEXT NOT NULL, digest TEXT NOT NULL, tool TEXT NOT NULL,
         count INTEGER NOT NULL, ts REAL NOT NULL,
@@ -288,6 +296,36 @@ class EventStore:
             with Immediate(self.conn) as conn:
                 conn.executemany("INSERT INTO shown VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
 
+    # -- notices held for the next tool result ------------------------------------------------------
+
+    @_guarded
+    def hold_notice(self, agent: str, session_id: str, text: str) -> None:
+        """Keep `text` for this session's next tool result: said before a tool ran, to an agent whose
+        model reads nothing a hook answers then (Gemini CLI's BeforeTool)."""
+        with Immediate(self.conn) as conn:
+            conn.execute(_NOTICES)
+            conn.execute(
+                "INSERT INTO notices (agent, session_id, ts, text) VALUES (?, ?, ?, ?)",
+                (agent, session_id, self.clock(), text),
+            )
+
+    @_guarded
+    def take_notices(self, agent: str, session_id: str) -> list[str]:
+        """The session's held notices, oldest first, no longer held: of two hooks taking them at once,
+        exactly one gets each."""
+        where = " FROM notices WHERE agent = ? AND session_id = ?"
+        try:
+            # nearly always none: a plain read first, so that the common tool result takes no write lock
+            if not sqlitedb.rows(self.conn, f"SELECT 1{where} LIMIT 1", (agent, session_id)):
+                return []
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # an events.db from before notices, which has held none
+                return []
+            raise
+        with Immediate(self.conn) as conn:
+            rows = sqlitedb.rows(conn, f"DELETE{where} RETURNING id, text", (agent, session_id))
+        return [text for _, text in sorted(rows)]
+
     # -- evidence for profile promotion -------------------------------------------------------------
 
     @_guarded
@@ -464,6 +502,7 @@ class EventStore:
             if every_s and last and now - float(last[0]) < every_s:
                 return None
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('pruned_at', ?)", (repr(now),))
+            conn.execute(_NOTICES)
             return self._prune(conn, cutoff)
 
     @staticmethod
@@ -475,6 +514,7 @@ class EventStore:
             "DELETE FROM runs WHERE ts < ?",
             "DELETE FROM calls WHERE ts < ?",
             "DELETE FROM evidence WHERE ts < ?",
+            "DELETE FROM notices WHERE ts < ?",
             "DELETE FROM signatures WHERE last_ts < ? AND fix IS NULL",
         )
         return sum(conn.execute(sql, (cutoff,)).rowcount for sql in statements)

@@ -151,11 +151,21 @@ def _fill(event: Event, p: dict) -> None:
     if event.kind == "session_start":
         event.source = _first_str(p, "source")
     event.summary = _first_str(p, "compact_summary", "summary")
+    if event.kind == "compact" and _compaction_unlikely(event.agent, p):
+        event.kind = "other"
     # Cursor's afterAgentResponse carries the reply as a bare `text`; elsewhere `text` is not a reply.
     event.last_message = _first_str(p, *_LAST_MESSAGE_KEYS, *(("text",) if cursor else ()))
     _fill_tool(event, p)
     event.subagent = _is_subagent(event, p)
     _settle_kind(event)
+
+
+def _compaction_unlikely(agent: str, p: dict) -> bool:
+    """Gemini CLI 0.61 sends PreCompress with trigger "auto" before every model turn, before it checks whether
+    the history is over its threshold (half the model's window by default, a setting or a remote flag
+    otherwise); the payload does not say which, and nearly always nothing is compressed. Only "manual" (the
+    user's /compress) is taken for a compaction."""
+    return agent == "gemini" and p.get("trigger") == "auto"
 
 
 def _cwd(p: dict, cursor: bool) -> str:
@@ -650,8 +660,13 @@ _CONTRACTS: dict[str, dict[str, str]] = {
     "codex": dict.fromkeys(("session_start", "prompt", "pre_tool", "post_tool"), "context")
     | {"stop": "system", "compact": "system"},
     # geminicli.com/docs/hooks/reference: additionalContext on SessionStart, BeforeAgent and AfterTool;
-    # BeforeTool has no context field, and AfterAgent's feedback would force a retry, so both get systemMessage,
-    # as do PreCompress and SessionEnd ("Displayed to the user").
+    # AfterAgent's feedback would force a retry, so it gets systemMessage, as do PreCompress and SessionEnd
+    # ("Displayed to the user"). At BeforeTool Gemini CLI 0.61 reads only `continue`, `decision` (block/deny
+    # stop the tool, ask prompts the user) and hookSpecificOutput.tool_input (rewrites the call), and
+    # systemMessage goes to the terminal: nothing reaches the model without stopping or changing the call
+    # (bundle: evaluateBeforeToolHook; additionalContext is read only after the tool, in executeToolWithHooks).
+    # So the user sees a pre-tool warning at once, and the model gets it with the tool's result
+    # (`holds_pre_tool_text`).
     "gemini": dict.fromkeys(("session_start", "prompt", "post_tool"), "context")
     | dict.fromkeys(("pre_tool", "stop", "compact", "session_end"), "system"),
     # kiro.dev/docs/cli/hooks (= aws/amazon-q-developer-cli docs/hooks.md): agentSpawn and userPromptSubmit add
@@ -693,6 +708,13 @@ def answer(event: Event, text: str) -> str:
     if style == "system":
         return _dump({"systemMessage": text})
     return _dump({"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": text}})
+
+
+def holds_pre_tool_text(agent: str) -> bool:
+    """Whether what hivelore says before an agent's tool runs must be held for the tool's result to reach the
+    model: the agent shows a pre-tool answer to the user only, yet gives the model a post-tool one (Gemini CLI)."""
+    contract = _CONTRACTS.get(agent, {})
+    return contract.get("pre_tool") == "system" and contract.get("post_tool") == "context"
 
 
 def _cursor_answer(name: str, text: str) -> str:

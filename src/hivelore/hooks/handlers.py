@@ -7,10 +7,11 @@ rules; nudges name the scope to write into. A session is identified by agent + s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from hivelore.eventstore import EventStore, Failure, error_lines
-from hivelore.hooks.adapters import Event
+from hivelore.hooks.adapters import Event, holds_pre_tool_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -134,7 +135,8 @@ def tool_failure(ctx: HookContext) -> str:
 def pre_tool(ctx: HookContext) -> str:
     """Before an edit: claim the code it touches for the session's task, and warn (once, never
     block) when another developer's active task has claimed code within three call hops of it, and
-    about what failed on this code before. Other calls: silent."""
+    about what failed on this code before. Other calls: silent. For an agent whose model reads
+    nothing said before a tool runs (Gemini CLI), the warning is also held for the tool's result."""
     event = ctx.event
     if event.action != "edit" or not event.paths or not ctx.recording:
         return ""
@@ -149,7 +151,22 @@ def pre_tool(ctx: HookContext) -> str:
         ctx.mark_shown([h.row.memory.address for h in lessons])
         width = ctx.service.settings.context_line_chars
         said += [f"a lesson about this code: {recall.line_for(h.row, width)[2:]}" for h in lessons]
-    return "hivelore:\n" + "\n".join(f"- {line}" for line in said) if said else ""
+    if not said:
+        return ""
+    lines = "\n".join(f"- {line}" for line in said)
+    if holds_pre_tool_text(event.agent):
+        _hold_for_result(ctx, f"hivelore, before your edit of {_shown_paths(event)}:\n{lines}")
+    return f"hivelore:\n{lines}"
+
+
+def _hold_for_result(ctx: HookContext, text: str) -> None:
+    """Keep what the user is shown now for the model, which gets it with the tool's result."""
+    from hivelore.eventstore import EventStoreUnavailable
+
+    try:
+        ctx.store.hold_notice(ctx.event.agent, ctx.event.session_id, text)
+    except EventStoreUnavailable as exc:  # the user still sees it; the model will not
+        ctx.service.warnings.append(f"a pre-edit notice was not held for the model: {exc}")
 
 
 def post_tool(ctx: HookContext) -> str:
@@ -204,12 +221,33 @@ def stop(ctx: HookContext) -> str:
     )
 
 
+def with_held_notices(handler: Callable[[HookContext], str]) -> Callable[[HookContext], str]:
+    """A tool-result handler that first gives the model what was held for it before the tool ran (see
+    `pre_tool`: Gemini CLI's model reads nothing a BeforeTool hook says), then the handler's own text."""
+
+    def handle(ctx: HookContext) -> str:
+        event = ctx.event
+        said = handler(ctx)  # first: should it fail, what is held stays held for the next result
+        if ctx.store is None or not ctx.heard or not holds_pre_tool_text(event.agent):
+            return said
+        from hivelore.eventstore import EventStoreUnavailable
+
+        try:
+            held = ctx.store.take_notices(event.agent, event.session_id)
+        except EventStoreUnavailable:  # busy: the notices stay held, and the next tool result takes them
+            return said
+        return "\n\n".join(part for part in (*held, said) if part)
+
+    handle.__name__, handle.__doc__ = handler.__name__, handler.__doc__
+    return handle
+
+
 HANDLERS: dict[str, Callable[[HookContext], str]] = {
     "session_start": session_start,
     "prompt": prompt,
     "pre_tool": pre_tool,
-    "tool_failure": tool_failure,
-    "post_tool": post_tool,
+    "tool_failure": with_held_notices(tool_failure),
+    "post_tool": with_held_notices(post_tool),
     "compact": compact,
     "stop": stop,
     "session_end": stop,
@@ -359,6 +397,13 @@ def agent_words(event: Event, text: str, what: str) -> str:
         f"the agent ({event.agent}) {said} of session {event.session_id or 'unknown'} at {stamp} "
         f"(its own words, not a stored lesson): \"{quoted}\""
     )
+
+
+def _shown_paths(event: Event) -> str:
+    """The edited files as the user would name them: relative to the session's folder when inside it."""
+    root = event.cwd.rstrip("/\\")
+    shown = [p[len(root) + 1 :] if root and p.startswith(root + os.sep) else p for p in event.paths]
+    return ", ".join(shown)
 
 
 def _slug(text: str) -> str:
