@@ -32,6 +32,10 @@ are absolute (`default_entry`): the MCP server runs `<entry> mcp`, a hook runs
 `<entry> hook --agent A --event E [--read-only]`. JSON files keep their key order, indent, line
 ends and final newline; Codex's TOML keeps every byte (tomlkit), our table is appended at its end.
 
+Codex's MCP entry also names the `HIVELORE_*` variables Codex must pass to the server
+(`env_vars`, `MCP_ENVIRONMENT`). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
+server's handshake answers in `<hivelore home>/mcp-answers.json` so its first start is fast.
+
 Install sets the desired state: re-running it with other `hooks` replaces our hook entries (ours
 are recognised by their command: a `hivelore` program followed by `hook --agent`, whatever its
 path, so a moved installation is cleaned up too), and never touches any other entry.
