@@ -237,9 +237,15 @@ def test_install_all_agents_into_a_project_then_rerun_changes_nothing(
     assert json.loads((repo / ".mcp.json").read_text())["mcpServers"]["hivelore"]["type"] == "stdio"
     assert json.loads((repo / ".hivelore.json").read_text()) == {"mode": "local"}
     assert snapshot(user_home) == {}, "a project install writes nothing in the user's home"
+    assert "HIVELORE_HOME" in mcp_servers(repo / MCP_FILE["codex"])["hivelore"]["env_vars"]
+    # The first `hivelore mcp` answers the handshake from these at once (Codex waits 1 s for it).
+    answers = home / "mcp-answers.json"
+    assert f"prepared the MCP server's handshake answers in {answers}: its first start answers at once" in done.stdout
+    assert len(json.loads(answers.read_text())["answers"]) == 4  # each protocol version the SDK negotiates
 
     before = snapshot(repo, user_home, home)
     again = install(env, repo, "--project", "--agent", "all", "--yes")
+    assert f"the MCP server's handshake answers are ready in {answers}" in again.stdout
     lines = file_lines(again.stdout)
     assert len(lines) == len(file_lines(done.stdout))
     assert all(line.startswith("= unchanged ") for line in lines), again.stdout

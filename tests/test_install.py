@@ -205,6 +205,83 @@ def test_global_codex_files_go_to_codex_home_when_it_is_set(user_home: Path, pro
     assert not (codex_home / "config.toml").exists() and not (codex_home / "hooks.json").exists()
 
 
+def test_codex_passes_the_hivelore_environment_to_the_mcp_server(user_home: Path, project: Path) -> None:
+    """Codex gives an MCP server only HOME, PATH and a few more of its variables, plus those `env_vars`
+    names: without HIVELORE_HOME there, lessons written over MCP would land in ~/.hivelore."""
+    t = target(user_home, project, agents=["codex"])
+    apply(plan_install(t))
+    assert mcp_entry(t, "codex")["env_vars"] == list(install.MCP_ENVIRONMENT)
+    assert "HIVELORE_HOME" in install.MCP_ENVIRONMENT
+    assert "env" not in mcp_entry(t, "codex")  # names only: no value of the user's is copied into the file
+
+
+OLDER_CODEX_ENTRY = f"""model = "gpt-5"
+
+[mcp_servers.hivelore]
+command = "{ENTRY[0]}"
+args = ["mcp"]
+startup_timeout_sec = 20  # the user's own setting
+"""
+
+
+@pytest.mark.parametrize(
+    ("their_names", "expected"),
+    [
+        ("", list(install.MCP_ENVIRONMENT)),
+        ('env_vars = ["MY_PROXY", "HIVELORE_HOME"]\n', ["MY_PROXY", "HIVELORE_HOME", *install.MCP_ENVIRONMENT[1:]]),
+        ('env_vars = [{ name = "MY_PROXY", source = "local" }]\n', [{"name": "MY_PROXY", "source": "local"},
+                                                                      *install.MCP_ENVIRONMENT]),
+    ],
+)  # fmt: skip
+def test_an_older_codex_entry_is_upgraded_in_place_keeping_the_users_settings(
+    user_home: Path, project: Path, their_names: str, expected: list
+) -> None:
+    (project / ".codex").mkdir()
+    (project / ".codex/config.toml").write_text(OLDER_CODEX_ENTRY + their_names)
+    t = target(user_home, project, agents=["codex"])
+
+    changes = {c.path.name: c for c in apply(plan_install(t))}
+
+    assert (changes["config.toml"].action, changes["config.toml"].summary) == (
+        "update",
+        "updated MCP server 'hivelore'",
+    )
+    server = mcp_entry(t, "codex")
+    assert server["env_vars"] == expected
+    assert server["startup_timeout_sec"] == 20
+    assert "# the user's own setting" in (project / ".codex/config.toml").read_text()
+    assert {c.path.name: c.action for c in apply(plan_install(t))}["config.toml"] == "unchanged"
+
+    apply(plan_uninstall(t))
+    assert (project / ".codex/config.toml").read_text() == OLDER_CODEX_ENTRY + their_names  # as the user had it
+
+
+def test_a_codex_entry_an_older_install_wrote_is_upgraded_and_uninstalled_whole(user_home: Path, project: Path) -> None:
+    t = target(user_home, project, agents=["codex"])
+    apply(plan_install(t))
+    config = project / ".codex/config.toml"
+    config.write_text(re.sub(r"env_vars = .*\n", "", config.read_text()))  # as an install before env_vars wrote it
+
+    assert {c.path.name: c.action for c in apply(plan_install(t))}["config.toml"] == "update"
+    assert mcp_entry(t, "codex")["env_vars"] == list(install.MCP_ENVIRONMENT)
+    apply(plan_uninstall(t))
+    assert not (project / ".codex").exists()
+
+
+# Read by the hook path only (`hivelore hook` and its server), never by `hivelore mcp`.
+HOOK_ONLY_VARIABLES = {"HIVELORE_HOOK_SERVER", "HIVELORE_HOOK_SERVER_IDLE"}
+READ_FROM_ENVIRONMENT = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["'](HIVELORE_[A-Z_]+)["']""")
+
+
+def test_every_hivelore_variable_the_server_reads_reaches_it_through_codex() -> None:
+    """A new HIVELORE_* setting read anywhere in hivelore must be passed to Codex's MCP server too, or
+    named here as read by hooks alone."""
+    source = Path(install.__file__).parent
+    read = {m for path in source.rglob("*.py") for m in READ_FROM_ENVIRONMENT.findall(path.read_text())}
+    assert {"HIVELORE_HOME", "HIVELORE_MODE", "HIVELORE_HOOK_SERVER"} <= read  # the scan finds what it must
+    assert read - HOOK_ONLY_VARIABLES == set(install.MCP_ENVIRONMENT)
+
+
 def test_the_hook_launcher_next_to_the_entry_point_is_wired(user_home: Path, project: Path, tmp_path: Path) -> None:
     """`hivelore-hook` beside the `hivelore` script runs the hooks (it skips pip's wrapper); else `hivelore hook`."""
     bin_dir = tmp_path / "venv-bin"
@@ -537,6 +614,70 @@ def test_the_ledger_lives_in_the_given_hivelore_home(user_home: Path, project: P
     assert (tmp_path / "hl/installed.json").exists() and not (user_home / ".hivelore").exists()
     apply(plan_uninstall(t))
     assert not (project / ".kiro").exists()
+
+
+# --- the MCP server's prepared answers -------------------------------------------------------------------------
+
+
+def test_prepare_mcp_keeps_the_whole_handshake_once(tmp_path: Path) -> None:
+    """The real `hivelore mcp --prepare`, in its own process; a second install finds the answers ready."""
+    from hivelore.mcp.stdio import prepared
+
+    home = tmp_path / "hl"
+    done = install.prepare_mcp(install.default_entry(), home)
+
+    assert done.ok, done.line
+    assert done.line.startswith("prepared the MCP server's handshake answers in ") and str(home) in done.line
+    assert prepared(str(home))
+    kept = (home / "mcp-answers.json").stat().st_mtime_ns
+    again = install.prepare_mcp(install.default_entry(), home)
+    assert again.ok and "are ready in" in again.line
+    assert (home / "mcp-answers.json").stat().st_mtime_ns == kept
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ((sys.executable, "-c", "import sys; sys.exit('hivelore: the SDK cannot be imported')"), "cannot be imported"),
+        (("/nonexistent/bin/hivelore",), "No such file"),
+    ],
+)
+def test_prepare_mcp_that_cannot_run_is_one_warning(tmp_path: Path, entry: tuple[str, ...], reason: str) -> None:
+    done = install.prepare_mcp(entry, tmp_path / "hl")
+
+    assert not done.ok
+    assert done.line.startswith("warning: could not prepare the MCP server's handshake answers (")
+    assert reason in done.line and done.line.endswith("run `hivelore mcp --prepare`.")
+    assert "\n" not in done.line
+    assert not (tmp_path / "hl/mcp-answers.json").exists()
+
+
+def test_the_prepared_answers_go_with_the_last_uninstall(user_home: Path, project: Path, tmp_path: Path) -> None:
+    """The answers file install brought stays while anything install recorded in that hivelore home is
+    still wired, and goes with the uninstall that takes out the last of it."""
+    hl = tmp_path / "hl"
+    in_project = Target("project", project, user_home, ("cursor",), "all", ENTRY, hivelore_home=hl)
+    in_home = Target("global", None, user_home, ("cursor",), "all", ENTRY, hivelore_home=hl)
+    apply(plan_install(in_project))
+    apply(plan_install(in_home))
+    (hl / "mcp-answers.json").write_text("{}")  # what prepare_mcp writes after install
+
+    apply(plan_uninstall(in_project))
+    assert (hl / "mcp-answers.json").exists()
+    removed = apply(plan_uninstall(in_home))
+    assert not (hl / "mcp-answers.json").exists()
+    assert any(c.path == hl / "mcp-answers.json" and c.action == "remove" for c in removed)
+    assert not (hl / "installed.json").exists()
+
+
+def test_prepared_answers_that_were_there_before_install_stay(user_home: Path, project: Path, tmp_path: Path) -> None:
+    hl = tmp_path / "hl"
+    hl.mkdir()
+    (hl / "mcp-answers.json").write_text("{}")  # an earlier `hivelore mcp` kept them
+    t = Target("project", project, user_home, ("cursor",), "all", ENTRY, hivelore_home=hl)
+    apply(plan_install(t))
+    apply(plan_uninstall(t))
+    assert (hl / "mcp-answers.json").read_text() == "{}"
 
 
 # --- skills ----------------------------------------------------------------------------------------------------

@@ -538,3 +538,17 @@ def test_a_book_that_cannot_be_used_is_an_empty_one(tmp_path: Path, text: str) -
     """A damaged answers file costs a slow start, never a wrong answer or a crash."""
     (tmp_path / answers.FILENAME).write_text(text.replace("FP", answers.fingerprint()))
     assert answers.Book.load(str(tmp_path)).answers == {}
+
+
+def test_a_bare_hivelore_mcp_starts_without_the_cli_framework(home: Path, repo: Path) -> None:
+    """`hivelore mcp` is what every agent starts: it goes straight to the stdio server, without typer's
+    and the CLI's start-up before the handshake."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "hivelore", "mcp"],
+        cwd=repo, env={**os.environ, "HIVELORE_HOME": str(home)}, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hivelore.mcp.stdio" in imported
+    assert not {"typer", "hivelore.cli.app"} & set(imported)

@@ -32,6 +32,10 @@ are absolute (`default_entry`): the MCP server runs `<entry> mcp`, a hook runs
 `<entry> hook --agent A --event E [--read-only]`. JSON files keep their key order, indent, line
 ends and final newline; Codex's TOML keeps every byte (tomlkit), our table is appended at its end.
 
+Codex's MCP entry also names the `HIVELORE_*` variables Codex must pass to the server
+(`env_vars`, `MCP_ENVIRONMENT`). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
+server's handshake answers in `<hivelore home>/mcp-answers.json` so its first start is fast.
+
 Install sets the desired state: re-running it with other `hooks` replaces our hook entries (ours
 are recognised by their command: a `hivelore` program followed by `hook --agent`, whatever its
 path, so a moved installation is cleaned up too), and never touches any other entry.
@@ -59,6 +63,7 @@ import os
 import re
 import shlex
 import stat
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -70,6 +75,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from hivelore import atomicfile
 from hivelore.hooks.catalog import AGENTS, events_for
+from hivelore.mcp.answers import FILENAME as ANSWERS_FILE
 
 SERVER = "hivelore"
 SKILLS = ("hivelore-memory", "hivelore-setup", "hivelore-groom")
@@ -82,6 +88,19 @@ HOOK_TIMEOUT_S = 10
 # Codex 0.171 cuts any SessionEnd hook's timeout to 3 s ("clamping SessionEnd hook timeout to 3s", a
 # warning in `hooks/list`): we write what it honours, so the file says what happens.
 CODEX_SESSION_END_TIMEOUT_S = 3
+# Codex starts an MCP server with only a fixed few variables of its own environment (HOME, PATH, LANG,
+# TERM, TMPDIR …: DEFAULT_ENV_VARS in codex-rs/rmcp-client/src/utils.rs), plus each variable its
+# `env_vars` names, when set. These are the ones `hivelore mcp` reads; without HIVELORE_HOME its
+# lessons would land in ~/.hivelore. Names only: the values stay in the user's environment.
+MCP_ENVIRONMENT = (
+    "HIVELORE_HOME",
+    "HIVELORE_MODE",
+    "HIVELORE_PROFILE",
+    "HIVELORE_DEVELOPER",
+    "HIVELORE_AGENT",
+    "HIVELORE_SESSION",
+)
+CODEX_ENV_VARS = "env_vars"
 
 
 class InstallError(ValueError):
@@ -430,7 +449,7 @@ def _codex(target: Target) -> tuple[list[_File], Path]:
     if "SessionEnd" in entries:
         entries["SessionEnd"] = {**entries["SessionEnd"], "timeout": CODEX_SESSION_END_TIMEOUT_S}
     files = [
-        _File(folder / "config.toml", (), toml_server=_server(target)),
+        _File(folder / "config.toml", (), toml_server=_server(target, **{CODEX_ENV_VARS: list(MCP_ENVIRONMENT)})),
         _File(folder / "hooks.json", (_Hooks(entries, True),)),
     ]
     return files, base / ".agents/skills"
@@ -596,10 +615,11 @@ def _toml_install(path: Path, text: str, server: dict[str, Any]) -> tuple[str, l
     servers = _toml_servers(path, doc)
     current = servers.get(SERVER) if servers is not None else None
     if current is not None and hasattr(current, "keys"):
-        if all(current.get(k) == v for k, v in server.items()):
+        stale = [key for key, value in server.items() if not _toml_holds(current, key, value)]
+        if not stale:
             return text, []
-        for key, value in server.items():
-            current[key] = value  # in place: the table keeps its position, comments and other keys
+        for key in stale:
+            _toml_put(current, key, server[key])  # in place: the table keeps its position, comments and other keys
         return tomlkit.dumps(doc), [f"updated MCP server '{SERVER}'"]
     # A new table goes at the end as text, after one blank line: every byte of the user's file stays,
     # and uninstall can take exactly this tail off again.
@@ -617,6 +637,29 @@ def _toml_install(path: Path, text: str, server: dict[str, Any]) -> tuple[str, l
         servers[SERVER].update(server)
         appended = tomlkit.dumps(doc)
     return appended, [f"added MCP server '{SERVER}'"]
+
+
+def _toml_holds(table: Any, key: str, value: Any) -> bool:
+    """Whether our server table already holds `value` at `key`; `env_vars` holds ours when it names
+    them all, whatever else the user added."""
+    current = table.get(key)
+    if key == CODEX_ENV_VARS and isinstance(current, list):
+        return set(value) <= _env_var_names(current)
+    return current == value
+
+
+def _toml_put(table: Any, key: str, value: Any) -> None:
+    current = table.get(key)
+    if key == CODEX_ENV_VARS and isinstance(current, list):
+        named = _env_var_names(current)
+        current.extend(name for name in value if name not in named)  # the user's own names stay
+    else:
+        table[key] = value
+
+
+def _env_var_names(entries: list[Any]) -> set[str]:
+    """The names in a Codex `env_vars` list: plain names, or `{name = …, source = …}` tables."""
+    return {str(e) if isinstance(e, str) else str(e.get("name")) for e in entries if isinstance(e, str | dict)}
 
 
 def _toml_uninstall(path: Path, text: str) -> tuple[str, list[str]]:
@@ -812,8 +855,24 @@ def _plan(target: Target, installing: bool) -> list[FileEdit]:
     for edit in planned:
         ledger.created.update({str(d): "" for d in edit.new_dirs})
     planned = _with_old_dirs(planned, ledger)
+    planned += _plan_answers(target.ledger_path.with_name(ANSWERS_FILE), installing, ledger)
     ledger_edit = ledger.edit()
     return planned + ([ledger_edit] if ledger_edit else [])
+
+
+def _plan_answers(path: Path, installing: bool, ledger: _Ledger) -> list[FileEdit]:
+    """The MCP server's prepared answers (`prepare_mcp` writes them after install): recorded when
+    install is what brings them, removed by the uninstall that takes out the last thing install had
+    recorded in this hivelore home (another agent or place still wired keeps them)."""
+    if installing:
+        if not path.exists():
+            ledger.created.setdefault(str(path), "")
+        return []
+    if set(ledger.created) != {str(path)}:
+        return []
+    ledger.forget(path)
+    before = _read(path)
+    return [_file_edit(path, before, None, "removed the MCP server's prepared answers")] if before is not None else []
 
 
 def _with_old_dirs(edits: list[FileEdit], ledger: _Ledger) -> list[FileEdit]:
@@ -874,6 +933,54 @@ def apply(edits: list[FileEdit]) -> list[Change]:
         with contextlib.suppress(OSError):  # something new appeared in it since planning: it stays
             folder.rmdir()
     return [edit.change for edit in edits]
+
+
+# --- the MCP server's first start --------------------------------------------------------------------------
+
+PREPARE_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare_mcp` did: `ok` False when it could not (install goes on; `line` says why)."""
+
+    ok: bool
+    line: str
+
+
+def prepare_mcp(entry: tuple[str, ...], hivelore_home: Path) -> Prepared:
+    """Keep the SDK's handshake answers in `hivelore_home` (`<entry> mcp --prepare`), so the first
+    `hivelore mcp` an agent starts answers `initialize` and `tools/list` at once: Codex waits 1 s for
+    an optional MCP server and leaves its tools out of the session otherwise. It runs in its own
+    process (it puts pipes in place of fd 0 and 1 while the SDK serves them), and not at all when the
+    answers there are complete already."""
+    answers = hivelore_home / ANSWERS_FILE
+    try:
+        from hivelore.mcp.stdio import prepared
+
+        if prepared(str(hivelore_home)):
+            return Prepared(True, f"the MCP server's handshake answers are ready in {answers}")
+    except ImportError:  # a broken SDK shows itself, in its own words, in the run below
+        pass
+    command = [*entry, "mcp", "--prepare"]
+    env = {**os.environ, "HIVELORE_HOME": str(hivelore_home)}
+    try:
+        done = subprocess.run(
+            command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=PREPARE_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Prepared(False, _not_prepared(str(exc)))
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return Prepared(False, _not_prepared(said))
+    return Prepared(True, f"prepared the MCP server's handshake answers in {answers}: its first start answers at once")
+
+
+def _not_prepared(reason: str) -> str:
+    return (
+        f"warning: could not prepare the MCP server's handshake answers ({reason}); its first start may be too "
+        "slow for Codex: run `hivelore mcp --prepare`."
+    )
 
 
 # --- doctor ------------------------------------------------------------------------------------------------

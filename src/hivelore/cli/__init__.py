@@ -1,4 +1,5 @@
-"""The `hivelore` command. `hook`, `search` and `context` take fast paths that never import typer."""
+"""The `hivelore` command. `hook`, `search`, `context` and a bare `mcp` take fast paths that never
+import typer."""
 
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ def _leave(code: int) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "hook":  # runs on every agent event: nothing more is imported
         run_hook(sys.argv[2:])
+    if sys.argv[1:] == ["mcp"]:  # the agent counts typer's and rich's start-up against the handshake
+        from hivelore.mcp.stdio import main as serve_mcp
+
+        serve_mcp()
+        raise SystemExit(0)
     from hivelore.cli.fast import COMMANDS
 
     if len(sys.argv) > 1 and sys.argv[1] in COMMANDS:

@@ -23,6 +23,7 @@ from hivelore.install import (
     default_entry,
     plan_install,
     plan_uninstall,
+    prepare_mcp,
     setup_facts,
     wiring,
 )
@@ -59,6 +60,11 @@ def install(
             hooks = typer.prompt("Which hooks: all, read-only or none", default="all") if asking else "all"
         target = _target(where, agent, hooks, service)
         _print(apply(plan_install(target)))
+    prepared = prepare_mcp(target.entry, service.settings.home)
+    if prepared.ok:
+        print(prepared.line)
+    else:
+        print(f"hivelore: {prepared.line}", file=sys.stderr)
     for fact in setup_facts(target, as_root=hasattr(os, "geteuid") and os.geteuid() == 0):
         print(fact)
     wired = ", ".join(target.agents)

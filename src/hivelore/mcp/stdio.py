@@ -174,6 +174,16 @@ def prepare(home: str) -> list[str]:
     return list(HANDSHAKE_PROTOCOL_VERSIONS)
 
 
+def prepared(home: str) -> bool:
+    """Whether the answers in `home` hold the whole handshake of every protocol version the SDK
+    negotiates, for this installation (what `prepare` would keep)."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    book = Book.load(home)
+    wanted = [(version, method) for version in HANDSHAKE_PROTOCOL_VERSIONS for method in METHODS]
+    return all(book.answer(version, method) is not None for version, method in wanted)
+
+
 def _run(front: Front, client_in: BinaryIO, restore: Callable[[], None] | None = None) -> None:
     """Serve `client_in` with the SDK, on pipes in place of fd 0 and 1, answers through `front`."""
     to_sdk, from_sdk = os.pipe(), os.pipe()
