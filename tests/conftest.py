@@ -11,30 +11,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from helpers import make_repo
 
 # Hooks run as subprocesses answer in their own process: a hook server started per test's home would
 # outlive the test. tests/test_hook_server.py turns it on and stops what it starts.
 os.environ["HIVELORE_HOOK_SERVER"] = "off"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def make_repo(path: Path, origin: str | None = "git@github.com:acme/checkout.git", branch: str = "main") -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", branch)
-    git(path, "config", "user.email", "dev@example.com")
-    git(path, "config", "user.name", "Dev")
-    if origin:
-        git(path, "remote", "add", "origin", origin)
-    (path / "README.md").write_text("checkout\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "init")
-    return path
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -51,17 +32,6 @@ def no_hook_server_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) 
         if b"hivelore.hooks.server" in args and any(a.decode(errors="replace").startswith(base) for a in args):
             with contextlib.suppress(OSError):
                 os.kill(int(cmdline.parent.name), signal.SIGTERM)
-
-
-def make_shop(path: Path, files: dict[str, str]) -> Path:
-    """A repository with origin git@github.com:acme/shop.git holding `files` (path → text), committed."""
-    repo = make_repo(path, origin="git@github.com:acme/shop.git")
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "shop")
-    return repo
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import git
+from helpers import git
 
 STORE = Path(__file__).parent / "fixtures" / "lorekit" / "store"
 

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_shop
-from test_team_flow import cli, env, hook
+from helpers import claude_hook_as, cli_as, developer_env, make_shop
 
 FILES = {
     "shop/__init__.py": "",
@@ -60,25 +59,26 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 def dev_a_works_on_tokens(home: Path, shop: Path) -> None:
     """dev-a's agent edits validate_token (claimed, then changed), its test run fails twice the same
     way, dev-a decides on RS256 and writes a lesson that names validate_token."""
-    ok(cli(home, shop, "dev-a", "graph", "index"))
-    hook(home, shop, "dev-a", "UserPromptSubmit", {"session_id": "a-1", "prompt": "add JWT support"})
+    ok(cli_as(home, shop, "dev-a", "graph", "index"))
+    claude_hook_as(home, shop, "dev-a", "UserPromptSubmit", {"session_id": "a-1", "prompt": "add JWT support"})
     tokens = shop / "shop" / "tokens.py"
     tool_input = {"file_path": str(tokens), "old_string": "[0]", "new_string": "[1]"}
-    hook(home, shop, "dev-a", "PreToolUse", {"session_id": "a-1", "tool_name": "Edit", "tool_input": tool_input})
+    edit = {"session_id": "a-1", "tool_name": "Edit", "tool_input": tool_input}
+    claude_hook_as(home, shop, "dev-a", "PreToolUse", edit)
     tokens.write_text(tokens.read_text().replace("[0]", "[1]"))
     response = {"filePath": str(tokens)}
     edited = {"session_id": "a-1", "tool_name": "Edit", "tool_input": tool_input, "tool_response": response}
-    hook(home, shop, "dev-a", "PostToolUse", edited)
+    claude_hook_as(home, shop, "dev-a", "PostToolUse", edited)
     failure = {
         "session_id": "a-1",
         "tool_name": "Bash",
         "tool_input": {"command": "pytest -q tests/test_tokens.py"},
         "error": f"Exit code 1\n{PYTEST_FAILURE}",
     }
-    hook(home, shop, "dev-a", "PostToolUseFailure", failure)
-    hook(home, shop, "dev-a", "PostToolUseFailure", failure)
-    ok(cli(home, shop, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"))
-    ok(cli(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", LESSON))
+    claude_hook_as(home, shop, "dev-a", "PostToolUseFailure", failure)
+    claude_hook_as(home, shop, "dev-a", "PostToolUseFailure", failure)
+    ok(cli_as(home, shop, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"))
+    ok(cli_as(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", LESSON))
 
 
 def section(output: str) -> list[str]:
@@ -91,7 +91,7 @@ def section(output: str) -> list[str]:
 def test_context_shows_what_failed_on_a_file_what_was_decided_and_who_is_changing_it(home: Path, shop: Path) -> None:
     dev_a_works_on_tokens(home, shop)
 
-    lines = section(ok(cli(home, shop, "dev-b", "context", "--file", "shop/tokens.py", "--file", "shop/orders.py")))
+    lines = section(ok(cli_as(home, shop, "dev-b", "context", "--file", "shop/tokens.py", "--file", "shop/orders.py")))
 
     assert lines[0] == (
         "code history · shop/tokens.py, shop/orders.py · 1 of 3 symbols with history — considerations, not rules"
@@ -109,12 +109,12 @@ def test_context_shows_what_failed_on_a_file_what_was_decided_and_who_is_changin
 
 def test_a_symbol_and_paths_relative_to_the_folder_or_absolute_name_the_same_code(home: Path, shop: Path) -> None:
     dev_a_works_on_tokens(home, shop)
-    by_file = section(ok(cli(home, shop, "dev-b", "context", "--file", "shop/tokens.py")))
+    by_file = section(ok(cli_as(home, shop, "dev-b", "context", "--file", "shop/tokens.py")))
 
-    by_name = section(ok(cli(home, shop, "dev-b", "context", "--symbol", "validate_token")))
-    by_id = section(ok(cli(home, shop, "dev-b", "context", "--symbol", "shop/tokens.py::validate_token")))
-    from_inside = section(ok(cli(home, shop / "shop", "dev-b", "context", "--file", "tokens.py")))
-    absolute = section(ok(cli(home, shop / "shop", "dev-b", "context", "--file", str(shop / "shop" / "tokens.py"))))
+    by_name = section(ok(cli_as(home, shop, "dev-b", "context", "--symbol", "validate_token")))
+    by_id = section(ok(cli_as(home, shop, "dev-b", "context", "--symbol", "shop/tokens.py::validate_token")))
+    from_inside = section(ok(cli_as(home, shop / "shop", "dev-b", "context", "--file", "tokens.py")))
+    absolute = section(ok(cli_as(home, shop / "shop", "dev-b", "context", "--file", str(shop / "shop" / "tokens.py"))))
 
     assert by_name[0] == "code history · shop/tokens.py::validate_token · 1 of 1 symbols with history" + (
         " — considerations, not rules"
@@ -126,7 +126,7 @@ def test_a_symbol_and_paths_relative_to_the_folder_or_absolute_name_the_same_cod
 def test_a_developer_is_not_told_about_their_own_claims(home: Path, shop: Path) -> None:
     dev_a_works_on_tokens(home, shop)
 
-    lines = section(ok(cli(home, shop, "dev-a", "context", "--symbol", "validate_token")))
+    lines = section(ok(cli_as(home, shop, "dev-a", "context", "--symbol", "validate_token")))
 
     assert any("failed here before" in line for line in lines)
     assert not any("being changed by" in line for line in lines)
@@ -135,7 +135,7 @@ def test_a_developer_is_not_told_about_their_own_claims(home: Path, shop: Path) 
 def test_json_carries_the_same_history(home: Path, shop: Path) -> None:
     dev_a_works_on_tokens(home, shop)
 
-    answer = json.loads(ok(cli(home, shop, "dev-b", "context", "--file", "shop/tokens.py", "--json")))
+    answer = json.loads(ok(cli_as(home, shop, "dev-b", "context", "--file", "shop/tokens.py", "--json")))
 
     code = answer["code"]
     assert code["asked"] == ["shop/tokens.py"] and code["symbols"] == ["shop/tokens.py::validate_token"]
@@ -151,10 +151,10 @@ def test_json_carries_the_same_history(home: Path, shop: Path) -> None:
 def test_without_the_options_context_is_what_it_was(home: Path, shop: Path) -> None:
     dev_a_works_on_tokens(home, shop)
 
-    plain = ok(cli(home, shop, "dev-b", "context"))
-    with_code = ok(cli(home, shop, "dev-b", "context", "--file", "shop/tokens.py"))
-    plain_json = json.loads(ok(cli(home, shop, "dev-b", "context", "--json")))
-    code_json = json.loads(ok(cli(home, shop, "dev-b", "context", "--symbol", "validate_token", "--json")))
+    plain = ok(cli_as(home, shop, "dev-b", "context"))
+    with_code = ok(cli_as(home, shop, "dev-b", "context", "--file", "shop/tokens.py"))
+    plain_json = json.loads(ok(cli_as(home, shop, "dev-b", "context", "--json")))
+    code_json = json.loads(ok(cli_as(home, shop, "dev-b", "context", "--symbol", "validate_token", "--json")))
 
     assert "code history" not in plain and "failed here before" not in plain
     assert with_code.startswith(plain) and with_code[len(plain) :].startswith("\ncode history · shop/tokens.py")
@@ -164,21 +164,21 @@ def test_without_the_options_context_is_what_it_was(home: Path, shop: Path) -> N
 
 def test_without_a_graph_or_outside_git_it_says_so_in_one_line(home: Path, shop: Path, tmp_path: Path) -> None:
     for args in (["--file", "shop/tokens.py"], ["--symbol", "validate_token"]):
-        result = cli(home, shop, "dev-b", "context", *args)
+        result = cli_as(home, shop, "dev-b", "context", *args)
         assert (result.returncode, result.stderr) == (0, "")
         assert result.stdout.endswith(f"\n\n{NO_GRAPH}\n")
 
     plain_folder = tmp_path / "notes"
     plain_folder.mkdir()
-    outside = cli(home, plain_folder, "dev-b", "context", "--symbol", "validate_token")
+    outside = cli_as(home, plain_folder, "dev-b", "context", "--symbol", "validate_token")
     assert (outside.returncode, outside.stderr) == (0, "")
     assert outside.stdout.endswith("\n\nno code history here: this folder is not in a git repository\n")
 
 
 def test_a_file_with_no_history_says_so(home: Path, shop: Path) -> None:
-    ok(cli(home, shop, "dev-b", "graph", "index"))
+    ok(cli_as(home, shop, "dev-b", "graph", "index"))
 
-    lines = section(ok(cli(home, shop, "dev-b", "context", "--file", "shop/orders.py")))
+    lines = section(ok(cli_as(home, shop, "dev-b", "context", "--file", "shop/orders.py")))
 
     assert lines == [
         "code history · shop/orders.py: no failed attempts, decisions or other developers' claims on its 2 symbols"
@@ -197,16 +197,16 @@ def test_a_file_with_no_history_says_so(home: Path, shop: Path) -> None:
 def test_bad_code_names_are_one_line_errors_and_print_nothing(
     home: Path, shop: Path, args: list[str], code: int, says: str
 ) -> None:
-    ok(cli(home, shop, "dev-b", "graph", "index"))
+    ok(cli_as(home, shop, "dev-b", "graph", "index"))
 
-    result = cli(home, shop, "dev-b", "context", *args)
+    result = cli_as(home, shop, "dev-b", "context", *args)
 
     assert (result.returncode, result.stdout) == (code, "")
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("hivelore: ") and says in result.stderr
 
 
 def test_a_file_outside_the_repository_is_refused_before_the_graph_is_looked_at(home: Path, shop: Path) -> None:
-    result = cli(home, shop, "dev-b", "context", "--file", "../elsewhere.py")
+    result = cli_as(home, shop, "dev-b", "context", "--file", "../elsewhere.py")
 
     assert (result.returncode, result.stdout) == (2, "") and "outside the repository" in result.stderr
 
@@ -221,7 +221,12 @@ def imported_modules(home: Path, cwd: Path, *args: str) -> set[str]:
         "print(sorted(sys.modules), file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], cwd=cwd, env=env(home, "dev-b"), capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe],
+        cwd=cwd,
+        env=developer_env(home, "dev-b"),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     return set(ast.literal_eval(result.stderr.strip().splitlines()[-1]))
 
@@ -229,7 +234,7 @@ def imported_modules(home: Path, cwd: Path, *args: str) -> set[str]:
 def test_the_plain_context_never_imports_the_code_graph_or_the_team_model(home: Path, shop: Path) -> None:
     """The plain `context` runs at every session start; the code history stays off its path, and even
     with it `context` pays for no CLI framework (see test_cli's fast-command check)."""
-    ok(cli(home, shop, "dev-b", "graph", "index"))
+    ok(cli_as(home, shop, "dev-b", "graph", "index"))
     team_side = {"hivelore.team", "hivelore.coordination", "hivelore.codegraph", "hivelore.cli.code_history"}
     heavy = {"typer", "click", "rich", "pydantic", "yaml", "mcp", "tree_sitter", "rustworkx"}
 

@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from test_hooks import (
+from helpers import (
     ADDRESS,
     BAD_INPUT,
     LESSON,
@@ -46,6 +44,8 @@ from test_hooks import (
     said,
     session_start,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 import hivelore.hooks.wire as wire
 from hivelore import __version__

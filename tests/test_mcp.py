@@ -14,19 +14,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from helpers import SESSION_TIMEOUT, call, call_error, mcp_session, text_of
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import CallToolResult
 
 from hivelore.mcp import answers
 from hivelore.scope import GRAMMAR
@@ -64,70 +61,10 @@ GLOBAL_LESSON = "ECONNREFUSED 5432 usually means postgres is not running: start 
 # Assembled at run time so no secret scanner mistakes this file for a leak: "ghp_" + 36 alphanumerics.
 FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE6" * 6
 
-SESSION_TIMEOUT = 90  # seconds for a whole story; a hung server fails the test instead of the suite
-
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@asynccontextmanager
-async def mcp_session(home: Path, cwd: Path, stderr_log: Path) -> AsyncIterator[ClientSession]:
-    """An initialized client session with `python -m hivelore mcp` running in `cwd`.
-
-    The SDK merges `env` over a minimal default environment (PATH, HOME, ...), so HIVELORE_HOME is
-    passed explicitly. The server's stderr goes to `stderr_log`, whose tail is printed on the way out
-    (pytest shows it when a test fails).
-    """
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "hivelore", "mcp"],
-        env={"HIVELORE_HOME": str(home)},
-        cwd=cwd,
-    )
-    try:
-        with stderr_log.open("w") as errlog, anyio.fail_after(SESSION_TIMEOUT):
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
-    except BaseExceptionGroup as group:
-        # The SDK's task groups wrap a failed assertion of the test body; show it as pytest would.
-        raise _sole_exception(group) from None
-    finally:
-        if stderr_log.exists():
-            tail = stderr_log.read_text(errors="replace").splitlines()[-60:]
-            if tail:
-                print("--- server stderr (tail) ---", *tail, sep="\n")
-
-
-def _sole_exception(group: BaseExceptionGroup) -> BaseException:
-    """The one exception inside nested single-member groups, or the group itself."""
-    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
-        group = group.exceptions[0]
-    return group
-
-
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; return its structuredContent.
-
-    `call_tool` itself checks structuredContent against the tool's outputSchema.
-    """
-    result = await session.call_tool(tool, arguments)
-    assert not result.is_error, f"{tool}({arguments}) failed: {text_of(result)}"
-    assert result.structured_content is not None, f"{tool} returned no structuredContent"
-    return result.structured_content
-
-
-async def call_error(session: ClientSession, tool: str, **arguments: Any) -> str:
-    """Call a tool that must fail; return the error text (the tool result's only text content)."""
-    result = await session.call_tool(tool, arguments)
-    assert result.is_error, f"{tool}({arguments}) should have failed but returned {result.structured_content}"
-    return text_of(result)
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
 async def run_cli(cli: CLI, *args: str) -> subprocess.CompletedProcess[str]:

@@ -10,44 +10,15 @@ failed attempt, the claims and the decisions in one answer.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import make_shop
+from helpers import SHOP_FILES, claude_hook_as, cli_as, developer_env, make_shop
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-FILES = {
-    "shop/__init__.py": "",
-    "shop/tokens.py": (
-        "def validate_token(token):\n"
-        "    if not token:\n"
-        "        raise ValueError('no token')\n"
-        "    return token.split('.')[0]\n"
-    ),
-    "shop/users.py": (
-        "from shop.tokens import validate_token\n\n\n"
-        "def current_user(request):\n"
-        "    return validate_token(request.headers['Authorization'])\n"
-    ),
-    "shop/orders.py": (
-        "from shop.users import current_user\n\n\n"
-        "def checkout(request, cart):\n"
-        "    user = current_user(request)\n"
-        "    return {'user': user, 'total': sum(cart)}\n\n\n"
-        "def receipt(order):\n"
-        "    return f\"total: {order['total']}\"\n"
-    ),
-    "shop/reports.py": (
-        "from shop.orders import receipt\n\n\n"
-        "def daily(orders):\n"
-        "    return [receipt(o) for o in orders]\n"
-    ),
-}
 PYTEST_FAILURE = """\
 .F                                                                       [100%]
 =================================== FAILURES ===================================
@@ -66,45 +37,21 @@ FAILED tests/test_tokens.py::test_refresh_session - AssertionError: assert 'old.
 
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
-    return make_shop(tmp_path / "shop", FILES)
-
-
-def env(home: Path, developer: str) -> dict[str, str]:
-    return {**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_DEVELOPER": developer}
-
-
-def cli(home: Path, repo: Path, developer: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hivelore", *args], cwd=repo, env=env(home, developer),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-
-
-def hook(home: Path, repo: Path, developer: str, event: str, payload: dict) -> str:
-    """One Claude hook as the agent runs it; what the agent is told (additionalContext)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event],
-        input=json.dumps({"cwd": str(repo), "hook_event_name": event, **payload}),
-        cwd=repo, env=env(home, developer), capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0 and result.stderr == ""
-    log = home / "logs" / "hooks.log"
-    assert not log.exists(), log.read_text()
-    return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] if result.stdout else ""
+    return make_shop(tmp_path / "shop", SHOP_FILES)
 
 
 def edit(home: Path, repo: Path, developer: str, session: str, path: str, old: str) -> str:
     tool_input = {"file_path": str(repo / path), "old_string": old, "new_string": old + "  # changed"}
     payload = {"session_id": session, "tool_name": "Edit", "tool_input": tool_input}
-    return hook(home, repo, developer, "PreToolUse", payload)
+    return claude_hook_as(home, repo, developer, "PreToolUse", payload)
 
 
 def prompt(home: Path, repo: Path, developer: str, session: str, text: str) -> str:
-    return hook(home, repo, developer, "UserPromptSubmit", {"session_id": session, "prompt": text})
+    return claude_hook_as(home, repo, developer, "UserPromptSubmit", {"session_id": session, "prompt": text})
 
 
 def test_the_shop_story(home: Path, shop: Path) -> None:
-    indexed = cli(home, shop, "dev-a", "graph", "index")
+    indexed = cli_as(home, shop, "dev-a", "graph", "index")
     assert indexed.returncode == 0, indexed.stderr
     assert "symbols" in indexed.stdout
 
@@ -130,16 +77,16 @@ def test_the_shop_story(home: Path, shop: Path) -> None:
         "tool_input": {"command": "pytest -q tests/test_tokens.py"},
         "error": f"Exit code 1\n{PYTEST_FAILURE}",
     }
-    hook(home, shop, "dev-a", "PostToolUseFailure", failure)
-    decided = cli(
+    claude_hook_as(home, shop, "dev-a", "PostToolUseFailure", failure)
+    decided = cli_as(
         home, shop, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"
     )
     assert decided.returncode == 0, decided.stderr
 
     # The next morning dev-c takes the task over and gets everything in one answer.
-    board = json.loads(cli(home, shop, "dev-c", "task", "list", "--json").stdout)
+    board = json.loads(cli_as(home, shop, "dev-c", "task", "list", "--json").stdout)
     (task,) = [t for t in board if t["title"] == "add JWT support"]
-    resumed = cli(home, shop, "dev-c", "task", "resume", str(task["id"]), "--json")
+    resumed = cli_as(home, shop, "dev-c", "task", "resume", str(task["id"]), "--json")
     assert resumed.returncode == 0, resumed.stderr
     answer = json.loads(resumed.stdout)
 
@@ -151,26 +98,26 @@ def test_the_shop_story(home: Path, shop: Path) -> None:
 
 
 def test_graph_queries_answer_from_the_cli(home: Path, shop: Path) -> None:
-    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    assert cli_as(home, shop, "dev-a", "graph", "index").returncode == 0
 
-    radius = json.loads(cli(home, shop, "dev-a", "graph", "blast-radius", "validate_token", "--json").stdout)
+    radius = json.loads(cli_as(home, shop, "dev-a", "graph", "blast-radius", "validate_token", "--json").stdout)
     assert radius == [
         {"symbol": "shop/users.py::current_user", "distance": 1},
         {"symbol": "shop/orders.py::checkout", "distance": 2},
     ]
-    path = json.loads(cli(home, shop, "dev-a", "graph", "path", "checkout", "validate_token", "--json").stdout)
+    path = json.loads(cli_as(home, shop, "dev-a", "graph", "path", "checkout", "validate_token", "--json").stdout)
     assert path == ["shop/orders.py::checkout", "shop/users.py::current_user", "shop/tokens.py::validate_token"]
-    exported = json.loads(cli(home, shop, "dev-a", "graph", "export", "--json").stdout)
+    exported = json.loads(cli_as(home, shop, "dev-a", "graph", "export", "--json").stdout)
     assert {"symbols", "calls", "imports"} <= set(exported)
     assert {"caller": "shop/reports.py::daily", "callee": "shop/orders.py::receipt"} in [
         {k: c[k] for k in ("caller", "callee")} for c in exported["calls"]
     ]
-    unknown = cli(home, shop, "dev-a", "graph", "blast-radius", "no_such_function")
+    unknown = cli_as(home, shop, "dev-a", "graph", "blast-radius", "no_such_function")
     assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
 
 
 def test_an_edit_after_a_change_reindexes_and_records_the_touched_symbols(home: Path, shop: Path) -> None:
-    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    assert cli_as(home, shop, "dev-a", "graph", "index").returncode == 0
     prompt(home, shop, "dev-a", "a-1", "harden tokens")
     tokens = shop / "shop" / "tokens.py"
     tokens.write_text(tokens.read_text().replace("split('.')[0]", "split('.')[1]"))
@@ -180,16 +127,16 @@ def test_an_edit_after_a_change_reindexes_and_records_the_touched_symbols(home: 
         "tool_input": {"file_path": str(tokens), "old_string": "[0]", "new_string": "[1]"},
         "tool_response": {"filePath": str(tokens)},
     }
-    hook(home, shop, "dev-a", "PostToolUse", post)
+    claude_hook_as(home, shop, "dev-a", "PostToolUse", post)
     passing = {
         "session_id": "a-1",
         "tool_name": "Bash",
         "tool_input": {"command": "pytest -q"},
         "tool_response": {"stdout": "..   [100%]\n2 passed in 0.03s\n", "stderr": "", "interrupted": False},
     }
-    hook(home, shop, "dev-a", "PostToolUse", passing)
+    claude_hook_as(home, shop, "dev-a", "PostToolUse", passing)
 
-    why = json.loads(cli(home, shop, "dev-a", "graph", "why", "validate_token", "--json").stdout)
+    why = json.loads(cli_as(home, shop, "dev-a", "graph", "why", "validate_token", "--json").stdout)
     assert [a["outcome"] for a in why["attempts"]] == ["passed"]
     assert why["people"] == ["dev-a"]
 
@@ -201,11 +148,11 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_the_mcp_tools_answer_the_same_questions(home: Path, shop: Path) -> None:
-    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    assert cli_as(home, shop, "dev-a", "graph", "index").returncode == 0
     prompt(home, shop, "dev-a", "a-1", "add JWT support")
     edit(home, shop, "dev-a", "a-1", "shop/tokens.py", "    return token.split('.')[0]")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "hivelore", "mcp"], cwd=str(shop), env=env(home, "dev-b")
+        command=sys.executable, args=["-m", "hivelore", "mcp"], cwd=str(shop), env=developer_env(home, "dev-b")
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -231,7 +178,7 @@ def test_a_repository_without_a_graph_gets_one_built_in_the_background(home: Pat
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        exported = json.loads(cli(home, shop, "dev-a", "graph", "export", "--json").stdout)
+        exported = json.loads(cli_as(home, shop, "dev-a", "graph", "export", "--json").stdout)
         if exported["symbols"] and not list(home.glob("graph-indexing-*")):
             break
         time.sleep(0.2)
@@ -239,10 +186,10 @@ def test_a_repository_without_a_graph_gets_one_built_in_the_background(home: Pat
 
 
 def test_an_edit_brings_up_the_lessons_that_name_the_code_it_touches(home: Path, shop: Path) -> None:
-    assert cli(home, shop, "dev-a", "graph", "index").returncode == 0
+    assert cli_as(home, shop, "dev-a", "graph", "index").returncode == 0
     lesson = "validate_token must reject expired JWTs: check exp before splitting, or refresh breaks"
-    assert cli(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", lesson).returncode == 0
-    other = cli(home, shop, "dev-a", "write", "repo::acme/shop::tokens-in-general", "tokens rotate daily")
+    assert cli_as(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", lesson).returncode == 0
+    other = cli_as(home, shop, "dev-a", "write", "repo::acme/shop::tokens-in-general", "tokens rotate daily")
     assert other.returncode == 0
     prompt(home, shop, "dev-a", "a-1", "add JWT support")
 
@@ -254,7 +201,7 @@ def test_an_edit_brings_up_the_lessons_that_name_the_code_it_touches(home: Path,
 
 
 def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipped(home: Path, shop: Path) -> None:
-    indexed = cli(home, shop, "dev-a", "graph", "index", "shop")
+    indexed = cli_as(home, shop, "dev-a", "graph", "index", "shop")
     assert indexed.returncode == 0, indexed.stderr
     assert "5 files (5 parsed)" in indexed.stdout
 
@@ -262,7 +209,7 @@ def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipp
     (shop / "notes" / "todo.txt").write_text("nothing here is code\n")
     outside = shop.parent / "elsewhere.py"
     outside.write_text("def f():\n    return 1\n")
-    refused = cli(home, shop, "dev-a", "graph", "index", "notes", str(outside))
+    refused = cli_as(home, shop, "dev-a", "graph", "index", "notes", str(outside))
     assert refused.returncode == 2
     assert "notes skipped: holds no source file the graph reads" in refused.stderr
     assert f"{outside} skipped: outside the repository" in refused.stderr
@@ -276,7 +223,7 @@ def claims_of(home: Path, repo: Path, title: str) -> list[str]:
     """What the task named `title` claims, as team.db holds it (`task resume` would take the task over)."""
     from hivelore.team import Team
 
-    board = json.loads(cli(home, repo, "dev-c", "task", "list", "--json").stdout)
+    board = json.loads(cli_as(home, repo, "dev-c", "task", "list", "--json").stdout)
     (task,) = [t for t in board if t["title"] == title]
     with Team.open(str(home)) as team:
         return sorted(claim.symbol for claim in team.claims(task["id"]))
@@ -318,7 +265,7 @@ def test_the_first_edit_claims_its_file_and_the_graph_turns_it_into_symbols(home
     assert edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}") == ""
 
     marker.unlink()
-    indexed = cli(home, shop, "dev-a", "graph", "index")
+    indexed = cli_as(home, shop, "dev-a", "graph", "index")
     assert indexed.returncode == 0 and indexed.stderr == "", indexed.stderr
 
     assert claims_of(home, shop, "add JWT support") == ["shop/tokens.py::validate_token"]

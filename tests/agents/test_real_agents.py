@@ -20,10 +20,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import make_shop
+from helpers import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
 from real_agents import AGENTS, Agent, Workspace, why_not_installed
-from test_team_flow import FILES
 
 pytestmark = [
     pytest.mark.agents,
@@ -61,7 +60,7 @@ def workspace(tmp_path: Path, agent: Agent, model: ModelServer) -> Workspace:
     for the agent (a project install, as `hivelore install` does inside a repository)."""
     home = tmp_path / "home"
     home.mkdir()
-    repo = make_shop(tmp_path / "shop", {**FILES, "bin/migrate": MIGRATE})
+    repo = make_shop(tmp_path / "shop", {**SHOP_FILES, "bin/migrate": MIGRATE})
     (repo / "bin" / "migrate").chmod(0o755)
     ws = Workspace(home=home, hivelore_home=tmp_path / "hivelore-home", repo=repo)
     installed = ws.hivelore("dev-b", "install", "--agent", agent.hivelore_name, "--yes")
