@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import make_repo
+from harness import make_repo
 
 # Hooks run as subprocesses answer in their own process: a hook server started per test's home would
 # outlive the test. tests/test_hook_server.py turns it on and stops what it starts.

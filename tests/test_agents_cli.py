@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import pytest
 import tomlkit
-from helpers import make_repo
+from harness import make_repo
 
 from hivelore.hooks.catalog import events_for
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import git
+from harness import git
 
 STORE = Path(__file__).parent / "fixtures" / "lorekit" / "store"
 

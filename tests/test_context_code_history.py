@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import claude_hook_as, cli_as, developer_env, make_shop
+from harness import claude_hook_as, cli_as, developer_env, make_shop
 
 FILES = {
     "shop/__init__.py": "",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import call, call_error, mcp_session
+from harness import call, call_error, mcp_session
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from helpers import (
+from harness import (
     ADDRESS,
     BAD_INPUT,
     LESSON,

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import (
+from harness import (
     ADDRESS,
     BAD_INPUT,
     KEY,

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import SESSION_TIMEOUT, call, call_error, mcp_session, text_of
+from harness import SESSION_TIMEOUT, call, call_error, mcp_session, text_of
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import git, make_repo
+from harness import git, make_repo
 
 from hivelore.gitrepo import is_local_path, owner_repo_from_url
 from hivelore.memory import AddressError, parse_address

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import git, make_repo
+from harness import git, make_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

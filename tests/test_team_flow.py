@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import SHOP_FILES, claude_hook_as, cli_as, developer_env, make_shop
+from harness import SHOP_FILES, claude_hook_as, cli_as, developer_env, make_shop
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import SHOP_FILES, make_shop
+from harness import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
 from real_agents import AGENTS, Agent, Workspace, why_not_installed
 
