@@ -9,10 +9,12 @@ written, so calls can be resolved again without re-parsing) and `imports`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from hivelore.codegraph.model import Binding, ParsedFile
+from hivelore.errors import Unavailable
 from hivelore.records import record
 from hivelore.sqlitedb import Immediate
 
@@ -61,8 +63,10 @@ CREATE VIEW IF NOT EXISTS call_edges AS
 _ROW = "key, id, file, qualname, name, kind, line, bases, returns, arity"
 
 
-class GraphUnavailable(RuntimeError):
+class GraphUnavailable(Unavailable):
     """graph.db cannot be opened, or was written by another schema version."""
+
+    repair = "run `hivelore graph index` to rebuild it (the graph is derived from the code)"
 
 
 @record
@@ -103,6 +107,17 @@ def assign_ids(path: str, qualnames: Iterable[str]) -> list[str]:
 def chunks(items: list, size: int = CHUNK) -> Iterator[list]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def discard(path: str) -> None:
+    """Remove an unusable graph.db and its SQLite companions (the graphs are derived: indexing rebuilds them)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise GraphUnavailable(f"{path}{suffix} cannot be removed ({exc})", "remove it by hand") from exc
 
 
 class Store:
