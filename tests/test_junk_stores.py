@@ -14,6 +14,7 @@ tool list and called through the official client over stdio, one server per dama
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -28,6 +29,7 @@ import typer
 from conftest import make_shop
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_hooks import aimed, fixture_payloads, hook
 from test_team_flow import FILES
 
 from hivelore.cli import main
@@ -266,3 +268,22 @@ async def test_every_mcp_tool_on_a_junk_store(store: str, home: Path, shop: Path
         if is_error:  # the SDK puts "Error executing tool NAME: " before our sentence, and nothing after it on a crash
             assert text.startswith(f"Error executing tool {name}: "), f"{name} crashed: {text}"
             assert "\n" not in text and "Traceback" not in text, f"{name}: {text}"
+
+
+# -- hooks ------------------------------------------------------------------------------------------
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop")
+
+
+@pytest.mark.parametrize("store", list(STORES))
+def test_hooks_on_a_junk_store_exit_0_and_say_nothing_on_stderr(store: str, home: Path, shop: Path) -> None:
+    """Claude Code's recorded examples of the events that open the stores, each aimed at the shop:
+    `hook()` checks exit 0, an empty stderr and a well-formed answer (or none)."""
+    spoil(home, store)
+    ran = set()
+    for label, event, payload in fixture_payloads("claude"):
+        if event in HOOK_EVENTS and "#" in label:  # the documented examples, not the raw captures
+            hook(home, shop, "claude", event, aimed(copy.deepcopy(payload), shop, session_id="junk"))
+            ran.add(event)
+            spoil(home, store)
+    assert ran == set(HOOK_EVENTS)
