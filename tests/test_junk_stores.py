@@ -212,6 +212,23 @@ def test_representative_commands_on_a_junk_store_as_subprocesses(
         assert STORES[store].split("/")[-1] in done.stderr, done.stderr
 
 
+def test_the_repair_a_junk_graph_db_names_works(home: Path, shop: Path) -> None:
+    env = {**os.environ, "HIVELORE_HOME": str(home)}
+
+    def hivelore(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "hivelore", *argv], cwd=shop, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    spoil(home, "graph.db")
+    damaged = hivelore("graph", "hotspots")
+    assert damaged.returncode == 1
+    assert damaged.stderr.endswith(": run `hivelore graph index` to rebuild it (the graph is derived from the code).\n")
+    assert hivelore("graph", "index").returncode == 0
+    hotspots = hivelore("graph", "hotspots", "--json")
+    assert hotspots.returncode == 0, hotspots.stderr
+    assert "shop/orders.py::checkout" in {h["symbol"] for h in json.loads(hotspots.stdout)}
+
+
 # -- MCP --------------------------------------------------------------------------------------------
 
 TOOL_ARGS: dict[str, dict[str, object]] = {

@@ -7,7 +7,7 @@ import time
 
 from hivelore.codegraph import queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
-from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphUnavailable, Store, chunks, discard
+from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
 from hivelore.home import private_file, private_folder
 
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
@@ -36,8 +36,8 @@ class Graph:
         root = os.path.realpath(repo_root)
         try:
             return cls(Store.open(path, root), root, max_file_bytes)
-        except GraphUnavailable:
-            if not discard_unusable:
+        except GraphUnavailable as exc:
+            if not discard_unusable or isinstance(exc, GraphBusy):  # a busy file is in use, not damaged
                 raise
         discard(path)
         private_file(path)

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 
 from hivelore.codegraph.model import Binding, ParsedFile
-from hivelore.errors import Unavailable
+from hivelore.errors import Busy, Unavailable
 from hivelore.records import record
 from hivelore.sqlitedb import Immediate
 
@@ -67,6 +67,13 @@ class GraphUnavailable(Unavailable):
     """graph.db cannot be opened, or was written by another schema version."""
 
     repair = "run `hivelore graph index` to rebuild it (the graph is derived from the code)"
+
+
+class GraphBusy(GraphUnavailable, Busy):
+    """Another process held graph.db's write lock for the whole busy timeout: retrying later may work,
+    and the file is not discarded."""
+
+    repair = "try again in a moment (another hivelore process is writing it)"
 
 
 @record
@@ -140,6 +147,10 @@ class Store:
             elif row[0] != SCHEMA_VERSION:
                 conn.close()
                 raise GraphUnavailable(f"{path} has schema {row[0]}, this hivelore needs {SCHEMA_VERSION}")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise GraphBusy(f"{path} is busy ({exc})") from exc
+            raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
         except sqlite3.DatabaseError as exc:
             raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
         return cls(conn, repo)
