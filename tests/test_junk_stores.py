@@ -18,6 +18,7 @@ import copy
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -119,11 +120,15 @@ def test_every_command_has_arguments_here() -> None:
     assert commands == set(ARGS) | set(NOT_HERE)
 
 
-@pytest.fixture
-def shop(home: Path, tmp_path: Path) -> Path:
-    """A repository with a lesson, a task with a claim and a decision, an indexed graph and a profile."""
-    repo = make_shop(tmp_path / "shop", FILES)
-    env = {**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_DEVELOPER": "alice"}
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(live, saved): in `live`, a home with a lesson, a task with a claim and a decision, an indexed
+    code graph and a profile, and the repository they are about; `saved` is a copy of it. Built once:
+    each test gets `live` back as saved (the same paths, as graph.db keys a graph by its folder)."""
+    base = tmp_path_factory.mktemp("junk")
+    live, saved = base / "live", base / "saved"
+    repo = make_shop(live / "shop", FILES)
+    env = {**os.environ, "HIVELORE_HOME": str(live / "home"), "HIVELORE_DEVELOPER": "alice"}
     for argv in (
         ["write", ADDRESS, "pnpm test needs the local postgres: run docker compose up -d db first"],
         ["graph", "index"],
@@ -134,9 +139,26 @@ def shop(home: Path, tmp_path: Path) -> Path:
         done = subprocess.run([sys.executable, "-m", "hivelore", *argv], cwd=repo, env=env,
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0, done.stderr
-    (home / "profiles" / "default").mkdir(parents=True, exist_ok=True)
-    (home / "profiles" / "default" / "promotions.json").write_text('{"entries": []}\n')
-    return repo
+    (live / "home" / "profiles" / "default").mkdir(parents=True, exist_ok=True)
+    (live / "home" / "profiles" / "default" / "promotions.json").write_text('{"entries": []}\n')
+    shutil.copytree(live, saved, symlinks=True)
+    return live, saved
+
+
+@pytest.fixture
+def home(prepared: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The prepared home, as it was saved (for in-process calls, HIVELORE_HOME points at it)."""
+    live, saved = prepared
+    shutil.rmtree(live)
+    shutil.copytree(saved, live, symlinks=True)
+    monkeypatch.setenv("HIVELORE_HOME", str(live / "home"))
+    monkeypatch.delenv("HIVELORE_MODE", raising=False)
+    return live / "home"
+
+
+@pytest.fixture
+def shop(home: Path) -> Path:
+    return home.parent / "shop"
 
 
 def spoil(home: Path, store: str) -> None:
