@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 
+from hivelore.errors import BadInput
 from hivelore.home import home_path
 from hivelore.records import record
 
@@ -26,7 +27,7 @@ DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_lim
 MAXIMA = {"context_budget_chars": 1_000_000, "context_line_chars": 100_000, "search_limit": 1000}
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A configuration file or variable that cannot be used."""
 
 

@@ -15,6 +15,8 @@ import errno
 import os
 import stat
 
+from hivelore.errors import BadInput
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-class LinkRefused(ValueError):
+class LinkRefused(BadInput):
     """A path below a folder hivelore keeps to is a symbolic link, or climbs out of it with '..'."""
 
     def __init__(self, path: str, root: str, climbs: bool = False) -> None:

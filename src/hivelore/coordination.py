@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
+from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
 from hivelore.service import Hivelore
 from hivelore.sqlitedb import Record
@@ -65,6 +66,15 @@ class Coordination:
             self._graph = Graph.open(self.home, self.root)
         return self._graph
 
+    def graph_discarding_unusable(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+        """The graph for `hivelore graph index`: a graph.db that cannot be used is removed and started
+        anew, as indexing rebuilds what it held (the repair an unusable graph.db's error names)."""
+        if self._graph is None:
+            from hivelore.codegraph import Graph
+
+            self._graph = Graph.open(self.home, self.root, discard_unusable=True)
+        return self._graph
+
     @property
     def team(self) -> Team:
         if self._team is None:
@@ -84,10 +94,10 @@ class Coordination:
         found = self.graph.find(name)
         if not found:
             hint = "check the name, or run `hivelore graph index`"
-            raise LookupError(f"no symbol '{name}' in the graph of {self.root}: {hint}.")
+            raise NotFound(f"no symbol '{name}' in the graph of {self.root}: {hint}.")
         if len(found) > 1:
             ids = ", ".join(s.id for s in found[:5])
-            raise ValueError(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
+            raise BadInput(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
         return found[0].id
 
     def repo_path(self, path: str) -> str:
@@ -95,7 +105,7 @@ class Coordination:
         ValueError when it is outside the repository."""
         relative = self._inside(path)
         if relative is None:
-            raise ValueError(f"{path} is outside the repository at {self.root}.")
+            raise BadInput(f"{path} is outside the repository at {self.root}.")
         return relative
 
     def code_history(self, symbols: Sequence[str]) -> list[SymbolHistory]:

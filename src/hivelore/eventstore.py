@@ -60,6 +60,7 @@ import zlib
 from collections.abc import Callable, Iterable
 
 from hivelore import sqlitedb
+from hivelore.errors import Busy, Unavailable
 from hivelore.sqlitedb import Immediate, Record
 
 SCHEMA_VERSION = "2"
@@ -125,11 +126,11 @@ _TABLES = (
 )
 
 
-class EventStoreUnavailable(RuntimeError):
+class EventStoreUnavailable(Unavailable):
     """events.db cannot be used: damaged, from another schema version, or not hivelore's. `reset` helps."""
 
 
-class EventStoreBusy(EventStoreUnavailable):
+class EventStoreBusy(EventStoreUnavailable, Busy):
     """Other processes held the write lock for the whole busy timeout; retrying later may work, a reset won't."""
 
 

@@ -12,6 +12,7 @@ import json
 import re
 from datetime import UTC, date, datetime
 
+from hivelore.errors import BadInput
 from hivelore.memory import (
     KINDS,
     MAX_SEEN_COUNT,
@@ -27,7 +28,7 @@ _PLAIN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9 ._/:@+-]*$")
 _YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
 
 
-class FrontmatterError(ValueError):
+class FrontmatterError(BadInput):
     """A memory file that cannot be read; the message names what is wrong."""
 
 

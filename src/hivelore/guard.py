@@ -43,6 +43,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from hivelore.errors import BadInput
 from hivelore.records import record
 
 
@@ -53,7 +54,7 @@ class GuardViolation:
     message: str
 
 
-class GuardError(ValueError):
+class GuardError(BadInput):
     violation: GuardViolation
 
     def __init__(self, violation: GuardViolation) -> None:

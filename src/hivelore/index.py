@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from hivelore.confined import LinkRefused
+from hivelore.errors import Unavailable
 from hivelore.home import private_file, private_folder
 from hivelore.memory import Memory, epoch_from_iso
 from hivelore.records import record
@@ -99,8 +100,10 @@ CREATE TABLE IF NOT EXISTS skipped (
 """
 
 
-class IndexUnavailable(RuntimeError):
+class IndexUnavailable(Unavailable):
     """The index file is missing, corrupt or from another version."""
+
+    repair = "run `hivelore index rebuild` (the files are untouched)"
 
 
 class Row:

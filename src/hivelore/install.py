@@ -74,6 +74,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from hivelore import atomicfile
+from hivelore.errors import BadInput
 from hivelore.hooks.catalog import AGENTS, events_for
 from hivelore.mcp.answers import FILENAME as ANSWERS_FILE
 
@@ -103,7 +104,7 @@ MCP_ENVIRONMENT = (
 CODEX_ENV_VARS = "env_vars"
 
 
-class InstallError(ValueError):
+class InstallError(BadInput):
     """A configuration file that cannot be read or merged, or a target that makes no sense."""
 
 

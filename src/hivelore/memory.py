@@ -6,6 +6,7 @@ import re
 import time
 from datetime import UTC, datetime
 
+from hivelore.errors import BadInput
 from hivelore.records import record
 from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
 from hivelore.scope import parse as parse_scope
@@ -19,7 +20,7 @@ MAX_SEEN_COUNT = 10**9  # far above any real count, far below SQLite's integer l
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class AddressError(ValueError):
+class AddressError(BadInput):
     """A key or `SCOPE::KEY` address that cannot name a memory."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 
+from hivelore.errors import BadInput
 from hivelore.gitrepo import GitInfo, read_git_info
 from hivelore.records import record
 
@@ -38,7 +39,7 @@ class Level(IntEnum):
     BRANCH = 3
 
 
-class ScopeError(ValueError):
+class ScopeError(BadInput):
     """A scope string that does not follow the grammar."""
 
 

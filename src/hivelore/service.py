@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from hivelore import recall
+from hivelore import errors, recall
 from hivelore.config import Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
@@ -47,7 +47,7 @@ OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 
 
-class NotFound(LookupError):
+class NotFound(errors.NotFound):
     """No visible memory at that address."""
 
 

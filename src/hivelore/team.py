@@ -89,6 +89,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from hivelore import sqlitedb
+from hivelore.errors import Busy, NotFound, Unavailable
 from hivelore.eventstore import normalise_command
 from hivelore.sqlitedb import Immediate, Record
 from hivelore.testruns import TestRun
@@ -165,15 +166,15 @@ _TABLES = (
 )
 
 
-class TeamUnavailable(RuntimeError):
+class TeamUnavailable(Unavailable):
     """team.db cannot be used: damaged, from another schema version, or not hivelore's."""
 
 
-class TeamBusy(TeamUnavailable):
+class TeamBusy(TeamUnavailable, Busy):
     """Other processes held the write lock for the whole busy timeout; retrying later may work."""
 
 
-class NoSuchIntent(LookupError):
+class NoSuchIntent(NotFound):
     """No intent has this id."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hivelore import atomicfile, confined
+from hivelore.errors import Conflict
 from hivelore.frontmatter import FrontmatterError, parse, render
 from hivelore.home import FILE_MODE, FOLDER_MODE
 from hivelore.memory import Memory, iso_from_epoch
@@ -27,7 +28,7 @@ SCOPE_ROOTS = ("global", "project", "repo", "branch")
 UNREADABLE = (OSError, UnicodeDecodeError, FrontmatterError, confined.LinkRefused)
 
 
-class DriftError(RuntimeError):
+class DriftError(Conflict):
     """A file changed on disk between our read and our write."""
 
 

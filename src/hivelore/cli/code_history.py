@@ -14,12 +14,10 @@ import time
 from collections.abc import Sequence
 
 from hivelore import recall
-from hivelore.cli.output import EXIT_FAILED, fail
-from hivelore.codegraph.store import GraphUnavailable
 from hivelore.coordination import HISTORY_ATTEMPTS, Coordination, SymbolHistory, cited_name, failed_here_before
 from hivelore.service import Hivelore
 from hivelore.sqlitedb import Record
-from hivelore.team import Intent, TeamUnavailable
+from hivelore.team import Intent
 
 CITING_LESSONS = 5
 OUTSIDE_GIT = "no code history here: this folder is not in a git repository"
@@ -54,8 +52,6 @@ def gather(service: Hivelore, files: Sequence[str], names: Sequence[str]) -> Cod
     coordination = Coordination.for_service(service)
     try:
         return _gather(service, coordination, files, names)
-    except (TeamUnavailable, GraphUnavailable) as exc:
-        fail(f"{exc}.", EXIT_FAILED)  # exits
     finally:
         coordination.close()
 

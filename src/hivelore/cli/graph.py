@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, reported_errors
+from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
 from hivelore.coordination import Coordination
 from hivelore.service import Hivelore
 from hivelore.team import TeamUnavailable
@@ -31,8 +31,6 @@ def coordination() -> Iterator[Coordination]:
         found = Coordination.for_service(Hivelore.open())
         try:
             yield found
-        except TeamUnavailable as exc:
-            fail(f"{exc}.", EXIT_FAILED)
         finally:
             found.close()
 
@@ -47,6 +45,7 @@ def index(
     """Parse the repository (or the given files and folders) into the code graph."""
     try:
         with coordination() as c:
+            c.graph_discarding_unusable()
             stats = c.graph.index([os.path.abspath(p) for p in paths] if paths else None)
             root = c.root
             try:  # the edits made while the graph was missing claimed files: now they claim symbols

@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import sys
 from collections.abc import Iterator
 
+from hivelore import errors
 from hivelore.service import Hivelore
-from hivelore.vault import DriftError
 
-EXIT_FAILED = 1  # not found, or the index is damaged
+EXIT_FAILED = 1  # not found, a damaged store, a busy one
 EXIT_BAD_INPUT = 2
 EXIT_CONFLICT = 3
+
+# The one table from error to exit code. The first class that matches wins: the profile's errors
+# are all bad input (ValueErrors, as callers catch them), but its drift is a conflict and its
+# damaged ledger an unavailable store.
+EXIT_CODES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
+    (errors.Conflict, EXIT_CONFLICT),
+    (errors.Unavailable, EXIT_FAILED),
+    (errors.Busy, EXIT_FAILED),
+    (errors.BadInput, EXIT_BAD_INPUT),
+    (errors.NotFound, EXIT_FAILED),
+)
 
 
 def fail(message: str, code: int) -> None:
@@ -24,27 +34,21 @@ def fail(message: str, code: int) -> None:
     raise SystemExit(code)
 
 
+def exit_code(error: errors.HiveloreError) -> int:
+    return next((code for kind, code in EXIT_CODES if isinstance(error, kind)), EXIT_FAILED)
+
+
 @contextlib.contextmanager
 def reported_errors() -> Iterator[None]:
-    """Turn the service's errors into one line on stderr and a non-zero exit."""
+    """Turn hivelore's errors into one line on stderr and their exit code; anything else is a bug
+    and keeps its traceback."""
     try:
         yield
-    except LookupError as exc:  # NotFound, an unknown task or symbol; a bare KeyError is a bug, not an answer
-        if isinstance(exc, KeyError | IndexError):
+    except Exception as exc:
+        error = errors.reported(exc)
+        if error is None:
             raise
-        fail(str(exc), EXIT_FAILED)
-    except DriftError as exc:
-        fail(str(exc), EXIT_CONFLICT)
-    except ValueError as exc:  # scope, key, guard and config errors are all ValueErrors
-        fail(str(exc), EXIT_BAD_INPUT)
-    except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "busy" not in str(exc):
-            raise
-        fail("the index is busy (another hivelore process is writing it): try again in a moment.", EXIT_FAILED)
-    except sqlite3.DatabaseError as exc:
-        fail(f"the index is damaged ({exc}): run `hivelore index rebuild` (the files are untouched).", EXIT_FAILED)
-    except OSError as exc:
-        fail(f"cannot use {exc.filename}: {exc.strerror}." if exc.filename else str(exc), EXIT_BAD_INPUT)
+        fail(error.sentence(), exit_code(error))
 
 
 def print_json(data: object) -> None:

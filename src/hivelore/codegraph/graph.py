@@ -7,7 +7,7 @@ import time
 
 from hivelore.codegraph import queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
-from hivelore.codegraph.store import PARSER_VERSION, FileChange, Store, chunks
+from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
 from hivelore.home import private_file, private_folder
 
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
@@ -24,12 +24,23 @@ class Graph:
         self.max_file_bytes = max_file_bytes
 
     @classmethod
-    def open(cls, home: str, repo_root: str, *, max_file_bytes: int = MAX_FILE_BYTES) -> Graph:
-        """The graph of `repo_root` in `home`/graph.db (created on first use; nothing is indexed)."""
+    def open(
+        cls, home: str, repo_root: str, *, max_file_bytes: int = MAX_FILE_BYTES, discard_unusable: bool = False
+    ) -> Graph:
+        """The graph of `repo_root` in `home`/graph.db (created on first use; nothing is indexed). A
+        graph.db that cannot be used raises GraphUnavailable, or with `discard_unusable` (what
+        `hivelore graph index` does: the graphs are derived from the code) is removed and started anew."""
         private_folder(home)
         path = os.path.join(home, "graph.db")
         private_file(path)  # before SQLite makes it with the umask's mode (its -wal and -shm copy it)
         root = os.path.realpath(repo_root)
+        try:
+            return cls(Store.open(path, root), root, max_file_bytes)
+        except GraphUnavailable as exc:
+            if not discard_unusable or isinstance(exc, GraphBusy):  # a busy file is in use, not damaged
+                raise
+        discard(path)
+        private_file(path)
         return cls(Store.open(path, root), root, max_file_bytes)
 
     def close(self) -> None:

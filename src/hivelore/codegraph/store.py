@@ -9,10 +9,12 @@ written, so calls can be resolved again without re-parsing) and `imports`.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from hivelore.codegraph.model import Binding, ParsedFile
+from hivelore.errors import Busy, Unavailable
 from hivelore.records import record
 from hivelore.sqlitedb import Immediate
 
@@ -61,8 +63,17 @@ CREATE VIEW IF NOT EXISTS call_edges AS
 _ROW = "key, id, file, qualname, name, kind, line, bases, returns, arity"
 
 
-class GraphUnavailable(RuntimeError):
+class GraphUnavailable(Unavailable):
     """graph.db cannot be opened, or was written by another schema version."""
+
+    repair = "run `hivelore graph index` to rebuild it (the graph is derived from the code)"
+
+
+class GraphBusy(GraphUnavailable, Busy):
+    """Another process held graph.db's write lock for the whole busy timeout: retrying later may work,
+    and the file is not discarded."""
+
+    repair = "try again in a moment (another hivelore process is writing it)"
 
 
 @record
@@ -105,6 +116,17 @@ def chunks(items: list, size: int = CHUNK) -> Iterator[list]:
         yield items[start : start + size]
 
 
+def discard(path: str) -> None:
+    """Remove an unusable graph.db and its SQLite companions (the graphs are derived: indexing rebuilds them)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise GraphUnavailable(f"{path}{suffix} cannot be removed ({exc})", "remove it by hand") from exc
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, repo: str) -> None:
         self.conn = conn
@@ -125,6 +147,10 @@ class Store:
             elif row[0] != SCHEMA_VERSION:
                 conn.close()
                 raise GraphUnavailable(f"{path} has schema {row[0]}, this hivelore needs {SCHEMA_VERSION}")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise GraphBusy(f"{path} is busy ({exc})") from exc
+            raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
         except sqlite3.DatabaseError as exc:
             raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
         return cls(conn, repo)

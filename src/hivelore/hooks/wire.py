@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from hivelore.errors import BadInput
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,7 +33,7 @@ HOOK_ENVIRON = frozenset({
 HOOK_ENVIRON_PREFIXES = ("HIVELORE_", "LC_", "PYTHON")
 
 
-class WireError(ValueError):
+class WireError(BadInput):
     """Bytes that are not a well-formed message."""
 
 

@@ -12,7 +12,6 @@ call is re-raised as the SDK's `ToolError`: only that one reaches the client as 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +20,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from hivelore import errors
 from hivelore.coordination import Coordination
 from hivelore.memory import Memory
-from hivelore.service import Hivelore, NotFound
+from hivelore.service import Hivelore
 from hivelore.team import Attempt, Decision, Intent
-from hivelore.vault import DriftError
 
 INSTRUCTIONS = (
     "hivelore is this user's memory of what went wrong and how it was fixed. Search it before "
@@ -232,12 +231,11 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         try:
             svc = Hivelore.open(cwd, agent="mcp")
             yield svc
-        except (NotFound, ValueError, DriftError) as exc:
-            raise ToolError(str(exc)) from exc
-        except sqlite3.DatabaseError as exc:
-            raise ToolError(f"the index is damaged ({exc}): run `hivelore index rebuild`.") from exc
-        except OSError as exc:
-            raise ToolError(f"cannot use {exc.filename}: {exc.strerror}." if exc.filename else str(exc)) from exc
+        except Exception as exc:
+            refused = tool_error(exc)
+            if refused is None:
+                raise
+            raise refused from exc
         finally:
             if svc is not None:
                 svc.close()
@@ -348,8 +346,6 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             found = Coordination.for_service(svc)
             try:
                 yield found
-            except LookupError as exc:  # an unknown symbol or task
-                raise ToolError(str(exc)) from exc
             finally:
                 found.close()
 
@@ -426,6 +422,14 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         )  # fmt: skip
 
     return server
+
+
+def tool_error(exc: Exception) -> ToolError | None:
+    """The one table from error to tool error: every hivelore error becomes a `ToolError` with its one
+    sentence (what is wrong, and for a damaged store how to repair it); None for anything else, a bug,
+    which the SDK reports as a crash."""
+    error = errors.reported(exc)
+    return None if error is None else ToolError(error.sentence())
 
 
 def _task(intent: Intent) -> TaskOut:

@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Callable
 
 from hivelore import atomicfile, confined
+from hivelore.errors import BadInput, Conflict, Unavailable
 from hivelore.home import FILE_MODE, FOLDER_MODE, private_folder
 
 USER = "USER.md"
@@ -73,12 +74,16 @@ INJECTION_HEADER = (
 )
 
 
-class ProfileError(ValueError):
+class ProfileError(BadInput):
     """A profile operation was refused; the message says what is wrong and what to do."""
 
 
-class DriftError(ProfileError):
+class DriftError(ProfileError, Conflict):
     """A profile file changed on disk since the operation loaded it; nothing was written."""
+
+
+class ProfileUnavailable(ProfileError, Unavailable):
+    """promotions.json or an interrupted write's record is damaged; the message says how to repair it."""
 
 
 class BudgetError(ProfileError):
@@ -403,12 +408,12 @@ class Profile:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise ProfileError(
+            raise ProfileUnavailable(
                 f"{path} is not valid JSON ({exc}): fix it or move it away; nothing was written."
             ) from None
         problem = _ledger_problem(data)
         if problem:
-            raise ProfileError(
+            raise ProfileUnavailable(
                 f"{path} is not a promotions ledger ({problem}): fix it or move it away; nothing was written."
             )
         return data["entries"]
@@ -549,7 +554,7 @@ class Profile:
         except FileNotFoundError:
             return
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ProfileError(
+            raise ProfileUnavailable(
                 f"{path} (an interrupted write's record) is damaged ({exc}): move it away, then "
                 "check USER.md, MEMORY.md and promotions.json by hand."
             ) from None
@@ -561,7 +566,7 @@ class Profile:
             and (f.get("old") is None or isinstance(f.get("old"), str))
             for f in files
         ):
-            raise ProfileError(
+            raise ProfileUnavailable(
                 f"{path} (an interrupted write's record) is not in the expected form: move it "
                 "away, then check USER.md, MEMORY.md and promotions.json by hand."
             )
