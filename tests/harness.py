@@ -137,6 +137,9 @@ class Hook(NamedTuple):
     seconds: float
 
 
+HOOK_SECONDS = 5.0  # generous: a hook takes a tenth of that; this only catches a hang
+
+
 def hook_env(home: Path, developer: str = "") -> dict[str, str]:
     """The test's environment with only HIVELORE_HOME and HIVELORE_HOOK_SERVER (see conftest.py) of hivelore's
     variables (an agent running these tests may have set HIVELORE_AGENT or HIVELORE_SESSION), and
@@ -157,6 +160,18 @@ def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes, developer: st
         timeout=60,
     )
     return Hook(result.returncode, result.stdout, result.stderr, time.monotonic() - start)
+
+
+def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: str, developer: str = "") -> str:
+    """Run one hook the way the agent does; check the universal contract; return what the agent is told."""
+    args = ["--agent", agent, "--event", event, *flags]
+    result = run_hook(home, repo, args, json.dumps(payload).encode(), developer)
+
+    assert result.returncode == 0
+    assert result.stderr == b""
+    assert problems(agent, event, result.stdout) == []
+    assert result.seconds < HOOK_SECONDS, f"{agent} {event} took {result.seconds:.1f} s"
+    return said(agent, result.stdout)
 
 
 def problems(agent: str, event: str, stdout: bytes) -> list[str]:

@@ -25,6 +25,7 @@ import pytest
 from harness import (
     ADDRESS,
     BAD_INPUT,
+    HOOK_SECONDS,
     KEY,
     LESSON,
     NUDGE,
@@ -37,6 +38,7 @@ from harness import (
     example,
     failing_tests,
     fixture_payloads,
+    hook,
     hook_env,
     log_lines,
     make_shop,
@@ -52,24 +54,11 @@ from hivelore.hooks.catalog import AGENTS, HOOK_EVENTS
 
 CLI = Callable[..., subprocess.CompletedProcess[str]]
 
-HOOK_SECONDS = 5.0  # generous: a hook takes a tenth of that; this only catches a hang
 
 BRANCH = "branch::acme/checkout::main"
 
 
 # --- running the hook ---------------------------------------------------------------------------------------------
-
-
-def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: str, developer: str = "") -> str:
-    """Run one hook the way the agent does; check the universal contract; return what the agent is told."""
-    args = ["--agent", agent, "--event", event, *flags]
-    result = run_hook(home, repo, args, json.dumps(payload).encode(), developer)
-
-    assert result.returncode == 0
-    assert result.stderr == b""
-    assert problems(agent, event, result.stdout) == []
-    assert result.seconds < HOOK_SECONDS, f"{agent} {event} took {result.seconds:.1f} s"
-    return said(agent, result.stdout)
 
 
 def git_status(repo: Path) -> str:

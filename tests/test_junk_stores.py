@@ -27,11 +27,9 @@ from pathlib import Path
 import anyio
 import pytest
 import typer
-from conftest import make_shop
+from harness import SHOP_FILES, aimed, fixture_payloads, hook, make_shop
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from test_hooks import aimed, fixture_payloads, hook
-from test_team_flow import FILES
 
 from hivelore.cli import main
 from hivelore.cli.app import app
@@ -127,7 +125,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     each test gets `live` back as saved (the same paths, as graph.db keys a graph by its folder)."""
     base = tmp_path_factory.mktemp("junk")
     live, saved = base / "live", base / "saved"
-    repo = make_shop(live / "shop", FILES)
+    repo = make_shop(live / "shop", SHOP_FILES)
     env = {**os.environ, "HIVELORE_HOME": str(live / "home"), "HIVELORE_DEVELOPER": "alice"}
     for argv in (
         ["write", ADDRESS, "pnpm test needs the local postgres: run docker compose up -d db first"],
