@@ -33,7 +33,7 @@ from hivelore.memory import (
 from hivelore.records import record
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
-from hivelore.vault import UNREADABLE, Stamp, Swept, Vault
+from hivelore.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -791,39 +791,43 @@ class Hivelore:
             listed = vault.names_in(scope)
         except LinkRefused as exc:
             return {key: exc for key in keys}
-        taken: set[Path] = set()
+        folder = vault.folder(scope)
+        taken: set[str] = set()  # names the new files of earlier keys take
         found: dict[str, tuple[Path, Memory | None, Stamp | None] | ValueError] = {}
         for key in keys:
             try:
-                place = self._pick_file(vault, scope, key, sorted(known.get(key, [])), listed, taken, seen)
+                place = self._pick_file(vault, scope, key, folder, sorted(known.get(key, [])), listed, taken, seen)
             except ValueError as exc:  # LinkRefused too
                 found[key] = exc
                 continue
             found[key] = place
             if place[1] is None:
-                taken.add(place[0])
+                taken.add(place[0].name)
         return found
 
+    @staticmethod
     def _pick_file(
-        self,
         vault: Vault,
         scope: Scope,
         key: str,
+        folder: Path,
         known: list[Path],
         listed: set[str],
-        taken: set[Path],
+        taken: set[str],
         seen: _LoadedFiles,
     ) -> tuple[Path, Memory | None, Stamp | None]:
-        """What `_locate` decides for one key, with the folder's listing in hand."""
-        folder = vault.folder(scope)
-        names = vault.candidate_paths(scope, key)
-
-        def exists(path: Path) -> bool:
-            return path in taken or (path.name in listed if path.parent == folder else path.exists())
-
-        for path in dict.fromkeys([*known, *names]):
-            if path in taken or not exists(path):
-                continue  # a file an earlier key of the batch takes holds another memory
+        """What `_locate` decides for one key, with its folder's names in hand: the copies the index
+        knows, then the file names the key may have, the first one that holds it; else the first
+        free name. A name an earlier key of the batch takes holds another memory."""
+        names = candidate_names(key)
+        tried: set[str] = set()
+        for path in [*known, *(folder / name for name in names if name in listed)]:
+            if path.parent == folder:
+                if path.name in tried or path.name in taken or path.name not in listed:
+                    continue
+                tried.add(path.name)
+            elif not path.exists():
+                continue
             try:
                 memory, stamp = seen.load(vault, path)
             except LinkRefused:
@@ -832,9 +836,9 @@ class Hivelore:
                 raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
             if (memory.scope, memory.key) == (scope, key):
                 return path, memory, stamp
-        for path in names:
-            if not exists(path):
-                return path, None, None
+        for name in names:
+            if name not in listed and name not in taken:
+                return folder / name, None, None
         raise ValueError(f"every file name for {scope}::{key} in {vault.root} holds another memory: rename one.")
 
     def _import_batch(self, vault: Vault, memories: Sequence[Memory], report: ImportReport, seen: _LoadedFiles) -> None:

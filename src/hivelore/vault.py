@@ -49,6 +49,12 @@ def slug(key: str, hashed: bool = False) -> str:
     return f"{base}-{zlib.crc32(key.encode()):08x}"
 
 
+def candidate_names(key: str) -> list[str]:
+    """The file names of `Vault.candidate_paths`, best first."""
+    hashed = slug(key, hashed=True)
+    return [f"{name}.md" for name in dict.fromkeys([slug(key), hashed, *(f"{hashed}-{n}" for n in range(2, 10))])]
+
+
 @record
 class Entry:
     """A memory file as a folder listing saw it (its stat taken while the folder was open)."""
@@ -97,9 +103,8 @@ class Vault:
     def candidate_paths(self, scope: Scope, key: str) -> list[Path]:
         """The names a new file for (scope, key) may take, best first: the usual one, the hashed one,
         then numbered ones (for when people renamed keys inside files by hand)."""
-        hashed = slug(key, hashed=True)
-        names = [slug(key), hashed, *(f"{hashed}-{n}" for n in range(2, 10))]
-        return [self.root / scope.folder / f"{name}.md" for name in dict.fromkeys(names)]
+        folder = self.root / scope.folder
+        return [folder / name for name in candidate_names(key)]
 
     def folder(self, scope: Scope) -> Path:
         return self.root / scope.folder
