@@ -649,14 +649,12 @@ class Hivelore:
     def export(self, include_hidden: bool = False) -> Iterator[Memory]:
         """Every memory of the vaults (all scopes), from the files themselves."""
         for vault in self.vaults:
-            for path in vault.iter_files():
-                try:
-                    memory, _ = vault.load(path)
-                except UNREADABLE as exc:
-                    self.warnings.append(f"skipped {path}: {exc}")
-                    continue
-                if include_hidden or memory.is_visible():
-                    yield memory
+            for folder, _, names in vault.walk_folders():
+                for path, memory, _ in vault.load_folder(folder, names):
+                    if not isinstance(memory, Memory):
+                        self.warnings.append(f"skipped {path}: {memory}")
+                    elif include_hidden or memory.is_visible():
+                        yield memory
 
     def _check_record(self, record: ImportRecord) -> Memory:
         """The memory a record would become, or ValueError saying why it cannot be imported."""
