@@ -377,3 +377,18 @@ def test_an_import_checks_every_target_before_writing_any(
     assert len(report.rejected) == 1 and report.rejected[0].startswith("lessons.jsonl:6: ")
     assert "imported-lesson-5.md cannot be read" in report.rejected[0]
     assert [p.name for p in files(home)] == ["imported-lesson-5.md"]
+
+
+def test_an_import_into_a_scope_folder_that_is_a_link_writes_nothing_through_it(
+    hl: Hivelore, home: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "repo" / "acme").mkdir(parents=True)
+    (home / "repo" / "acme" / "checkout").symlink_to(elsewhere, target_is_directory=True)
+
+    report = hl.import_records(_records(3))
+
+    assert report.written == [] and len(report.rejected) == 3
+    assert all("is a symbolic link" in reason for reason in report.rejected)
+    assert list(elsewhere.iterdir()) == []
