@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -854,3 +856,63 @@ def test_the_fast_commands_import_no_heavy_library(home: Path, repo: Path, argv:
     env = {**os.environ, "HIVELORE_HOME": str(home)}
     result = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=env, capture_output=True, text=True)
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def _memories_on_disk(home: Path) -> list[str]:
+    return [p for p in memory_files(home) if not Path(p).name.startswith(".")]
+
+
+def _lessons_jsonl(path: Path, count: int) -> Path:
+    lines = [
+        {
+            "scope": "repo::acme/checkout" if n % 3 else "global",
+            "key": f"bulk-lesson-{n}",
+            "value": f"package {n} needs the local postgres: run docker compose up -d db before pnpm test",
+            "tags": ["db"],
+            "created": "2026-01-02T03:04:05Z",
+        }
+        for n in range(count)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_an_import_killed_midway_leaves_whole_files_and_running_it_again_finishes_it(
+    home: Path, repo: Path, tmp_path: Path
+) -> None:
+    from hivelore.vault import Vault
+
+    count = 3000
+    jsonl = _lessons_jsonl(tmp_path / "lessons.jsonl", count)
+    env = {**os.environ, "HIVELORE_HOME": str(home)}
+    killed = subprocess.Popen([sys.executable, "-m", "hivelore", "import", str(jsonl)], cwd=repo, env=env)
+    deadline = time.monotonic() + 60
+    while not _memories_on_disk(home) and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    assert killed.returncode == -signal.SIGKILL, "the import ended before it could be killed midway"
+
+    survivors = _memories_on_disk(home)
+    assert 0 < len(survivors) < count
+    # What the killed batch had not renamed yet is temp files, which every reader skips.
+    assert all(Path(p).name.startswith(".tmp-") for p in set(memory_files(home)) - set(survivors))
+    vault = Vault(home, "home")
+    for relpath in survivors:  # each file there is whole: it parses, and says what its line said
+        memory, _ = vault.load(home / relpath)
+        assert memory.value.startswith(f"package {memory.key.removeprefix('bulk-lesson-')} needs")
+        assert (home / relpath).stat().st_mode & 0o777 == 0o600
+
+    resumed = ok_json(hivelore("import", str(jsonl), "--json", home=home, cwd=repo))
+    assert len(resumed["written"]) == count - len(survivors) and len(resumed["unchanged"]) == len(survivors)
+
+    uninterrupted = tmp_path / "uninterrupted-home"
+    ok(hivelore("import", str(jsonl), home=uninterrupted, cwd=repo))
+    assert _memories_on_disk(home) == _memories_on_disk(uninterrupted)
+    assert _by_address(ok(hivelore("export", home=home, cwd=repo))) == _by_address(
+        ok(hivelore("export", home=uninterrupted, cwd=repo))
+    )
+    again = ok_json(hivelore("import", str(jsonl), "--json", home=home, cwd=repo))
+    assert again["written"] == [] and len(again["unchanged"]) == count
+    status = ok_json(hivelore("index", "status", "--json", home=home, cwd=repo))
+    assert status["memories"] == count and status["healthy"]

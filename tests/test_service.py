@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from hivelore import service
 from hivelore.guard import GuardError
 from hivelore.service import Hivelore, NotFound
+from hivelore.transfer import ImportRecord
 from hivelore.vault import DriftError, slug
 
 ADDRESS = ("repo::acme/checkout", "tests-need-local-postgres")
@@ -322,3 +324,71 @@ def test_a_long_query_looks_for_its_rarest_words_when_no_memory_holds_them_all(h
 
     hits = hl.search("why do the tests fail with econnrefused on postgres 5432 nowhere")
     assert [h.row.memory.key for h in hits][:2] == ["db-down", "redis-down"]
+
+
+def _records(count: int, scope: str = "repo::acme/checkout") -> list[ImportRecord]:
+    return [
+        ImportRecord(
+            source=f"lessons.jsonl:{n + 1}",
+            scope=scope,
+            key=f"imported-lesson-{n}",
+            value=f"package {n} needs the local postgres: run docker compose up -d db before pnpm test",
+            tags=("db",),
+        )
+        for n in range(count)
+    ]
+
+
+def test_an_import_of_several_batches_writes_and_indexes_every_record_as_one_by_one_writes_would(
+    hl: Hivelore, home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "IMPORT_BATCH", 4)
+    hl.write("repo::acme/checkout", "imported-lesson-2", "an older text of lesson 2")
+    records = _records(10)
+    # The same address twice in one import: the second record updates what the first wrote.
+    records.insert(2, records[0]._replace(source="lessons.jsonl:99", value="lesson 0, said better: start the db"))
+
+    report = hl.import_records(records)
+
+    assert len(report.written) == 11 and report.unchanged == [] and report.rejected == []
+    assert len(files(home)) == 10
+    assert hl.read("repo::acme/checkout", "imported-lesson-0").value == "lesson 0, said better: start the db"
+    rewritten = hl.read("repo::acme/checkout", "imported-lesson-2")
+    assert rewritten.value.startswith("package 2 needs") and rewritten.seen_count == 1
+    fresh = Hivelore.open(repo)
+    assert fresh.index_status()["memories"] == 10 and fresh.index_status()["healthy"]
+    assert {h.row.key for h in fresh.search("postgres", limit=20)} == {f"imported-lesson-{n}" for n in range(1, 10)}
+
+    again = Hivelore.open(repo).import_records(records[1:])
+    assert again.written == [] and len(again.unchanged) == 10
+
+
+def test_an_import_checks_every_target_before_writing_any(
+    hl: Hivelore, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "IMPORT_BATCH", 2)
+    folder = home / "repo" / "acme" / "checkout"
+    folder.mkdir(parents=True)
+    (folder / "imported-lesson-5.md").write_text("---\nscope: [not closed\n---\nbroken\n")
+
+    report = hl.import_records(_records(8))
+
+    assert report.written == []
+    assert len(report.rejected) == 1 and report.rejected[0].startswith("lessons.jsonl:6: ")
+    assert "imported-lesson-5.md cannot be read" in report.rejected[0]
+    assert [p.name for p in files(home)] == ["imported-lesson-5.md"]
+
+
+def test_an_import_into_a_scope_folder_that_is_a_link_writes_nothing_through_it(
+    hl: Hivelore, home: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (home / "repo" / "acme").mkdir(parents=True)
+    (home / "repo" / "acme" / "checkout").symlink_to(elsewhere, target_is_directory=True)
+
+    report = hl.import_records(_records(3))
+
+    assert report.written == [] and len(report.rejected) == 3
+    assert all("is a symbolic link" in reason for reason in report.rejected)
+    assert list(elsewhere.iterdir()) == []

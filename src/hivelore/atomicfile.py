@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 TEMP_PREFIX = ".tmp-"
 # A write takes milliseconds: a temp file this old has no live writer (one would fail its rename
 # and report the write as not done, so nothing acknowledged is lost even then).
 STALE_SECONDS = 60.0
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def replace(
@@ -35,10 +36,9 @@ def replace(
     that raises leaves the old file and no temp file behind). With `dir_fd`, `path` is a name in
     that open folder (see confined.py), and the temp file is never a link."""
     folder = "." if dir_fd is not None else os.path.dirname(os.fspath(path)) or "."
-    name = f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}{suffix}"
+    name = _temp_name(suffix)
     tmp = name if dir_fd is not None else os.path.join(folder, name)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o666 if permissions is None else permissions & 0o666, dir_fd=dir_fd)
+    fd = os.open(tmp, _TEMP_FLAGS, 0o666 if permissions is None else permissions & 0o666, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -59,6 +59,69 @@ def replace(
         os.fsync(dir_fd)
     else:
         fsync_dir(folder)
+
+
+def replace_many(
+    dir_fd: int,
+    files: Sequence[tuple[str, bytes, Callable[[], None] | None]],
+    *,
+    permissions: int | None = None,
+    suffix: str = "",
+) -> None:
+    """`replace` of many files of the open folder `dir_fd`, given as (name, data, before_rename):
+    each one still a temp file renamed over its name, but the temp files made durable together (one
+    `syncfs` on Linux instead of an fsync each, which costs milliseconds apiece) and the folder
+    fsynced once, at the end. When one fails, the files renamed before it stay (and are made
+    durable), the rest are untouched, and no temp file is left."""
+    temps: list[str] = []
+    renamed = 0
+    try:
+        for _, data, _ in files:
+            temps.append(_temp_name(suffix))
+            fd = os.open(temps[-1], _TEMP_FLAGS, 0o666 if permissions is None else permissions & 0o666, dir_fd=dir_fd)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if permissions is not None:
+                    os.fchmod(handle.fileno(), permissions)
+        _make_durable(dir_fd, temps)
+        for (name, _, before_rename), tmp in zip(files, temps, strict=True):
+            if before_rename is not None:
+                before_rename()
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            renamed += 1
+    except BaseException:
+        for tmp in temps[renamed:]:
+            try:  # noqa: SIM105 -- as in `replace`
+                os.unlink(tmp, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+        raise
+    finally:
+        os.fsync(dir_fd)
+
+
+def _make_durable(dir_fd: int, names: Sequence[str]) -> None:
+    """Flush the written files `names` of the open folder to disk: one `syncfs` of their file system
+    where the C library has it (Linux), else an fsync each. ctypes is imported only here: bulk
+    writes need it, the hook path never does."""
+    try:
+        import ctypes
+
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (ImportError, OSError, AttributeError):
+        syncfs = None
+    if syncfs is not None and syncfs(dir_fd) == 0:
+        return
+    for name in names:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _temp_name(suffix: str) -> str:
+    return f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}{suffix}"
 
 
 def remove(path: str | os.PathLike[str]) -> None:

@@ -220,6 +220,29 @@ def _row(record: tuple) -> Row:
     return Row(*record[:13])
 
 
+def _columns(row_id: int, root: str, relpath: str, memory: Memory, stamp: Stamp) -> tuple[object, ...]:
+    """The `memories` columns of one file, in insert order."""
+    return (
+        row_id,
+        root,
+        os.path.dirname(relpath),
+        relpath,
+        str(memory.scope),
+        memory.key,
+        memory.kind,
+        memory.state,
+        epoch_from_iso(memory.updated),
+        memory.seen_count,
+        value_chars(memory.value),
+        epoch_from_iso(memory.expires_at) if memory.expires_at else None,
+        1 if memory.archived_at else 0,
+        json.dumps(memory.to_dict(), ensure_ascii=False),
+        stamp.mtime_ns,
+        stamp.size,
+        stamp.checksum,
+    )
+
+
 def value_chars(value: str) -> int:
     """The length of a value as one line shows it (whitespace runs collapsed)."""
     return len(" ".join(value.split()))
@@ -283,37 +306,40 @@ class Index:
     # -- writing rows -------------------------------------------------------------------------
 
     def upsert(self, vault: Vault, path: Path, memory: Memory, stamp: Stamp) -> None:
-        relpath = str(path.relative_to(vault.root))
+        self.upsert_many(vault, [(path, memory, stamp)])
+
+    def upsert_many(self, vault: Vault, items: Sequence[tuple[Path, Memory, Stamp]], replace: bool = True) -> None:
+        """Put the rows of many files in one transaction, a statement each for all of them. Without
+        `replace` the files are known to have no row yet (a rebuild cleared them)."""
+        if not items:
+            return
         root = str(vault.root)
+        relpaths = [str(path.relative_to(vault.root)) for path, _, _ in items]
         with self.transaction():
-            self._delete_rows(root, relpath)
-            self.conn.execute("DELETE FROM skipped WHERE root = ? AND relpath = ?", (root, relpath))
-            cur = self.conn.execute(
-                "INSERT INTO memories (root, folder, relpath, scope, key, kind, state, updated_ts, seen_count,"
+            if replace:
+                keys = [(root, relpath) for relpath in relpaths]
+                self.conn.executemany(
+                    "DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE root=? AND relpath=?)", keys
+                )
+                self.conn.executemany("DELETE FROM memories WHERE root=? AND relpath=?", keys)
+                self.conn.executemany("DELETE FROM skipped WHERE root = ? AND relpath = ?", keys)
+            # Ids chosen here (the write lock is held) so that the FTS rows can be inserted in bulk too.
+            first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM memories").fetchone()[0]
+            self.conn.executemany(
+                "INSERT INTO memories (id, root, folder, relpath, scope, key, kind, state, updated_ts, seen_count,"
                 " value_chars, expires_ts, archived, doc, mtime_ns, size, checksum)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    root,
-                    os.path.dirname(relpath),
-                    relpath,
-                    str(memory.scope),
-                    memory.key,
-                    memory.kind,
-                    memory.state,
-                    epoch_from_iso(memory.updated),
-                    memory.seen_count,
-                    value_chars(memory.value),
-                    epoch_from_iso(memory.expires_at) if memory.expires_at else None,
-                    1 if memory.archived_at else 0,
-                    json.dumps(memory.to_dict(), ensure_ascii=False),
-                    stamp.mtime_ns,
-                    stamp.size,
-                    stamp.checksum,
+                    _columns(first + n, root, relpath, memory, stamp)
+                    for n, (relpath, (_, memory, stamp)) in enumerate(zip(relpaths, items, strict=True))
                 ),
             )
-            self.conn.execute(
+            self.conn.executemany(
                 "INSERT INTO memories_fts (rowid, key, value, tags) VALUES (?, ?, ?, ?)",
-                (cur.lastrowid, memory.key.replace("-", " ").replace("_", " "), memory.value, " ".join(memory.tags)),
+                (
+                    (first + n, memory.key.replace("-", " ").replace("_", " "), memory.value, " ".join(memory.tags))
+                    for n, (_, memory, _) in enumerate(items)
+                ),
             )
 
     def _delete_rows(self, root: str, relpath: str) -> None:
@@ -342,16 +368,31 @@ class Index:
             self.remove(vault, path)
             return None
         except UNREADABLE as exc:
-            reason = f"skipped {path}: {exc}"
-            try:
-                mtime = path.lstat().st_mtime_ns
-            except OSError:
-                mtime = 0
-            self._skip(vault, path, mtime, reason)
-            self.warnings.append(reason)
+            self._record_unreadable(vault, path, exc)
             return None
         self.upsert(vault, path, memory, stamp)
         return memory
+
+    def load_folder(self, vault: Vault, folder: Path, listing: Listing) -> int:
+        """Read a cleared folder's files into the index in bulk (a rebuild): how many were indexed;
+        the unreadable ones are recorded as skipped."""
+        loaded = []
+        for path, memory, stamp in vault.load_folder(folder, [e.name for e in listing.files]):
+            if isinstance(memory, Memory) and stamp is not None:
+                loaded.append((path, memory, stamp))
+            elif not isinstance(memory, FileNotFoundError):  # one deleted since the listing has no row
+                self._record_unreadable(vault, path, memory)
+        self.upsert_many(vault, loaded, replace=False)
+        return len(loaded)
+
+    def _record_unreadable(self, vault: Vault, path: Path, exc: BaseException) -> None:
+        reason = f"skipped {path}: {exc}"
+        try:
+            mtime = path.lstat().st_mtime_ns
+        except OSError:
+            mtime = 0
+        self._skip(vault, path, mtime, reason)
+        self.warnings.append(reason)
 
     # -- freshness ----------------------------------------------------------------------------
 
@@ -479,6 +520,19 @@ class Index:
             _row(r)
             for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
         ]
+
+    def by_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
+        """Every row (hidden ones too) in `scopes` whose key is one of `keys`."""
+        found: list[Row] = []
+        keys = list(keys)
+        for start in range(0, len(keys), 500):  # stay far below SQLite's limit on bound parameters
+            chunk = keys[start : start + 500]
+            where, params = self._where(vaults, scopes, visible=False)
+            params.update({f"k{i}": key for i, key in enumerate(chunk)})
+            names = ", ".join(f":k{i}" for i in range(len(chunk)))
+            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({names})"
+            found.extend(_row(r) for r in self.conn.execute(sql, params))
+        return found
 
     def copies(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every visible row in `scopes` whose key is one of `keys`."""
@@ -701,9 +755,8 @@ def rebuild(path: Path, vaults: Sequence[Vault]) -> RebuildStats:
                 index.clear(vault)
                 for folder, mtime_ns, listing in vault.listings():
                     swept += listing.swept
-                    for entry in listing.files:
-                        files += 1
-                        indexed += index.reload(vault, entry.path) is not None
+                    files += len(listing.files)
+                    indexed += index.load_folder(vault, folder, listing)
                     index.conn.execute(
                         "INSERT OR REPLACE INTO folders VALUES (?, ?, ?, ?)",
                         # a writer's fresh temp file: stamp 0, so that a read looks again and sweeps it once stale

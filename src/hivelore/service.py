@@ -7,7 +7,6 @@ scan of the folders of the scopes being read, and say so.
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 import time
@@ -34,7 +33,7 @@ from hivelore.memory import (
 from hivelore.records import record
 from hivelore.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.transfer import ImportRecord, ImportReport
-from hivelore.vault import UNREADABLE, Stamp, Swept, Vault
+from hivelore.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -45,6 +44,9 @@ MAX_SEARCH_LIMIT = 1000
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
 OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has more
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
+# Imported records written under one lock, one index transaction and one fsync per folder: large
+# enough that those costs vanish per record, small enough that other writers wait a moment only.
+IMPORT_BATCH = 500
 
 
 class NotFound(errors.NotFound):
@@ -192,15 +194,18 @@ class Hivelore:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _vault_for_write(self, scope: Scope, key: str, tier: str | None) -> Vault:
+    def _named_tier(self, tier: str) -> Vault:
         if tier == "home":
             return self.home
         if tier == "project":
             if not self.chain.git:
                 raise ValueError("the project tier needs a git repository: run this inside one, or use --tier home.")
             return self.project or Vault(self.chain.git.root / ".hivelore", "project")
+        raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+
+    def _vault_for_write(self, scope: Scope, key: str, tier: str | None) -> Vault:
         if tier is not None:
-            raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+            return self._named_tier(tier)
         for row in self._rows_for_key([str(scope)], key):  # a re-write updates the copy that exists
             return self._vault_of(row)
         if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
@@ -644,14 +649,12 @@ class Hivelore:
     def export(self, include_hidden: bool = False) -> Iterator[Memory]:
         """Every memory of the vaults (all scopes), from the files themselves."""
         for vault in self.vaults:
-            for path in vault.iter_files():
-                try:
-                    memory, _ = vault.load(path)
-                except UNREADABLE as exc:
-                    self.warnings.append(f"skipped {path}: {exc}")
-                    continue
-                if include_hidden or memory.is_visible():
-                    yield memory
+            for folder, _, names in vault.walk_folders():
+                for path, memory, _ in vault.load_folder(folder, names):
+                    if not isinstance(memory, Memory):
+                        self.warnings.append(f"skipped {path}: {memory}")
+                    elif include_hidden or memory.is_visible():
+                        yield memory
 
     def _check_record(self, record: ImportRecord) -> Memory:
         """The memory a record would become, or ValueError saying why it cannot be imported."""
@@ -688,28 +691,186 @@ class Hivelore:
         """Validate every record first; unless `skip_invalid`, one bad record (or one `unreadable`
         source, already described) means nothing is written.
 
-        Re-importing is idempotent: a memory whose value, kind and tags already match is unchanged.
+        Records are written in batches of IMPORT_BATCH: one lock, one index transaction and one fsync
+        per folder each, every file still replaced atomically. A record is in the report once its
+        batch is on disk, so an import killed midway leaves whole files of the batches before, and
+        running it again finishes it. Re-importing is idempotent: a memory whose value, kind and
+        tags already match is unchanged.
         """
         report = ImportReport(written=[], unchanged=[], rejected=list(unreadable))
-        checked: list[tuple[Memory, Vault]] = []
+        memories: list[tuple[Memory, str]] = []
         for entry in records:
             try:
-                memory = self._check_record(entry)
-                vault = self._vault_for_write(memory.scope, memory.key, tier)
-                # The target must be writable too (a broken file there would stop the import midway).
-                self._locate(vault, memory.scope, memory.key)
+                memories.append((self._check_record(entry), entry.source))
             except ValueError as exc:
                 report.rejected.append(f"{entry.source}: {exc}")
-            else:
+        targets = self._import_targets([m for m, _ in memories], tier)
+        seen = _LoadedFiles()
+        # The targets must be writable too (a broken file there would stop the import midway).
+        unwritable = self._unwritable([(m, v) for (m, _), v in zip(memories, targets, strict=True)], seen)
+        checked: list[tuple[Memory, Vault]] = []
+        for (memory, source), vault in zip(memories, targets, strict=True):
+            problem = vault if isinstance(vault, ValueError) else unwritable.get((vault, memory.address))
+            if problem is not None:
+                report.rejected.append(f"{source}: {problem}")
+            elif isinstance(vault, Vault):
                 checked.append((memory, vault))
         if (report.rejected and not skip_invalid) or dry_run:
             if dry_run:
                 report.written.extend(m.address for m, _ in checked)
             return report
-        for memory, vault in checked:
-            _, _, written = self._store(vault, memory.scope, memory.key, functools.partial(_merge_import, memory))
-            (report.written if written else report.unchanged).append(memory.address)
+        for batch in _batches(checked, IMPORT_BATCH):
+            for vault, group in _by_vault(batch).items():
+                self._import_batch(vault, group, report, seen)
         return report
+
+    def _unwritable(
+        self, targets: Sequence[tuple[Memory, Vault | ValueError]], seen: _LoadedFiles
+    ) -> dict[tuple[Vault, str], ValueError]:
+        """Why the file of (tier, address) cannot be written, for the targets that have a reason."""
+        found: dict[tuple[Vault, str], ValueError] = {}
+        groups = _grouped((m, v) for m, v in targets if isinstance(v, Vault))
+        for (vault, scope), group in groups.items():
+            for key, place in self._locate_many(vault, scope, [m.key for m in group], seen).items():
+                if isinstance(place, ValueError):
+                    found[(vault, f"{scope}::{key}")] = place
+        return found
+
+    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Vault | ValueError]:
+        """`_vault_for_write` of many memories, the copies of their keys looked up once per scope."""
+        if tier is not None:
+            try:
+                vault = self._named_tier(tier)
+            except ValueError as exc:
+                return [exc for _ in memories]
+            return [vault for _ in memories]
+        scopes = list(dict.fromkeys(str(m.scope) for m in memories))
+        copies: dict[tuple[str, str], Row] = {}
+        for scope in scopes:
+            wanted = {m.key for m in memories if str(m.scope) == scope}
+            for row in self._rows_for_keys([scope], wanted):
+                copies.setdefault((row.scope, row.key), row)  # the first is the copy a write updates
+        targets: list[Vault | ValueError] = []
+        for memory in memories:
+            row = copies.get((str(memory.scope), memory.key))
+            if row is not None:
+                targets.append(self._vault_of(row))
+            elif self.project and memory.scope in self.chain.scopes and memory.scope.level is not Level.GLOBAL:
+                targets.append(self.project)
+            else:
+                targets.append(self.home)
+        return targets
+
+    def _rows_for_keys(self, scopes: Sequence[str], keys: set[str]) -> list[Row]:
+        """`_rows_for_key` of many keys at once, the scopes' folders refreshed once."""
+        index = self.index()
+        if index is None:
+            rows = [r for r in self._scan(scopes) if r.key in keys]
+        else:
+            index.refresh(self.vaults, [parse(s) for s in scopes])
+            rows = index.verified(self.vaults, index.by_keys(self.vaults, scopes, keys))
+            self._collect_warnings()
+        rows = [r for r in rows if r.key in keys and r.scope in scopes]
+        return sorted(rows, key=lambda r: recall.precedence(r, scopes, self.roots))
+
+    def _locate_many(
+        self, vault: Vault, scope: Scope, keys: Sequence[str], seen: _LoadedFiles
+    ) -> dict[str, tuple[Path, Memory | None, Stamp | None] | ValueError]:
+        """`_locate` of many keys of one scope: the folder listed once, the index asked once, only the
+        files that may be a key's read (and those already read at the same size and mtime reused).
+        Keys given earlier take their new files' names first, as if written one after the other."""
+        index = self.index()
+        known: dict[str, list[Path]] = {}
+        if index is not None:
+            index.refresh([vault], [scope])
+            for row in index.by_keys([vault], [str(scope)], set(keys)):
+                known.setdefault(row.key, []).append(row.path)
+        try:
+            listed = vault.names_in(scope)
+        except LinkRefused as exc:
+            return {key: exc for key in keys}
+        folder = vault.folder(scope)
+        taken: set[str] = set()  # names the new files of earlier keys take
+        found: dict[str, tuple[Path, Memory | None, Stamp | None] | ValueError] = {}
+        for key in keys:
+            try:
+                place = self._pick_file(vault, scope, key, folder, sorted(known.get(key, [])), listed, taken, seen)
+            except ValueError as exc:  # LinkRefused too
+                found[key] = exc
+                continue
+            found[key] = place
+            if place[1] is None:
+                taken.add(place[0].name)
+        return found
+
+    @staticmethod
+    def _pick_file(
+        vault: Vault,
+        scope: Scope,
+        key: str,
+        folder: Path,
+        known: list[Path],
+        listed: set[str],
+        taken: set[str],
+        seen: _LoadedFiles,
+    ) -> tuple[Path, Memory | None, Stamp | None]:
+        """What `_locate` decides for one key, with its folder's names in hand: the copies the index
+        knows, then the file names the key may have, the first one that holds it; else the first
+        free name. A name an earlier key of the batch takes holds another memory."""
+        names = candidate_names(key)
+        tried: set[str] = set()
+        for path in [*known, *(folder / name for name in names if name in listed)]:
+            if path.parent == folder:
+                if path.name in tried or path.name in taken or path.name not in listed:
+                    continue
+                tried.add(path.name)
+            elif not path.exists():
+                continue
+            try:
+                memory, stamp = seen.load(vault, path)
+            except LinkRefused:
+                raise
+            except UNREADABLE as exc:  # noqa: PERF203 -- the rare bad file ends the loop
+                raise ValueError(f"{path} cannot be read ({exc}): fix or delete it, then write again.") from exc
+            if (memory.scope, memory.key) == (scope, key):
+                return path, memory, stamp
+        for name in names:
+            if name not in listed and name not in taken:
+                return folder / name, None, None
+        raise ValueError(f"every file name for {scope}::{key} in {vault.root} holds another memory: rename one.")
+
+    def _import_batch(self, vault: Vault, memories: Sequence[Memory], report: ImportReport, seen: _LoadedFiles) -> None:
+        """Write one batch of imported memories to one tier under one lock, then index them in one
+        transaction; the report names them only once their files are on disk."""
+        with vault.lock():
+            writes: list[tuple[Path, Memory, Stamp | None]] = []
+            new_files: dict[Path, int] = {}
+            unchanged: list[str] = []
+            for scope, group in _by_scope(memories).items():
+                located = self._locate_many(vault, scope, [m.key for m in group], seen)
+                for memory in group:
+                    place = located[memory.key]
+                    if isinstance(place, ValueError):
+                        raise place
+                    path, existing, stamp = place
+                    merged = _merge_import(memory, existing)
+                    if merged is None:
+                        unchanged.append(memory.address)
+                        continue
+                    writes.append((path, merged, stamp))
+                    new_files[path.parent] = new_files.get(path.parent, 0) + (existing is None)
+            before = {folder: folder_mtime(folder) for folder in new_files}
+            stamps = vault.save_many(writes)
+
+            def update(index: Index) -> None:
+                index.upsert_many(vault, [(p, m, s) for (p, m, _), s in zip(writes, stamps, strict=True)])
+                for folder, added in new_files.items():
+                    index.note_own_change(vault, folder, before[folder], added)
+
+            if writes:
+                self._index_change(writes[0][0].parent, update)
+        report.written.extend(m.address for _, m, _ in writes)
+        report.unchanged.extend(unchanged)
 
     # -- the index ------------------------------------------------------------------------------
 
@@ -775,6 +936,63 @@ def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
     if (existing.value, existing.kind, existing.tags) == (incoming.value, incoming.kind, incoming.tags):
         return None
     return incoming.evolve(created=existing.created, seen_count=max(existing.seen_count, incoming.seen_count))
+
+
+class _LoadedFiles:
+    """The files an import has read, by path: read again only if their size or mtime changed (the
+    drift check before each rename still compares the bytes)."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, tuple[Memory, Stamp]] = {}
+
+    def load(self, vault: Vault, path: Path) -> tuple[Memory, Stamp]:
+        cached = self._files.get(path)
+        if cached is not None:
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                st = None
+            if st is not None and (st.st_mtime_ns, st.st_size) == (cached[1].mtime_ns, cached[1].size):
+                return cached
+        memory, stamp = vault.load(path)
+        self._files[path] = (memory, stamp)
+        return memory, stamp
+
+
+def _grouped(checked: Iterable[tuple[Memory, Vault]]) -> dict[tuple[Vault, Scope], list[Memory]]:
+    groups: dict[tuple[Vault, Scope], list[Memory]] = {}
+    for memory, vault in checked:
+        groups.setdefault((vault, memory.scope), []).append(memory)
+    return groups
+
+
+def _by_scope(memories: Iterable[Memory]) -> dict[Scope, list[Memory]]:
+    groups: dict[Scope, list[Memory]] = {}
+    for memory in memories:
+        groups.setdefault(memory.scope, []).append(memory)
+    return groups
+
+
+def _by_vault(batch: Iterable[tuple[Memory, Vault]]) -> dict[Vault, list[Memory]]:
+    groups: dict[Vault, list[Memory]] = {}
+    for memory, vault in batch:
+        groups.setdefault(vault, []).append(memory)
+    return groups
+
+
+def _batches(checked: Sequence[tuple[Memory, Vault]], size: int) -> Iterator[list[tuple[Memory, Vault]]]:
+    """Runs of at most `size` records, a new one before an address the current one already has (its
+    second record must see the first one's file)."""
+    batch: list[tuple[Memory, Vault]] = []
+    addresses: set[str] = set()
+    for item in checked:
+        if len(batch) >= size or item[0].address in addresses:
+            yield batch
+            batch, addresses = [], set()
+        batch.append(item)
+        addresses.add(item[0].address)
+    if batch:
+        yield batch
 
 
 def _count_by_scope(rows: Iterable[Row]) -> dict[str, int]:

@@ -12,7 +12,7 @@ import fcntl
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hivelore import atomicfile, confined
@@ -48,6 +48,12 @@ def slug(key: str, hashed: bool = False) -> str:
     if base == key and not hashed:
         return base
     return f"{base}-{zlib.crc32(key.encode()):08x}"
+
+
+def candidate_names(key: str) -> list[str]:
+    """The file names of `Vault.candidate_paths`, best first."""
+    hashed = slug(key, hashed=True)
+    return [f"{name}.md" for name in dict.fromkeys([slug(key), hashed, *(f"{hashed}-{n}" for n in range(2, 10))])]
 
 
 @record
@@ -98,9 +104,8 @@ class Vault:
     def candidate_paths(self, scope: Scope, key: str) -> list[Path]:
         """The names a new file for (scope, key) may take, best first: the usual one, the hashed one,
         then numbered ones (for when people renamed keys inside files by hand)."""
-        hashed = slug(key, hashed=True)
-        names = [slug(key), hashed, *(f"{hashed}-{n}" for n in range(2, 10))]
-        return [self.root / scope.folder / f"{name}.md" for name in dict.fromkeys(names)]
+        folder = self.root / scope.folder
+        return [folder / name for name in candidate_names(key)]
 
     def folder(self, scope: Scope) -> Path:
         return self.root / scope.folder
@@ -168,16 +173,36 @@ class Vault:
     def load(self, path: Path) -> tuple[Memory, Stamp]:
         """Read and parse one file; raises OSError, FrontmatterError or LinkRefused (all UNREADABLE)."""
         data, stamp = self._read(path)
+        return _decode(data, stamp), stamp
+
+    def load_folder(
+        self, folder: Path, names: Sequence[str]
+    ) -> Iterator[tuple[Path, Memory | Exception, Stamp | None]]:
+        """`load` of many files of one folder, the folder opened once (a rebuild reads thousands). A
+        file that cannot be read comes with its UNREADABLE exception instead of a memory."""
         try:
-            fallback = iso_from_epoch(stamp.mtime_ns / 1e9)
-        except (ValueError, OverflowError, OSError) as exc:
-            raise FrontmatterError(f"its modification time is out of range ({exc})") from exc
-        memory = parse(data.decode("utf-8-sig"), fallback_time=fallback)
-        return memory, stamp
+            fd = self._open(folder.relative_to(self.root).parts)
+        except UNREADABLE as exc:
+            for name in names:
+                yield folder / name, exc, None
+            return
+        try:
+            for name in names:
+                path = folder / name
+                try:
+                    data, stamp = self._read_in(fd, path)
+                    yield path, _decode(data, stamp), stamp
+                except UNREADABLE as exc:
+                    yield path, exc, None
+        finally:
+            os.close(fd)
 
     def _read(self, path: Path) -> tuple[bytes, Stamp]:
         with self._folder_of(path) as (fd, name):
-            data, st = confined.read_file(fd, name, str(path), str(self.root))
+            return self._read_in(fd, path)
+
+    def _read_in(self, fd: int, path: Path) -> tuple[bytes, Stamp]:
+        data, st = confined.read_file(fd, path.name, str(path), str(self.root))
         return data, Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
 
     def current_stamp(self, path: Path) -> Stamp | None:
@@ -186,8 +211,11 @@ class Vault:
         except FileNotFoundError:
             return None
 
-    def _check_drift(self, path: Path, expected: Stamp | None) -> None:
-        now = self.current_stamp(path)
+    def _check_drift(self, path: Path, expected: Stamp | None, fd: int | None = None) -> None:
+        try:
+            now = (self._read(path) if fd is None else self._read_in(fd, path))[1]
+        except FileNotFoundError:
+            now = None
         if now is None and expected is None:
             return
         if now is None or expected is None or now.checksum != expected.checksum:
@@ -208,7 +236,7 @@ class Vault:
                 name,
                 data,
                 permissions=FILE_MODE if self.private else None,
-                before_rename=lambda: self._check_drift(path, expected),
+                before_rename=lambda: self._check_drift(path, expected, fd),
                 suffix=".md",
                 dir_fd=fd,
             )
@@ -221,6 +249,35 @@ class Vault:
         with self._folder_of(path) as (fd, name):
             os.unlink(name, dir_fd=fd)
             os.fsync(fd)
+
+    def save_many(self, writes: Sequence[tuple[Path, Memory, Stamp | None]]) -> list[Stamp]:
+        """`save` of many files, each still atomic (temp file, rename, drift check), each folder
+        opened once and its files made durable together (see `atomicfile.replace_many`): the batch
+        is whole on disk when this returns, even after a power cut. Call under `lock()`; a failure
+        raises after the files before it were written. Stamps come in `writes` order."""
+        folders: dict[Path, list[tuple[Path, Memory, Stamp | None]]] = {}
+        for write in writes:
+            folders.setdefault(write[0].parent, []).append(write)
+        stamps: dict[Path, Stamp] = {}
+        for folder, group in folders.items():
+            fd = self._open(folder.relative_to(self.root).parts, create=True)
+            try:
+                rendered = [(path, render(memory).encode("utf-8"), expected) for path, memory, expected in group]
+                atomicfile.replace_many(
+                    fd,
+                    [(path.name, data, self._drift_check_in(fd, path, expected)) for path, data, expected in rendered],
+                    permissions=FILE_MODE if self.private else None,
+                    suffix=".md",
+                )
+                for path, data, _ in rendered:
+                    st = os.stat(path.name, dir_fd=fd, follow_symlinks=False)
+                    stamps[path] = Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+            finally:
+                os.close(fd)
+        return [stamps[path] for path, _, _ in writes]
+
+    def _drift_check_in(self, fd: int, path: Path, expected: Stamp | None) -> Callable[[], None]:
+        return lambda: self._check_drift(path, expected, fd)
 
     # -- listing -----------------------------------------------------------------------------------
 
@@ -291,6 +348,18 @@ class Vault:
                 found.add(scope)
         return found
 
+    def names_in(self, scope: Scope) -> set[str]:
+        """The names in one scope's folder, none if it does not exist, without a stat each (an import
+        looks names up in folders of thousands); `LinkRefused` as for `folder_files`."""
+        try:
+            fd = self._open(scope.folder.parts)
+        except (FileNotFoundError, NotADirectoryError):
+            return set()
+        try:
+            return set(os.listdir(fd))
+        finally:
+            os.close(fd)
+
     def folder_files(self, scope: Scope) -> Listing:
         """The memory files directly in one scope's folder (stale temp files there are swept on the
         way); `LinkRefused` when the folder, or one above it in the tier, is a link."""
@@ -304,6 +373,14 @@ class Vault:
             return self._listing(fd, self.folder(scope), listed)
         finally:
             os.close(fd)
+
+
+def _decode(data: bytes, stamp: Stamp) -> Memory:
+    try:
+        fallback = iso_from_epoch(stamp.mtime_ns / 1e9)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise FrontmatterError(f"its modification time is out of range ({exc})") from exc
+    return parse(data.decode("utf-8-sig"), fallback_time=fallback)
 
 
 def _is_memory_file(name: str) -> bool:
