@@ -132,18 +132,28 @@ class Bench:
         started = time.perf_counter()
         try:
             proc = subprocess.run(
-                argv, cwd=self.repo, env=env or self.env, input=stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True, text=True,
-                timeout=self.timeout, check=False,
+                argv,
+                cwd=self.repo,
+                env=env or self.env,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
             return time.perf_counter() - started, None, failure
         seconds = time.perf_counter() - started
         if proc.returncode != 0:
-            return seconds, proc, (
-                f"`{_shell(argv)}` exited with status {proc.returncode}\n"
-                f"--- stdout ---\n{proc.stdout.rstrip()}\n--- stderr ---\n{proc.stderr.rstrip()}"
+            return (
+                seconds,
+                proc,
+                (
+                    f"`{_shell(argv)}` exited with status {proc.returncode}\n"
+                    f"--- stdout ---\n{proc.stdout.rstrip()}\n--- stderr ---\n{proc.stderr.rstrip()}"
+                ),
             )
         return seconds, proc, None
 
@@ -184,8 +194,20 @@ class Bench:
         for argv in (
             ["git", "init", "-q", "-b", "main", str(self.repo)],
             [*git, "remote", "add", "origin", ORIGIN],
-            [*git, "-c", "user.name=hivelore bench", "-c", "user.email=bench@example.invalid",
-             "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "bench"],
+            [
+                *git,
+                "-c",
+                "user.name=hivelore bench",
+                "-c",
+                "user.email=bench@example.invalid",
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "bench",
+            ],
         ):
             subprocess.run(argv, check=True, capture_output=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
@@ -290,7 +312,6 @@ class Bench:
             self.timed(REBUILD, [hl, "index", "rebuild"])
             # A rebuild rewrites the whole index: warm it again, so every round's reads start alike.
             self.untimed([hl, "search", QUERY])
-
 
     def hooks(self, round_no: int) -> None:
         """The three hooks an agent runs most, each in a new session (so session start has something
@@ -402,10 +423,17 @@ def table(results: list[SizeResult]) -> str:
             ratio = f"{median / bare:.1f}×" if bare else "-"
             failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
             shown = ALONE if label in HOOKS_ALONE else label
-            rows.append((
-                f"{result.size:,}", shown, f"{len(series.samples)}{failed}", f"{median * 1000:,.0f}",
-                f"{low * 1000:,.0f}", ratio, _target(result.size, label, median, bare),
-            ))
+            rows.append(
+                (
+                    f"{result.size:,}",
+                    shown,
+                    f"{len(series.samples)}{failed}",
+                    f"{median * 1000:,.0f}",
+                    f"{low * 1000:,.0f}",
+                    ratio,
+                    _target(result.size, label, median, bare),
+                )
+            )
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     right = {0, 2, 3, 4, 5}
 
@@ -433,18 +461,27 @@ def _libyaml() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="600,6000,60000",
-                        help="comma-separated store sizes (default 600,6000,60000)")
+    parser.add_argument(
+        "--sizes", default="600,6000,60000", help="comma-separated store sizes (default 600,6000,60000)"
+    )
     parser.add_argument("--runs", type=int, default=7, help="timed runs of each command per size (default 7)")
-    parser.add_argument("--rebuild-runs", type=int, default=None,
-                        help="timed runs of `index rebuild` besides the setup one (default: --runs, "
-                             "but at most 2 from 20,000 memories up)")
+    parser.add_argument(
+        "--rebuild-runs",
+        type=int,
+        default=None,
+        help="timed runs of `index rebuild` besides the setup one (default: --runs, "
+        "but at most 2 from 20,000 memories up)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic store (default 1)")
-    parser.add_argument("--timeout", type=float, default=900.0,
-                        help="seconds before a command counts as failed (default 900)")
-    parser.add_argument("--budget", type=float, default=300.0,
-                        help="seconds of samples per command and size after which it gets no more runs "
-                             "(default 300)")
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds before a command counts as failed (default 900)"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        help="seconds of samples per command and size after which it gets no more runs (default 300)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders for inspection")
     args = parser.parse_args(argv)
     try:
@@ -469,18 +506,22 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results: list[SizeResult] = []
     for size in sizes:
-        rebuild_runs = args.rebuild_runs if args.rebuild_runs is not None else (
-            args.runs if size < 20_000 else min(args.runs, 2)
+        rebuild_runs = (
+            args.rebuild_runs if args.rebuild_runs is not None else (args.runs if size < 20_000 else min(args.runs, 2))
         )
         bench = Bench(size, args.runs, rebuild_runs, args.seed, args.timeout, args.budget, args.keep)
         results.append(bench.execute())
 
     print(f"hivelore {version} core benchmark · {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
-    print(f"python {platform.python_version()} ({sys.executable}) · {platform.platform()} · "
-          f"{os.cpu_count()} CPUs · SQLite {sqlite3.sqlite_version} · PyYAML {_libyaml()}")
-    print(f"whole-process wall time; median and min of the runs, interleaved per round; "
-          f"× bare = median / median of `python -c pass`; seed {args.seed}; "
-          f"a command stops getting runs after {args.budget:g} s of samples (runs marked 'budget')")
+    print(
+        f"python {platform.python_version()} ({sys.executable}) · {platform.platform()} · "
+        f"{os.cpu_count()} CPUs · SQLite {sqlite3.sqlite_version} · PyYAML {_libyaml()}"
+    )
+    print(
+        f"whole-process wall time; median and min of the runs, interleaved per round; "
+        f"× bare = median / median of `python -c pass`; seed {args.seed}; "
+        f"a command stops getting runs after {args.budget:g} s of samples (runs marked 'budget')"
+    )
     print()
     print(table(results))
     print()
@@ -489,13 +530,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{result.size:,}] {note}")
         context = result.series.get(CONTEXT)
         if result.size == 6000 and context and context.samples:
-            print(f"[6,000] hivelore context {statistics.median(context.samples) * 1000:,.0f} ms vs "
-                  f"LoreKit's session-start hook ~{LOREKIT_HOOK_MS_AT_6000:,.0f} ms")
+            print(
+                f"[6,000] hivelore context {statistics.median(context.samples) * 1000:,.0f} ms vs "
+                f"LoreKit's session-start hook ~{LOREKIT_HOOK_MS_AT_6000:,.0f} ms"
+            )
     if TARGET_SIZE not in sizes:
-        print(f"targets (context and search ≤ {TARGET_RATIO:g}× bare Python, hooks ≤ {TARGET_HOOK_RATIO:g}×, "
-              f"rebuild ≤ {TARGET_REBUILD_SECONDS:g} s, import ≤ {TARGET_IMPORT_SECONDS:g} s) "
-              f"are judged at {TARGET_SIZE:,} memories: "
-              "not measured in this run")
+        print(
+            f"targets (context and search ≤ {TARGET_RATIO:g}× bare Python, hooks ≤ {TARGET_HOOK_RATIO:g}×, "
+            f"rebuild ≤ {TARGET_REBUILD_SECONDS:g} s, import ≤ {TARGET_IMPORT_SECONDS:g} s) "
+            f"are judged at {TARGET_SIZE:,} memories: "
+            "not measured in this run"
+        )
     failures = [
         (result.size, label, series.failure)
         for result in results

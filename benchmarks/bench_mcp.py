@@ -121,8 +121,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"hivelore mcp failed: {exc}", file=sys.stderr)
             return 1
     base = statistics.median(series["bare"])
-    print(f"spawn → answer, whole process; median and min of {args.runs} rounds; × bare = median / median of "
-          f"`python -c pass` ({base * 1000:.0f} ms)")
+    print(
+        f"spawn → answer, whole process; median and min of {args.runs} rounds; × bare = median / median of "
+        f"`python -c pass` ({base * 1000:.0f} ms)"
+    )
     labels = {
         "bare": "python -c pass",
         "cold list": "tools/list, no prepared answers",

@@ -77,9 +77,7 @@ SHOP_FILES = {
         "    return f\"total: {order['total']}\"\n"
     ),
     "shop/reports.py": (
-        "from shop.orders import receipt\n\n\n"
-        "def daily(orders):\n"
-        "    return [receipt(o) for o in orders]\n"
+        "from shop.orders import receipt\n\n\ndef daily(orders):\n    return [receipt(o) for o in orders]\n"
     ),
 }
 

@@ -603,9 +603,10 @@ def test_doctor_reads_geminis_trusted_folders(env: dict[str, str], repo: Path, u
 
 def codex_identity(event: str, command: str, timeout: int) -> str:
     """The review hash Codex 0.171 keeps for a hook (pinned against the real CLI in test_agentstate.py)."""
-    identity = {"event_name": re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower(), "hooks": [
-        {"async": False, "command": command, "timeout": timeout, "type": "command"}
-    ]}
+    identity = {
+        "event_name": re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower(),
+        "hooks": [{"async": False, "command": command, "timeout": timeout, "type": "command"}],
+    }
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -642,9 +643,7 @@ def test_doctor_says_whether_codex_trusts_the_project_and_reviewed_each_hook(
     assert review["ok"] is False and review["text"].startswith("codex: 1 of 7 hooks changed since reviewed (stop)")
 
 
-def test_a_clone_of_a_local_path_gets_a_project_scope_and_doctor_says_why(
-    env: dict[str, str], tmp_path: Path
-) -> None:
+def test_a_clone_of_a_local_path_gets_a_project_scope_and_doctor_says_why(env: dict[str, str], tmp_path: Path) -> None:
     """`git clone /srv/git/widget.git`: the origin is a path, whose last folders are no OWNER/REPO."""
     bare = tmp_path / "srv/git/widget.git"
     make_repo(tmp_path / "seed", origin=None)

@@ -619,9 +619,7 @@ def test_another_user_connecting_is_refused_at_accept_and_delays_no_hook(
     assert f"refused a connection from uid {other_user.uid}" in "\n".join(log_lines(home))
 
 
-def test_a_slow_client_of_our_own_delays_no_other_hook_and_is_cut_off_at_the_deadline(
-    served: Path, repo: Path
-) -> None:
+def test_a_slow_client_of_our_own_delays_no_other_hook_and_is_cut_off_at_the_deadline(served: Path, repo: Path) -> None:
     """A client of the same user that sends one byte a second: a hook started meanwhile is answered while it is
     still sending, and the server drops it READ_WAIT_S after it connected, however often it sends."""
     from hivelore.hooks.server import READ_WAIT_S

@@ -120,7 +120,6 @@ def test_every_fixture_payload_gets_a_well_formed_answer_or_none(home: Path, rep
 # --- 2. bad input -------------------------------------------------------------------------------------------------
 
 
-
 @pytest.mark.parametrize(("args", "stdin", "logged"), list(BAD_INPUT.values()), ids=list(BAD_INPUT))
 def test_bad_input_exits_0_and_says_why_in_the_log(
     home: Path, repo: Path, args: list[str], stdin: bytes, logged: str | None

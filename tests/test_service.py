@@ -319,7 +319,10 @@ def test_a_long_query_looks_for_its_rarest_words_when_no_memory_holds_them_all(h
     counts = index.document_counts(["tests", "econnrefused", "postgres", "redis", "fail", "5432", "nowhere"])
     assert counts == {"tests": 31, "econnrefused": 2, "postgres": 1, "redis": 1, "fail": 32, "5432": 1, "nowhere": 0}
     assert hl._rarest(index, ["tests", "fail", "econnrefused", "postgres", "5432", "nowhere"]) == [
-        "tests", "econnrefused", "postgres", "5432",
+        "tests",
+        "econnrefused",
+        "postgres",
+        "5432",
     ]  # fmt: skip (fail, in 32 memories with "fails", is the commonest; nowhere is in none)
 
     hits = hl.search("why do the tests fail with econnrefused on postgres 5432 nowhere")

@@ -259,7 +259,7 @@ def test_the_first_edit_claims_its_file_and_the_graph_turns_it_into_symbols(home
     warning = edit(home, shop, "dev-b", "b-1", "shop/tokens.py", "    if not token:")
 
     assert warning == (
-        "hivelore:\n- heads-up (a warning, not a block): dev-a's task 1: \"add JWT support\" is changing "
+        'hivelore:\n- heads-up (a warning, not a block): dev-a\'s task 1: "add JWT support" is changing '
         f"shop/tokens.py {FILE_LEVEL}"
     )
     assert edit(home, shop, "dev-b", "b-1", "shop/orders.py", "    return {'user': user, 'total': sum(cart)}") == ""
@@ -302,7 +302,7 @@ def test_a_file_claim_left_when_the_graph_lands_warns_within_three_hops_until_it
 
     assert warning == (
         "hivelore:\n- heads-up (a warning, not a block): checkout → current_user → validate_token: dev-a's task 1: "
-        f"\"add JWT support\" is changing shop/tokens.py {FILE_LEVEL}"
+        f'"add JWT support" is changing shop/tokens.py {FILE_LEVEL}'
     )
     assert claims_of(home, shop, "add JWT support") == ["file:4:shop/tokens.py"]
     assert edit(home, shop, "dev-a", "a-1", "shop/reports.py", "    return [receipt(o) for o in orders]") == ""

@@ -117,7 +117,7 @@ def codex_project_trust(roots: tuple[Path, ...], codex_home: Path) -> Finding:
     return Finding(
         False,
         f"codex: {roots[0]} is {state}: Codex ignores its .codex/ (MCP server and hooks); "
-        f"trust it when `codex` asks there, or set [projects.\"{roots[0]}\"] trust_level = \"trusted\" in {config}",
+        f'trust it when `codex` asks there, or set [projects."{roots[0]}"] trust_level = "trusted" in {config}',
     )
 
 

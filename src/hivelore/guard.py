@@ -291,13 +291,17 @@ def _shell_value(name: str) -> str:
 # -u user:password (user: alone prompts), sshpass -p, redis-cli -a, docker login -p, ldap* -w, htpasswd -b,
 # and --password VALUE with a space (--password=VALUE is an assignment).
 _COMMAND_LINE = re.compile(
-    r"\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,200}?\s-p(?=[^\s-])" + _shell_value("v")
+    r"\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,200}?\s-p(?=[^\s-])"
+    + _shell_value("v")
     + r"|\bcurl\b[^\n|;&]{0,200}?\s(?:-u|--user|-U|--proxy-user)(?:\s+|=)?['\"]?[^\s:'\"]+:(?P<cv>[^\s'\"]+)"
     + r"|\b(?:sshpass|(?:docker|podman|buildah|helm\s+registry|nerdctl)\s+login)\b[^\n|;&]{0,200}?\s-p\s+"
     + _shell_value("pv")
-    + r"|\bredis-cli\b[^\n|;&]{0,200}?\s-a\s+" + _shell_value("rv")
-    + r"|\bldap\w+\b[^\n|;&]{0,200}?\s-w\s+" + _shell_value("lv")
-    + r"|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+" + _shell_value("hv")
+    + r"|\bredis-cli\b[^\n|;&]{0,200}?\s-a\s+"
+    + _shell_value("rv")
+    + r"|\bldap\w+\b[^\n|;&]{0,200}?\s-w\s+"
+    + _shell_value("lv")
+    + r"|\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+"
+    + _shell_value("hv")
     + r"|(?<![\w-])--(?:password|passwd|pass|token|api-key|apikey|secret|auth-token|access-token)[ \t]+"
     + _shell_value("sv")
 )
@@ -382,7 +386,9 @@ _SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]]
         "secret.openai_key",
         "an OpenAI API key",
         _MOVE_SECRET,
-        _prefixed(r"(?P<p>sk-(?:proj-|svcacct-|admin-|or-v1-)?)(?=[A-Za-z0-9_-]{0,80}?[A-Za-z0-9]{16})[A-Za-z0-9_-]{20,}"),
+        _prefixed(
+            r"(?P<p>sk-(?:proj-|svcacct-|admin-|or-v1-)?)(?=[A-Za-z0-9_-]{0,80}?[A-Za-z0-9]{16})[A-Za-z0-9_-]{20,}"
+        ),
     ),
     ("secret.slack_token", "a Slack token", _MOVE_SECRET, _prefixed(r"(?P<p>xox[abposr]-|xapp-)[A-Za-z0-9-]{10,}")),
     (
@@ -489,7 +495,9 @@ _DESTINATION = (
 )
 _NOT_NEGATED = r"(?<!never\s)(?<!not\s)(?<!n't\s)(?<!avoid\s)"
 _REWORDED = re.compile(
-    _TO_THE_READER + r"[^\n]{0,160}?" + _WEAKENS
+    _TO_THE_READER
+    + r"[^\n]{0,160}?"
+    + _WEAKENS
     + r"|\b(?:always\s+|automatically\s+)?auto-?approve\b|\bapprove\s+(?:(?:all|every|any|each)\b|everything\b)"
     + r"|\b(?:never|don'?t|do\s+not)\s+ask\s+(?:the\s+user\s+|anyone\s+|them\s+)?(?:for\s+)?"
     r"(?:permission|confirmation|approval)|\bask\s+nothing\b"
@@ -503,8 +511,13 @@ _REWORDED = re.compile(
     r"(?:the\s+)?user"
     + r"|\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|notify|alert)\s+(?:this\s+(?:note\s+)?)?(?:to\s+)?"
     r"(?:the\s+)?(?:user|human|anyone|reviewers?)\b|\bnever\s+mention\s+this\b"
-    + r"|" + _NOT_NEGATED + r"\b(?:send|upload|post|e-?mail|forward|exfiltrate|leak|share|copy|paste|print|include"
-    r"|put|commit|publish)\b[^.\n]{0,60}?" + _SENSITIVE + r"[^.\n]{0,40}?" + _DESTINATION
+    + r"|"
+    + _NOT_NEGATED
+    + r"\b(?:send|upload|post|e-?mail|forward|exfiltrate|leak|share|copy|paste|print|include"
+    r"|put|commit|publish)\b[^.\n]{0,60}?"
+    + _SENSITIVE
+    + r"[^.\n]{0,40}?"
+    + _DESTINATION
     + r"|\b(?:cat|tar|env|printenv|set|base64)\b[^\n|]{0,200}\|\s*(?:curl|nc|ncat|netcat|wget|socat)\b"
     + r"|\bcurl\b[^\n]{0,200}?(?:-d|--data\S*|-f|--form|-t|--upload-file)\s*\S*@\S*"
     r"(?:\.ssh|\.aws|\.env|credentials|\.netrc|id_rsa|id_ed25519)"
@@ -552,10 +565,8 @@ def _content_violation(field: str, rule: str, what: str, advice: str) -> GuardVi
 # Cyrillic о would read as "ignore" to a model and as something else to a regex. A skeleton in the sense
 # of Unicode TR39, restricted to the letters that matter for English phrasing and token prefixes.
 _SKELETON = str.maketrans(
-    "аАвВеЕёЁкКмМнНоОрРсСтТуУхХіІјЈѕЅԁһӏɡ"
-    "αΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖ",
-    "aABBeEeEkKmMHHoOpPcCtTyYxXiIjJsSdhlg"
-    "aABBeEnHiIkKuMvNoOpPtTuYxXzZ",
+    "аАвВеЕёЁкКмМнНоОрРсСтТуУхХіІјЈѕЅԁһӏɡαΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖ",
+    "aABBeEeEkKmMHHoOpPcCtTyYxXiIjJsSdhlgaABBeEnHiIkKuMvNoOpPtTuYxXzZ",
 )
 
 

@@ -366,4 +366,3 @@ def _handler_for(model: ModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
-

@@ -118,7 +118,13 @@ class Event:
 
 _DEFAULTS: dict[str, object] = dict.fromkeys(Event.__slots__, "")
 _DEFAULTS.update(
-    kind="other", paths=(), exit_code=None, exit_unknown=False, failed=False, interrupted=False, subagent=False,
+    kind="other",
+    paths=(),
+    exit_code=None,
+    exit_unknown=False,
+    failed=False,
+    interrupted=False,
+    subagent=False,
     anchors=(),
 )
 
@@ -353,7 +359,7 @@ def _patch_anchors(patch: str) -> list[str]:
     lines, in order), and the line its `@@ …` header quotes (often the enclosing `def`)."""
     found: list[str] = []
     block: list[str] = []
-    for line in patch.splitlines()[:_MAX_ITEMS * 10]:
+    for line in patch.splitlines()[: _MAX_ITEMS * 10]:
         if line.startswith(("@@", "*** ")):
             found.append("\n".join(block))
             block = []

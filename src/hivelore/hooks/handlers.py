@@ -395,7 +395,7 @@ def agent_words(event: Event, text: str, what: str) -> str:
         quoted = quoted[: NOTE_CHARS - 1] + "…"
     return (
         f"the agent ({event.agent}) {said} of session {event.session_id or 'unknown'} at {stamp} "
-        f"(its own words, not a stored lesson): \"{quoted}\""
+        f'(its own words, not a stored lesson): "{quoted}"'
     )
 
 

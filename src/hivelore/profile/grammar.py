@@ -787,7 +787,7 @@ def _build(kind: str, raw: str, arabic: bool, task: str = "") -> tuple[Candidate
 
 
 def _reply(length: str) -> tuple[Candidate | None, str | None] | None:
-    """"keep replies concise", "give me detailed answers": a reply length, or no statement at all."""
+    """ "keep replies concise", "give me detailed answers": a reply length, or no statement at all."""
     verbosity = re.fullmatch(_VERBOSITY, f"{length} replies")
     if verbosity is None:
         return None
