@@ -524,13 +524,10 @@ class EventStore:
 def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:
     """Discard folder/events.db (and its WAL files) and open a new, empty one."""
     path = os.path.join(folder, FILENAME)
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            os.remove(path + suffix)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise EventStoreUnavailable(f"{path}{suffix} cannot be removed ({exc})") from exc
+    try:
+        sqlitedb.remove_database(path)
+    except OSError as exc:
+        raise EventStoreUnavailable(exc.strerror) from exc
     return EventStore.open(folder, timeout=timeout, clock=clock)
 
 

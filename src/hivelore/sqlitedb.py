@@ -58,6 +58,18 @@ def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
     return conn.execute(sql, params).fetchall()
 
 
+def remove_database(path: str) -> None:
+    """Delete a database file with its WAL, shared-memory and journal files (already gone is fine);
+    an OSError names the file that could not be removed."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise OSError(exc.errno, f"{path}{suffix} cannot be removed ({exc.strerror})") from exc
+
+
 def storable(text: str) -> str:
     # JSON payloads can carry lone surrogates (a "\ud800" escape), which sqlite3 refuses to encode
     return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")

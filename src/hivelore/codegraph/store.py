@@ -9,14 +9,13 @@ written, so calls can be resolved again without re-parsing) and `imports`.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 
 from hivelore.codegraph.model import Binding, ParsedFile
 from hivelore.errors import Busy, Unavailable
 from hivelore.records import record
-from hivelore.sqlitedb import Immediate
+from hivelore.sqlitedb import Immediate, remove_database
 
 SCHEMA_VERSION = "1"
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
@@ -118,13 +117,10 @@ def chunks(items: list, size: int = CHUNK) -> Iterator[list]:
 
 def discard(path: str) -> None:
     """Remove an unusable graph.db and its SQLite companions (the graphs are derived: indexing rebuilds them)."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        try:
-            os.remove(path + suffix)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise GraphUnavailable(f"{path}{suffix} cannot be removed ({exc})", "remove it by hand") from exc
+    try:
+        remove_database(path)
+    except OSError as exc:
+        raise GraphUnavailable(exc.strerror, "remove it by hand") from exc
 
 
 class Store:
