@@ -598,14 +598,16 @@ def _mixed_case(piece: str) -> bool:
     return piece.lower() != piece and piece.upper() != piece
 
 
-def _joined(text: str) -> Iterator[tuple[str, int, bool]]:
-    """Each pair or triple of adjacent token-like pieces joined, with the offset where the first gap was
-    and whether every piece is mixed-case."""
-    pieces = [m for m in _PIECE.finditer(text) if _TOKEN_LIKE.match(m.group())]
+def _joined(text: str) -> Iterator[tuple[str, int, bool, bool]]:
+    """Each pair or triple of adjacent pieces joined, the first one token-like, with the offset where the
+    first gap was, whether every piece is mixed-case, and whether a piece after the first looks like a
+    plain word (a token's tail can: "glpat-000000000 Aaaaaaaaaaa")."""
+    pieces = list(_PIECE.finditer(text))
     for i, first in enumerate(pieces):
-        if _PUBLIC_PIECE.fullmatch(first.group()):
+        if not _TOKEN_LIKE.match(first.group()) or _PUBLIC_PIECE.fullmatch(first.group()):
             continue
         joined, end, gap, mixed = first.group(), first.end(), first.end() - first.start(), _mixed_case(first.group())
+        wordlike = False
         for following in pieces[i + 1 : i + 3]:
             between = text[end : following.start()]
             if not between or _PIECE_GAP.fullmatch(between) is None:
@@ -617,7 +619,8 @@ def _joined(text: str) -> Iterator[tuple[str, int, bool]]:
             joined += following.group()
             end = following.end()
             mixed = mixed and _mixed_case(following.group())
-            yield joined, gap, mixed
+            wordlike = wordlike or not _TOKEN_LIKE.match(following.group())
+            yield joined, gap, mixed, wordlike
 
 
 def _decoded(text: str) -> Iterator[str]:
@@ -651,12 +654,17 @@ def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
 
 def _hidden_secret(scan: str) -> tuple[str, str] | None:
     """(label, hint) of a secret that only shows once split pieces are joined or encoded runs decoded."""
-    for joined, gap, mixed in _joined(scan):
+    for joined, gap, mixed, wordlike in _joined(scan):
         for start, rule, label, hint in _secrets(joined):
             # The match must start in the first piece, so that it spans the break. Joining a CONSTANT to a
             # hex digest makes a mixed-case run, so the random-looking rule only counts when every piece
-            # is mixed-case itself, as the pieces of a random token are.
-            if start < gap and (mixed or rule != "secret.high_entropy"):
+            # is mixed-case itself, as the pieces of a random token are. A word joined on only counts for
+            # a vendor's prefix ("api_key=xxx and" joined is no password).
+            if (
+                start < gap
+                and (mixed or rule != "secret.high_entropy")
+                and (not wordlike or rule == "secret.vendor_key")
+            ):
                 return f"{label} split over a line break or a space", hint
     for decoded in _decoded(scan):
         for _start, _rule, label, _hint in _secrets(decoded):
