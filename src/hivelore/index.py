@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from hivelore import sqlitedb
 from hivelore.confined import LinkRefused
 from hivelore.errors import Unavailable
 from hivelore.home import private_file, private_folder
@@ -524,35 +525,29 @@ class Index:
     def by_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every row (hidden ones too) in `scopes` whose key is one of `keys`."""
         found: list[Row] = []
-        keys = list(keys)
-        for start in range(0, len(keys), 500):  # stay far below SQLite's limit on bound parameters
-            chunk = keys[start : start + 500]
-            where, params = self._where(vaults, scopes, visible=False)
-            params.update({f"k{i}": key for i, key in enumerate(chunk)})
-            names = ", ".join(f":k{i}" for i in range(len(chunk)))
-            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({names})"
-            found.extend(_row(r) for r in self.conn.execute(sql, params))
+        for chunk in sqlitedb.chunks(list(keys)):
+            found += self._with_keys(vaults, scopes, chunk, visible=False)
         return found
 
     def copies(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every visible row in `scopes` whose key is one of `keys`."""
         found: list[Row] = []
-        keys = list(keys)
-        for start in range(0, len(keys), 500):  # stay far below SQLite's limit on bound parameters
-            chunk = keys[start : start + 500]
+        for chunk in sqlitedb.chunks(list(keys)):
             marks = ", ".join("?" * len(chunk))
             # A key with one copy in the whole index has no rival: looked up by primary key, this
             # leaves out most keys before the memories are searched.
             sql = f"SELECT key FROM key_totals WHERE key IN ({marks}) AND copies > 1"
             shared = [key for (key,) in self.conn.execute(sql, chunk)]
-            if not shared:
-                continue
-            where, params = self._where(vaults, scopes, visible=True)
-            params.update({f"k{i}": key for i, key in enumerate(shared)})
-            names = ", ".join(f":k{i}" for i in range(len(shared)))
-            sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({names})"
-            found.extend(_row(r) for r in self.conn.execute(sql, params))
+            if shared:
+                found += self._with_keys(vaults, scopes, shared, visible=True)
         return found
+
+    def _with_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: list[str], visible: bool) -> list[Row]:
+        where, params = self._where(vaults, scopes, visible=visible)
+        params.update({f"k{i}": key for i, key in enumerate(keys)})
+        names = ", ".join(f":k{i}" for i in range(len(keys)))
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key IN ({names})"
+        return [_row(r) for r in self.conn.execute(sql, params)]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
         """How many memories hold each word (as `recall.fts_query` matches it: a prefix from 4

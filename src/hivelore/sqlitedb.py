@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from hivelore.home import private_file, private_folder, private_home
 
@@ -56,6 +56,15 @@ class Immediate:
 def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list:
     # fetchall() finishes the statement, so an autocommit write commits (and frees the lock) right here
     return conn.execute(sql, params).fetchall()
+
+
+IN_LIST = 500  # values per `IN (…)` list: far below SQLite's limit on bound parameters
+
+
+def chunks(items: list, size: int = IN_LIST) -> Iterator[list]:
+    """`items` in slices that each fit one `IN (…)` list."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def remove_database(path: str) -> None:

@@ -102,7 +102,6 @@ IDLE_DAYS = 7.0
 TITLE_CAP = 120
 TEXT_CAP = 8_000
 COMMAND_CAP = 2_000
-CHUNK = 500  # symbols per IN (…) list: well under sqlite's limit on bound parameters
 STATUSES = ("active", "handed_off", "done")
 NOTE_KINDS = ("progress", "handoff")
 WEIGHTS = {"claim": 1.0, "attempt": 2.0, "decision": 3.0}
@@ -418,8 +417,7 @@ def _symbols(symbol_ids: Iterable[str]) -> list[str]:
 
 def _chunks(items: list[str]) -> Iterable[tuple[list[str], str]]:
     """Items in slices that fit an IN (…) list, each with its placeholders."""
-    for start in range(0, len(items), CHUNK):
-        chunk = items[start : start + CHUNK]
+    for chunk in sqlitedb.chunks(items):
         yield chunk, ", ".join("?" * len(chunk))
 
 

@@ -15,12 +15,11 @@ from collections.abc import Iterable, Iterator
 from hivelore.codegraph.model import Binding, ParsedFile
 from hivelore.errors import Busy, Unavailable
 from hivelore.records import record
-from hivelore.sqlitedb import Immediate, remove_database
+from hivelore.sqlitedb import Immediate, chunks, remove_database
 
 SCHEMA_VERSION = "1"
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
 PARSER_VERSION = "2"
-CHUNK = 500  # keys per `IN (...)` query
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -108,11 +107,6 @@ def assign_ids(path: str, qualnames: Iterable[str]) -> list[str]:
         count = seen[qualname] = seen.get(qualname, 0) + 1
         ids.append(f"{path}::{qualname}" if count == 1 else f"{path}::{qualname}#{count}")
     return ids
-
-
-def chunks(items: list, size: int = CHUNK) -> Iterator[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def discard(path: str) -> None:
