@@ -16,8 +16,9 @@ standard library only, takes the client's stdin and stdout at once and puts pipe
   answer corrected for the next start) and dropped. The SDK's answers to those requests are kept
   for the next start.
 
-When the client closes stdin, the SDK's stdin is closed only once every request has its answer (the
-SDK drops the requests still in flight at end of file), or was cancelled.
+When the client closes stdin, the SDK's stdin is closed only once the SDK has answered every request,
+those answered early included (it drops the requests still in flight at end of file), or it was
+cancelled.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Front:
         self._version: str | None = None  # what the client's `initialize` asked for
         self._asked: dict[str, tuple[str, str]] = {}  # id → (method, version) of a request in METHODS
         self._sent: dict[str, str] = {}  # id → the answer sent before the SDK ran
-        self._open: set[str] = set()  # ids of the requests not answered yet
+        self._open: set[str] = set()  # ids of the requests the SDK has not answered yet
         self._changed = False
 
     def start_sdk(self) -> None:
@@ -99,8 +100,9 @@ class Front:
         result = None if self.sdk_running else self.book.answer(asked[1], method)
         if result is None:
             return None
+        # It stays open until the SDK's own answer comes: closing the SDK's stdin sooner would drop
+        # that answer, and with it the check of what was sent.
         self._sent[rid] = response_line(rid, result)
-        self._open.discard(rid)
         return self._sent[rid]
 
     def _preparable(self, method: str, params: object) -> tuple[str, str] | None:
