@@ -7,7 +7,7 @@ per class, on the tuning part and on the held-out part, then the guard's cost.
 
 A bad case is caught when `check_record` (the call every write path makes) raises; a benign case is a
 false positive when it raises. The cost figures: the median wall time of one `check_record` call over
-the corpus's lesson texts (µs), and the import time of `hivelore.guard` in a fresh interpreter (the
+the corpus's lesson texts (µs), and the import time of `hivelore.memory.guard` in a fresh interpreter (the
 median and minimum of 15 `python -X importtime` runs, cumulative: the guard and what only it imports).
 
 Targets (from issue 10): >= 99% caught and <= 1% false positives on both parts. Prints PASS/MISS; exit 0
@@ -35,7 +35,7 @@ def load(part: str) -> list[dict[str, object]]:
 
 
 def rejected(text: str) -> bool:
-    from hivelore.guard import GuardError, check_record
+    from hivelore.memory.guard import GuardError, check_record
 
     try:
         check_record(scope="project::bench", key="bench-key", value=text)
@@ -82,12 +82,12 @@ def import_ms(runs: int) -> tuple[float, float]:
     samples = []
     for _ in range(runs):
         result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import hivelore.guard"],
+            [sys.executable, "-X", "importtime", "-c", "import hivelore.memory.guard"],
             capture_output=True,
             text=True,
             check=True,
         )
-        line = next(line for line in result.stderr.splitlines() if line.rstrip().endswith("hivelore.guard"))
+        line = next(line for line in result.stderr.splitlines() if line.rstrip().endswith("hivelore.memory.guard"))
         samples.append(int(line.split("|")[1]) / 1000)  # cumulative µs, including what only the guard imports
     return statistics.median(samples), min(samples)
 
@@ -108,7 +108,9 @@ def main() -> None:
     print(f"check_record per call: median {per_call_us(texts, args.calls):.0f} µs over {args.calls} calls")
     median, fastest = import_ms(args.import_runs)
     runs = args.import_runs
-    print(f"import hivelore.guard: median {median:.1f} ms, min {fastest:.1f} ms ({runs} runs, python -X importtime)")
+    print(
+        f"import hivelore.memory.guard: median {median:.1f} ms, min {fastest:.1f} ms ({runs} runs, -X importtime)"
+    )
 
 
 if __name__ == "__main__":

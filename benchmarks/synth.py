@@ -11,7 +11,7 @@ commands, package managers, services and file paths, so BM25 has real work to do
 near-duplicates of others, some keys are shadowed by the same key in a narrower scope, and a
 few memories are archived, expired, staged or expire later.
 
-Files are rendered with `hivelore.frontmatter.render` and placed with `Vault.path_for`, exactly
+Files are rendered with `hivelore.memory.local.frontmatter.render` and placed with `Vault.path_for`, exactly
 as the CLI would write them, but without the CLI (a process per memory would take hours at
 60,000). The same seed and the same `now` always give the same store.
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hivelore.frontmatter import render
-from hivelore.memory import Memory, iso_from_epoch
-from hivelore.scope import Scope, parse
-from hivelore.vault import Vault
+from hivelore.memory.local.frontmatter import render
+from hivelore.memory.local.vault import Vault
+from hivelore.memory.model import Memory, iso_from_epoch
+from hivelore.memory.scope import Scope, parse
 
 DAY = 86400.0
 

@@ -602,7 +602,7 @@ def test_doctor_reads_geminis_trusted_folders(env: dict[str, str], repo: Path, u
 
 
 def codex_identity(event: str, command: str, timeout: int) -> str:
-    """The review hash Codex 0.171 keeps for a hook (pinned against the real CLI in test_agentstate.py)."""
+    """The review hash Codex 0.171 keeps for a hook (pinned against the real CLI in test_agent_trust.py)."""
     identity = {
         "event_name": re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower(),
         "hooks": [{"async": False, "command": command, "timeout": timeout, "type": "command"}],

@@ -850,7 +850,7 @@ def test_the_fast_commands_import_no_heavy_library(home: Path, repo: Path, argv:
         f"sys.argv = ['hivelore', *{argv!r}]\n"
         "from hivelore.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = {'typer', 'click', 'rich', 'yaml', 'pydantic', 'mcp', 'httpx', 'hivelore.guard'}\n"
+        "heavy = {'typer', 'click', 'rich', 'yaml', 'pydantic', 'mcp', 'httpx', 'hivelore.memory.guard'}\n"
         "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy), file=sys.stderr)\n"
     )
     env = {**os.environ, "HIVELORE_HOME": str(home)}
@@ -880,7 +880,7 @@ def _lessons_jsonl(path: Path, count: int) -> Path:
 def test_an_import_killed_midway_leaves_whole_files_and_running_it_again_finishes_it(
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
-    from hivelore.vault import Vault
+    from hivelore.memory.local.vault import Vault
 
     count = 3000
     jsonl = _lessons_jsonl(tmp_path / "lessons.jsonl", count)

@@ -235,7 +235,7 @@ def test_the_plain_context_never_imports_the_code_graph_or_the_team_model(home: 
     """The plain `context` runs at every session start; the code history stays off its path, and even
     with it `context` pays for no CLI framework (see test_cli's fast-command check)."""
     ok(cli_as(home, shop, "dev-b", "graph", "index"))
-    team_side = {"hivelore.team", "hivelore.coordination", "hivelore.codegraph", "hivelore.cli.code_history"}
+    team_side = {"hivelore.team.store", "hivelore.team.coordination", "hivelore.codegraph", "hivelore.cli.code_history"}
     heavy = {"typer", "click", "rich", "pydantic", "yaml", "mcp", "tree_sitter", "rustworkx"}
 
     plain = imported_modules(home, shop, "context")

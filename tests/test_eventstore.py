@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.eventstore import (
+from hivelore.events.store import (
     FILENAME,
     SCHEMA_VERSION,
     EventStore,
@@ -147,7 +147,7 @@ def test_the_event_store_is_readable_by_its_owner_only(folder: str) -> None:
 def test_of_two_hooks_starting_one_session_at_once_one_gives_the_block(folder: str) -> None:
     """Six processes take the session-start block of one session at the same moment: exactly one gets it."""
     program = (
-        "import sys, time; from hivelore.eventstore import EventStore\n"
+        "import sys, time; from hivelore.events.store import EventStore\n"
         "store = EventStore.open(sys.argv[1])\n"
         "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
         "print(store.take_context('claude', 'together'))\n"
@@ -410,7 +410,7 @@ def test_prune_every_so_often_runs_at_most_once_in_that_time(store: EventStore, 
 
 WORKER = """
 import os, sys, time
-from hivelore.eventstore import EventStore
+from hivelore.events.store import EventStore
 folder, ready, go, session, what, times, error = sys.argv[1:8]
 open(ready, "w").close()
 while not os.path.exists(go):

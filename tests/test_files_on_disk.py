@@ -21,10 +21,10 @@ import pytest
 
 from hivelore import atomicfile
 from hivelore.confined import LinkRefused
-from hivelore.memory import Memory, now_iso
+from hivelore.memory.local.vault import Vault
+from hivelore.memory.model import Memory, now_iso
+from hivelore.memory.scope import parse
 from hivelore.profile.store import Profile, ProfileError
-from hivelore.scope import parse
-from hivelore.vault import Vault
 
 CLI = Callable[..., subprocess.CompletedProcess[str]]
 PAYLOADS = Path(__file__).parent / "fixtures" / "hook-payloads" / "claude-code"
@@ -257,7 +257,7 @@ WRITER = """
 import sys, time
 from hivelore import atomicfile
 from hivelore.confined import LinkRefused
-from hivelore.memory import Memory, now_iso
+from hivelore.memory.model import Memory, now_iso
 
 def pause():
     print("writing", flush=True)

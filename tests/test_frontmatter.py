@@ -9,9 +9,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.frontmatter import FrontmatterError, _rendered, parse, render
-from hivelore.memory import Memory
-from hivelore.scope import parse as parse_scope
+from hivelore.memory.local.frontmatter import FrontmatterError, _rendered, parse, render
+from hivelore.memory.model import Memory
+from hivelore.memory.scope import parse as parse_scope
 
 NOW = "2026-11-30T10:00:00Z"
 

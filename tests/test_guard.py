@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from hivelore.guard import GuardError, GuardViolation, Limits, check_record, check_write, inspect
+from hivelore.memory.guard import GuardError, GuardViolation, Limits, check_record, check_write, inspect
 
 # Fake credentials are assembled from pieces so that this file does not itself trip secret scanners
 # (GitHub push protection, pre-commit hooks) that look for the same formats.

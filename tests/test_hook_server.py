@@ -49,7 +49,7 @@ from hypothesis import strategies as st
 
 import hivelore.hooks.wire as wire
 from hivelore import __version__
-from hivelore.eventstore import EventStore
+from hivelore.events.store import EventStore
 from hivelore.hooks.client import server_state, start_server, stop_server
 from hivelore.hooks.wire import (
     HOOK_ENVIRON,

@@ -49,7 +49,7 @@ from harness import (
     session_start,
 )
 
-from hivelore.eventstore import EventStore
+from hivelore.events.store import EventStore
 from hivelore.hooks.catalog import AGENTS, HOOK_EVENTS
 
 CLI = Callable[..., subprocess.CompletedProcess[str]]

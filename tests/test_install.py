@@ -16,9 +16,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hivelore import install
+from hivelore.agents import install
+from hivelore.agents.install import InstallError, Target, apply, plan_install, plan_uninstall, wiring
 from hivelore.hooks.catalog import AGENTS, events_for
-from hivelore.install import InstallError, Target, apply, plan_install, plan_uninstall, wiring
 
 ENTRY = ("/opt/hive lore/bin/hivelore",)  # a space, so quoting is exercised everywhere
 SKILL_NAMES = ("hivelore-memory", "hivelore-setup", "hivelore-groom")
@@ -276,7 +276,7 @@ READ_FROM_ENVIRONMENT = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["'](HIVE
 def test_every_hivelore_variable_the_server_reads_reaches_it_through_codex() -> None:
     """A new HIVELORE_* setting read anywhere in hivelore must be passed to Codex's MCP server too, or
     named here as read by hooks alone."""
-    source = Path(install.__file__).parent
+    source = Path(install.__file__).parents[1]  # the whole package
     read = {m for path in source.rglob("*.py") for m in READ_FROM_ENVIRONMENT.findall(path.read_text())}
     assert {"HIVELORE_HOME", "HIVELORE_MODE", "HIVELORE_HOOK_SERVER"} <= read  # the scan finds what it must
     assert read - HOOK_ONLY_VARIABLES == set(install.MCP_ENVIRONMENT)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hivelore.lorekit import LoreKitRecord, LoreKitSkip, read_lorekit
+from hivelore.memory.lorekit import LoreKitRecord, LoreKitSkip, read_lorekit
 
 STORE = Path(__file__).parent / "fixtures" / "lorekit" / "store"
 
@@ -412,8 +412,8 @@ def test_order_is_by_path(tmp_path: Path):
 
 
 def test_records_satisfy_hivelore_rules():
-    memory = pytest.importorskip("hivelore.memory")
-    scope = pytest.importorskip("hivelore.scope")
+    memory = pytest.importorskip("hivelore.memory.model")
+    scope = pytest.importorskip("hivelore.memory.scope")
     for record in read_lorekit(STORE):
         if isinstance(record, LoreKitSkip):
             continue

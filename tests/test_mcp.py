@@ -26,7 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hivelore.mcp import answers
-from hivelore.scope import GRAMMAR
+from hivelore.memory.scope import GRAMMAR
 
 pytestmark = pytest.mark.anyio
 

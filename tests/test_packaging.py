@@ -52,4 +52,4 @@ def test_a_built_wheel_carries_the_version_the_license_and_py_typed(tmp_path: Pa
     assert "hivelore/py.typed" in names
     assert "License-File: LICENSE" in metadata
     assert [name for name in names if name.endswith("/LICENSE") and ".dist-info/" in name] != []
-    assert {"hivelore/skills/hivelore-memory/SKILL.md", "hivelore/hooks/client.py"} <= names
+    assert {"hivelore/agents/skills/hivelore-memory/SKILL.md", "hivelore/hooks/client.py"} <= names

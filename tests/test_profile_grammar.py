@@ -685,7 +685,9 @@ def test_importing_and_reading_an_ordinary_prompt_loads_nothing_heavy() -> None:
     loaded = _modules_after(
         "from hivelore.profile.grammar import candidates\ncandidates('Please run the tests and fix the login bug')"
     )
-    assert loaded.isdisjoint({"typing", "dataclasses", "pathlib", "inspect", "hivelore.guard", "unicodedata"}), loaded
+    assert loaded.isdisjoint({"typing", "dataclasses", "pathlib", "inspect", "hivelore.memory.guard", "unicodedata"}), (
+        loaded
+    )
 
 
 def test_huge_messages_stay_fast() -> None:

@@ -8,8 +8,8 @@ import pytest
 from harness import git, make_repo
 
 from hivelore.gitrepo import is_local_path, owner_repo_from_url
-from hivelore.memory import AddressError, parse_address
-from hivelore.scope import GLOBAL, Level, Scope, ScopeError, chain_for, parse
+from hivelore.memory.model import AddressError, parse_address
+from hivelore.memory.scope import GLOBAL, Level, Scope, ScopeError, chain_for, parse
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hivelore import service
-from hivelore.guard import GuardError
-from hivelore.service import Hivelore, NotFound
-from hivelore.transfer import ImportRecord
-from hivelore.vault import DriftError, slug
+from hivelore.memory import service
+from hivelore.memory.guard import GuardError
+from hivelore.memory.local.vault import DriftError, slug
+from hivelore.memory.service import Hivelore, NotFound
+from hivelore.memory.transfer import ImportRecord
 
 ADDRESS = ("repo::acme/checkout", "tests-need-local-postgres")
 LESSON = "pnpm test fails with ECONNREFUSED 5432 when the db is down: run docker compose up -d db first"
@@ -40,7 +40,7 @@ def test_a_rewrite_updates_the_one_file_and_counts_it(hl: Hivelore, home: Path) 
 
 def test_six_processes_writing_one_key_leave_one_file_with_six_counted_writes(home: Path, repo: Path) -> None:
     script = (
-        "import sys; from hivelore.service import Hivelore\n"
+        "import sys; from hivelore.memory.service import Hivelore\n"
         "Hivelore.open().write('repo::acme/checkout', 'same-key', 'written by ' + sys.argv[1])\n"
     )
     env = {**os.environ, "HIVELORE_HOME": str(home)}
@@ -177,9 +177,9 @@ def test_project_tier_takes_new_repo_writes_and_wins_within_a_scope(home: Path, 
 def test_big_folders_are_rescanned_only_when_someone_else_changed_them(
     hl: Hivelore, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hivelore.index
+    import hivelore.memory.local.index
 
-    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)  # treat every folder as big
+    monkeypatch.setattr(hivelore.memory.local.index, "SMALL_FOLDER", 0)  # treat every folder as big
     first = hl.write("repo::acme/checkout", "first", "redis must run on 6379 for the cache tests")
     assert hl.search("redis 6379")
     by_hand = first.path.with_name("by-hand.md")
@@ -247,9 +247,9 @@ def test_a_shadowed_copy_never_shows_even_when_its_winner_ranks_low(hl: Hivelore
 
 
 def test_a_memory_archived_by_hand_in_a_big_folder_disappears(hl: Hivelore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hivelore.index
+    import hivelore.memory.local.index
 
-    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)
+    monkeypatch.setattr(hivelore.memory.local.index, "SMALL_FOLDER", 0)
     path = hl.write(*ADDRESS, LESSON).path
     assert hl.search("ECONNREFUSED")
     text = path.read_text().replace("archived_at: null", "archived_at: 2026-01-01T00:00:00Z")
@@ -263,9 +263,9 @@ def test_a_memory_archived_by_hand_in_a_big_folder_disappears(hl: Hivelore, monk
 def test_forget_never_deletes_a_file_that_now_holds_another_key(
     hl: Hivelore, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hivelore.index
+    import hivelore.memory.local.index
 
-    monkeypatch.setattr(hivelore.index, "SMALL_FOLDER", 0)  # in-place edits leave the folder stamp alone
+    monkeypatch.setattr(hivelore.memory.local.index, "SMALL_FOLDER", 0)  # in-place edits leave the folder stamp alone
     path = hl.write("global", "k5", "five").path
     assert hl.search("five")
     path.write_text(path.read_text().replace("key: k5", "key: renamed-by-hand"))

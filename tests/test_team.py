@@ -15,7 +15,7 @@ from harness import git, make_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.team import (
+from hivelore.team.store import (
     FILENAME,
     NoSuchIntent,
     Team,
@@ -24,7 +24,7 @@ from hivelore.team import (
     file_claim,
     file_claim_ids,
 )
-from hivelore.testruns import TestRun, parse
+from hivelore.team.testruns import TestRun, parse
 
 REPO = "acme/shop"
 PLACE_ORDER = "shop/api.py::place_order"
@@ -457,8 +457,8 @@ def test_the_global_config_its_includes_and_linked_worktrees_are_read(tmp_path: 
 
 WORKER = """
 import os, sys, time
-from hivelore.team import Team
-from hivelore.testruns import TestRun
+from hivelore.team.store import Team
+from hivelore.team.testruns import TestRun
 home, ready, go, what, times = sys.argv[1:6]
 open(ready, "w").close()
 while not os.path.exists(go):
@@ -541,7 +541,7 @@ def test_damage_noticed_after_opening_is_a_clear_error_too(home: str, team: Team
 def test_an_edits_text_is_found_everywhere_it_occurs(tmp_path: Path) -> None:
     """Claude's Edit with replace_all changes every occurrence, and a patch's context lines may repeat: each place
     counts, so the symbol really being edited is never the one left out."""
-    from hivelore.coordination import MAX_ANCHOR_SPANS, _anchor_lines
+    from hivelore.team.coordination import MAX_ANCHOR_SPANS, _anchor_lines
 
     source = tmp_path / "m.py"
     source.write_text("def a():\n    return total\n\ndef b():\n    return total\n\ndef c():\n    pass\n")

@@ -221,7 +221,7 @@ def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipp
 
 def claims_of(home: Path, repo: Path, title: str) -> list[str]:
     """What the task named `title` claims, as team.db holds it (`task resume` would take the task over)."""
-    from hivelore.team import Team
+    from hivelore.team.store import Team
 
     board = json.loads(cli_as(home, repo, "dev-c", "task", "list", "--json").stdout)
     (task,) = [t for t in board if t["title"] == title]
@@ -232,8 +232,8 @@ def claims_of(home: Path, repo: Path, title: str) -> list[str]:
 def indexing_under_way(home: Path, repo: Path) -> Path:
     """The marker of a background index that has not finished (as the first edit's hook leaves it while
     `hivelore graph index` runs): the hooks see no graph and start no other indexer."""
-    from hivelore.coordination import Coordination, indexing_marker
-    from hivelore.service import Hivelore
+    from hivelore.memory.service import Hivelore
+    from hivelore.team.coordination import Coordination, indexing_marker
 
     coordination = Coordination.for_service(Hivelore.open(repo))
     marker = Path(indexing_marker(str(home), coordination.root))
@@ -286,8 +286,8 @@ def test_a_file_claim_left_when_the_graph_lands_warns_within_three_hops_until_it
     validate_token in the claimed file, is warned with the path and the file-level claim; dev-a's next edit
     converts its file claim into the symbol it touched."""
     from hivelore.codegraph import Graph
-    from hivelore.coordination import Coordination
-    from hivelore.service import Hivelore
+    from hivelore.memory.service import Hivelore
+    from hivelore.team.coordination import Coordination
 
     marker = indexing_under_way(home, shop)
     prompt(home, shop, "dev-a", "a-1", "add JWT support")
@@ -312,8 +312,8 @@ def test_a_file_claim_left_when_the_graph_lands_warns_within_three_hops_until_it
 def test_the_background_index_started_by_the_first_edit_upgrades_its_file_claim(home: Path, shop: Path) -> None:
     """Nothing prepared: the first edit claims its file and starts `hivelore graph index` in the background, which
     converts the claim into validate_token when it completes (its marker gone)."""
-    from hivelore.coordination import Coordination, indexing_marker
-    from hivelore.service import Hivelore
+    from hivelore.memory.service import Hivelore
+    from hivelore.team.coordination import Coordination, indexing_marker
 
     marker = Path(indexing_marker(str(home), Coordination.for_service(Hivelore.open(shop)).root))
     prompt(home, shop, "dev-a", "a-1", "add JWT support")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.testruns import TestRun, is_test_command, parse, says_failed
+from hivelore.team.testruns import TestRun, is_test_command, parse, says_failed
 
 TEST_OUTPUT = Path(__file__).parent / "fixtures" / "test-output"
 EXPECTED = {

@@ -10,11 +10,8 @@ from typing import Annotated
 
 import typer
 
-from hivelore.agentstate import Finding, codex_hook_review, codex_project_trust, gemini_folder_trust
-from hivelore.cli.output import reported_errors
-from hivelore.hookcheck import check_hook
-from hivelore.hooks.catalog import AGENTS
-from hivelore.install import (
+from hivelore.agents.hookcheck import check_hook
+from hivelore.agents.install import (
     HOOK_MODES,
     Change,
     Target,
@@ -27,7 +24,10 @@ from hivelore.install import (
     setup_facts,
     wiring,
 )
-from hivelore.service import Hivelore
+from hivelore.agents.trust import Finding, codex_hook_review, codex_project_trust, gemini_folder_trust
+from hivelore.cli.output import reported_errors
+from hivelore.hooks.catalog import AGENTS
+from hivelore.memory.service import Hivelore
 
 ProjectFlag = Annotated[bool, typer.Option("--project", help="Wire into this repository's files (the default in git).")]
 GlobalFlag = Annotated[bool, typer.Option("--global", help="Wire into your home's files, for every project.")]

@@ -20,9 +20,9 @@ from hivelore.cli.profile import profile_app
 from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
-from hivelore.memory import Memory, looks_like_address, parse_address
-from hivelore.service import Hivelore
-from hivelore.transfer import ImportRecord
+from hivelore.memory.model import Memory, looks_like_address, parse_address
+from hivelore.memory.service import Hivelore
+from hivelore.memory.transfer import ImportRecord
 
 app = typer.Typer(
     name="hivelore",
@@ -268,7 +268,7 @@ def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
 
 
 def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
-    from hivelore.lorekit import LoreKitSkip, read_lorekit
+    from hivelore.memory.lorekit import LoreKitSkip, read_lorekit
 
     records, skipped = [], []
     for item in read_lorekit(root.expanduser()):

@@ -13,11 +13,11 @@ import os
 import time
 from collections.abc import Sequence
 
-from hivelore import recall
-from hivelore.coordination import HISTORY_ATTEMPTS, Coordination, SymbolHistory, cited_name, failed_here_before
-from hivelore.service import Hivelore
+from hivelore.memory import recall
+from hivelore.memory.service import Hivelore
 from hivelore.sqlitedb import Record
-from hivelore.team import Intent
+from hivelore.team.coordination import HISTORY_ATTEMPTS, Coordination, SymbolHistory, cited_name, failed_here_before
+from hivelore.team.store import Intent
 
 CITING_LESSONS = 5
 OUTSIDE_GIT = "no code history here: this folder is not in a git repository"

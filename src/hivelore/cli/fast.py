@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
-from hivelore.service import Hivelore
+from hivelore.memory.service import Hivelore
 
 
 class Command:

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
-from hivelore.coordination import Coordination
-from hivelore.service import Hivelore
-from hivelore.team import TeamUnavailable
+from hivelore.memory.service import Hivelore
+from hivelore.team.coordination import Coordination
+from hivelore.team.store import TeamUnavailable
 
 graph_app = typer.Typer(help="The code graph: symbols, calls, and who is changing what.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks (intents): claims, attempts, decisions, handoff and resume.", no_args_is_help=True)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 
 from hivelore import errors
-from hivelore.service import Hivelore
+from hivelore.memory.service import Hivelore
 
 EXIT_FAILED = 1  # not found, a damaged store, a busy one
 EXIT_BAD_INPUT = 2

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hivelore.cli.output import print_json, reported_errors
-from hivelore.service import Hivelore, NotFound
+from hivelore.memory.service import Hivelore, NotFound
 
 profile_app = typer.Typer(
     help="The user's profile: USER.md (preferences), MEMORY.md (project facts), SOUL.md (protected).",
@@ -68,7 +68,7 @@ def forget(
 ) -> None:
     """Forget a promoted line: gone from its file, marked forgotten in the ledger; what was said
     before no longer counts toward promoting it again."""
-    from hivelore.eventstore import EventStore, EventStoreUnavailable
+    from hivelore.events.store import EventStore, EventStoreUnavailable
     from hivelore.profile.promotion import forget as forget_line
 
     with reported_errors():

@@ -432,7 +432,7 @@ def _settle_unknown_exit(event: Event, p: dict) -> None:
     if code is not None:
         event.exit_code, event.failed = code, code != 0
     else:
-        from hivelore import testruns  # only for this case: the common hook pays nothing for its parsers
+        from hivelore.team import testruns  # only for this case: the common hook pays nothing for its parsers
 
         event.exit_unknown = True
         event.failed = testruns.says_failed(event.output, event.command)

@@ -23,7 +23,7 @@ from hivelore.hooks.client import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore.service import Hivelore
+    from hivelore.memory.service import Hivelore
 
 LOG_CAP = 1_000_000  # bytes of hooks.log before it is rotated to hooks.log.1
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
@@ -111,13 +111,13 @@ def _without_surrogates(value: object) -> object:
 
 
 def _handle(event: Event, read_only: bool, cwd: str) -> str:
-    from hivelore.eventstore import EventStore, EventStoreBusy, EventStoreUnavailable, reset
+    from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
 
     def open_service() -> Hivelore:
         from pathlib import Path
 
-        from hivelore.service import Hivelore
+        from hivelore.memory.service import Hivelore
 
         return Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from hivelore.eventstore import EventStore, Failure, error_lines
+from hivelore.events.store import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event, holds_pre_tool_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore import recall
-    from hivelore.coordination import Coordination
-    from hivelore.service import Hivelore
+    from hivelore.memory import recall
+    from hivelore.memory.service import Hivelore
+    from hivelore.team.coordination import Coordination
 
 PROMPT_LESSONS = 3  # at most this many lessons under a prompt
 FAILURE_LESSONS = 3
@@ -140,13 +140,13 @@ def pre_tool(ctx: HookContext) -> str:
     event = ctx.event
     if event.action != "edit" or not event.paths or not ctx.recording:
         return ""
-    from hivelore.coordination import cited_name  # only for an edit it records: it brings the team model
+    from hivelore.team.coordination import cited_name  # only for an edit it records: it brings the team model
 
     checked = _coordinate(ctx, lambda c: c.before_edit(event.agent, event.session_id, event.paths, event.anchors))
     said, symbols = checked if checked else ([], [])
     lessons = ctx.service.citing([cited_name(s) for s in symbols], exclude=ctx.shown())
     if lessons:
-        from hivelore import recall
+        from hivelore.memory import recall
 
         ctx.mark_shown([h.row.memory.address for h in lessons])
         width = ctx.service.settings.context_line_chars
@@ -161,7 +161,7 @@ def pre_tool(ctx: HookContext) -> str:
 
 def _hold_for_result(ctx: HookContext, text: str) -> None:
     """Keep what the user is shown now for the model, which gets it with the tool's result."""
-    from hivelore.eventstore import EventStoreUnavailable
+    from hivelore.events.store import EventStoreUnavailable
 
     try:
         ctx.store.hold_notice(ctx.event.agent, ctx.event.session_id, text)
@@ -230,7 +230,7 @@ def with_held_notices(handler: Callable[[HookContext], str]) -> Callable[[HookCo
         said = handler(ctx)  # first: should it fail, what is held stays held for the next result
         if ctx.store is None or not ctx.heard or not holds_pre_tool_text(event.agent):
             return said
-        from hivelore.eventstore import EventStoreUnavailable
+        from hivelore.events.store import EventStoreUnavailable
 
         try:
             held = ctx.store.take_notices(event.agent, event.session_id)
@@ -281,7 +281,7 @@ def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, tas
     """Run `work` on the team coordination of the event's repository, with the session's task
     created from its first prompt if it has none yet (`task`). Trouble there (a damaged team.db, a
     file the parser chokes on) is logged, and the rest of the hook goes on."""
-    from hivelore.coordination import Coordination
+    from hivelore.team.coordination import Coordination
 
     event = ctx.event
     if ctx.service.chain.git is None:
@@ -302,7 +302,7 @@ def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, tas
 
 
 def _record_test_run(ctx: HookContext, output: str) -> None:
-    from hivelore import testruns
+    from hivelore.team import testruns
 
     event = ctx.event
     if testruns.is_test_command(event.command):
@@ -329,7 +329,7 @@ def _count_call(ctx: HookContext) -> None:
 
 
 def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -> str:
-    from hivelore import recall
+    from hivelore.memory import recall
 
     lines = [recall.line_for(h.row, ctx.service.settings.context_line_chars) for h in hits]
     return "\n".join([f"{title} ({FRAMING}):", *lines])

@@ -57,8 +57,8 @@ SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
 BACKLOG = 64  # connections waiting to be accepted
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
-    "hivelore.hooks.handlers", "hivelore.eventstore", "hivelore.service", "hivelore.coordination",
-    "hivelore.profile.promotion", "hivelore.testruns", "hivelore.codegraph",
+    "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
+    "hivelore.profile.promotion", "hivelore.team.testruns", "hivelore.codegraph",
 )  # fmt: skip
 
 

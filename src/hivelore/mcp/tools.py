@@ -21,10 +21,10 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from hivelore import errors
-from hivelore.coordination import Coordination
-from hivelore.memory import Memory
-from hivelore.service import Hivelore
-from hivelore.team import Attempt, Decision, Intent
+from hivelore.memory.model import Memory
+from hivelore.memory.service import Hivelore
+from hivelore.team.coordination import Coordination
+from hivelore.team.store import Attempt, Decision, Intent
 
 INSTRUCTIONS = (
     "hivelore is this user's memory of what went wrong and how it was fixed. Search it before "

@@ -13,7 +13,7 @@ question or a near miss ("I like X"); its value is vague, too long, quoted (any 
 credential, or (in mixed Arabic) not a technical token; and last, the guard finds a secret,
 prompt-injection phrasing or an invisible/bidi character anywhere in the message or its lines.
 
-Runs on the hook path after every user turn: only `re` at import. `hivelore.guard` (~20 ms to import,
+Runs on the hook path after every user turn: only `re` at import. `hivelore.memory.guard` (~20 ms to import,
 mostly `dataclasses`) is imported only when a message states something that passed every other rule.
 """
 
@@ -574,7 +574,7 @@ def _safety_reason(msg: _Message, lines: list[str]) -> str | None:
     """The guard's verdict on the whole message and on the lines it would promote (normalising a value,
     e.g. dropping backticks, must not assemble what the guard would have caught): a secret or an
     injection anywhere makes it a paste or an attack more likely than a preference."""
-    from hivelore.guard import inspect  # lazy: ~20 ms, paid only when a message states something
+    from hivelore.memory.guard import inspect  # lazy: ~20 ms, paid only when a message states something
 
     violations = inspect("\n".join([msg.text, *lines]), "message")
     rule = violations[0].rule if violations else ""

@@ -10,7 +10,7 @@ anything; the ledger says which sessions evidenced each line.
 
 from __future__ import annotations
 
-from hivelore.eventstore import EventStore
+from hivelore.events.store import EventStore
 from hivelore.profile import grammar
 from hivelore.profile.store import Profile, Promotion
 

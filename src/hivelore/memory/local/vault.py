@@ -17,11 +17,11 @@ from pathlib import Path
 
 from hivelore import atomicfile, confined
 from hivelore.errors import Conflict
-from hivelore.frontmatter import FrontmatterError, parse, render
 from hivelore.home import FILE_MODE, FOLDER_MODE
-from hivelore.memory import Memory, iso_from_epoch
+from hivelore.memory.local.frontmatter import FrontmatterError, parse, render
+from hivelore.memory.model import Memory, iso_from_epoch
+from hivelore.memory.scope import Scope, try_parse
 from hivelore.records import record
-from hivelore.scope import Scope, try_parse
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
 # What `Vault.load` raises for a file that cannot be used as a memory: catch these to skip it.

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, date, datetime
 
 from hivelore.errors import BadInput
-from hivelore.memory import (
+from hivelore.memory.model import (
     KINDS,
     MAX_SEEN_COUNT,
     PROVENANCE_FIELDS,
@@ -22,7 +22,7 @@ from hivelore.memory import (
     validate_key,
     validate_timestamp,
 )
-from hivelore.scope import try_parse
+from hivelore.memory.scope import try_parse
 
 _PLAIN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9 ._/:@+-]*$")
 _YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}

@@ -90,9 +90,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 from hivelore import sqlitedb
 from hivelore.errors import Busy, NotFound, Unavailable
-from hivelore.eventstore import normalise_command
+from hivelore.events.store import normalise_command
 from hivelore.sqlitedb import Immediate, Record
-from hivelore.testruns import TestRun
+from hivelore.team.testruns import TestRun
 
 SCHEMA_VERSION = "1"
 FILENAME = "team.db"

@@ -23,10 +23,10 @@ from hivelore import sqlitedb
 from hivelore.confined import LinkRefused
 from hivelore.errors import Unavailable
 from hivelore.home import private_file, private_folder
-from hivelore.memory import Memory, epoch_from_iso
+from hivelore.memory.local.vault import UNREADABLE, Listing, Stamp, Swept, Vault
+from hivelore.memory.model import Memory, epoch_from_iso
+from hivelore.memory.scope import Scope
 from hivelore.records import record
-from hivelore.scope import Scope
-from hivelore.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 
 SCHEMA_VERSION = "7"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which

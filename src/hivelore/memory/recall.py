@@ -10,9 +10,9 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from hivelore.index import Row
+from hivelore.memory.local.index import Row
+from hivelore.memory.scope import parse, related
 from hivelore.records import record
-from hivelore.scope import parse, related
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
 # recency decide. Each part is in [0, 1].

@@ -443,7 +443,7 @@ def _codex(target: Target) -> tuple[list[_File], Path]:
     # shape (timeout in seconds); we use hooks.json rather than an inline [hooks] table so the user's
     # TOML keeps only the one line group we own. Skills: `.agents/skills` (repo) and `~/.agents/skills`.
     # Codex runs a hook only once the user reviewed it (trust is kept per hook in the user's config.toml,
-    # see agentstate.py) and clamps SessionEnd to 3 s; `setup_facts` says so after install.
+    # see agents/trust.py) and clamps SessionEnd to 3 s; `setup_facts` says so after install.
     base, project = target.base, target.where == "project"
     folder = base / ".codex" if project else target.codex_home or base / ".codex"
     entries = _entries(target, "codex", _claude_style)

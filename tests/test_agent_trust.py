@@ -13,7 +13,7 @@ import tomlkit
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hivelore.agentstate import codex_hook_review, codex_project_trust, gemini_folder_trust
+from hivelore.agents.trust import codex_hook_review, codex_project_trust, gemini_folder_trust
 
 HOOK = "/work/wt-setup/.venv/bin/hivelore-hook --agent codex --event {}"
 # (event, timeout in hooks.json, the hash Codex 0.171.0 reported): SessionEnd's 10 s is clamped to 3 s

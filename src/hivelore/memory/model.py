@@ -7,9 +7,9 @@ import time
 from datetime import UTC, datetime
 
 from hivelore.errors import BadInput
+from hivelore.memory.scope import GRAMMAR, Scope, ScopeError, try_parse
+from hivelore.memory.scope import parse as parse_scope
 from hivelore.records import record
-from hivelore.scope import GRAMMAR, Scope, ScopeError, try_parse
-from hivelore.scope import parse as parse_scope
 
 KINDS = ("lesson", "fact", "decision", "note")
 STATES = ("staged", "committed")

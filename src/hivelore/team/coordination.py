@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
-from hivelore.service import Hivelore
+from hivelore.memory.service import Hivelore
 from hivelore.sqlitedb import Record
-from hivelore.team import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
+from hivelore.team.store import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
@@ -210,7 +210,7 @@ class Coordination:
 
     def test_run(self, agent: str, session_id: str, command: str, output: str, exit_code: int | None) -> Attempt | None:
         """Record a test command's run as an attempt of the session's task (None: not a test command)."""
-        from hivelore import testruns
+        from hivelore.team import testruns
 
         if not testruns.is_test_command(command):
             return None

@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from hivelore import errors, recall
+from hivelore import errors
 from hivelore.config import Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
-from hivelore.memory import (
+from hivelore.memory import recall
+from hivelore.memory.local.index import Index, IndexUnavailable, RebuildStats, Row, folder_mtime, rebuild
+from hivelore.memory.local.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
+from hivelore.memory.model import (
     MAX_SEEN_COUNT,
     STATES,
     Memory,
@@ -30,10 +32,9 @@ from hivelore.memory import (
     validate_timestamp,
     validate_ttl_days,
 )
+from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
+from hivelore.memory.transfer import ImportRecord, ImportReport
 from hivelore.records import record
-from hivelore.scope import Chain, Level, Scope, chain_for, parse
-from hivelore.transfer import ImportRecord, ImportReport
-from hivelore.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -1007,6 +1008,6 @@ def _check_content(
 ) -> None:
     """The guard, one call for the whole record, imported here because compiling its patterns is the
     largest part of a read-only command's start-up, and reads never need it."""
-    from hivelore.guard import check_record
+    from hivelore.memory.guard import check_record
 
     check_record(scope=scope, key=key, value=value, tags=tags, kind=kind, provenance=provenance)

@@ -81,7 +81,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hivelore.scope import try_parse
+from hivelore.memory.scope import try_parse
 
 __all__ = ["LoreKitRecord", "LoreKitSkip", "read_lorekit"]
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hivelore.install import CODEX_SESSION_END_TIMEOUT_S, is_hook_command
+from hivelore.agents.install import CODEX_SESSION_END_TIMEOUT_S, is_hook_command
 
 GEMINI_TRUST = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
 CODEX_DEFAULT_TIMEOUT_S = 600  # what Codex uses for a hook without a timeout

@@ -1,0 +1,1 @@
+"""What hivelore writes into each agent's files, and what it reads back for `doctor`."""

@@ -1,0 +1,1 @@
+"""What hooks capture that has no file: sessions, prompts, failure signatures (events.db)."""
