@@ -39,7 +39,7 @@ The 14 fields and where they go:
 
 =============  ==================================================================================
 scope          ``scope``: same four forms as hivelore; the type word is lower-cased and the result
-               must parse with :func:`hivelore.scope.try_parse`, else the file is skipped
+               must parse with :func:`hivelore.memory.scope.try_parse`, else the file is skipped
 key            ``key``: trimmed; ``/`` and ``\\`` become ``-`` (a hivelore key names one file)
 tags           ``tags``: each run of characters outside ``[A-Za-z0-9_.+#-]`` becomes ``-``, so
                ``skill::aw`` becomes ``skill-aw``; empty and duplicate tags are dropped
@@ -79,9 +79,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from hivelore.memory.scope import try_parse
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LoreKitRecord", "LoreKitSkip", "read_lorekit"]
 
