@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hivelore"
 
 FOUNDATION = {"errors", "records", "atomicfile", "confined", "sqlitedb", "gitrepo", "home", "config"}
-SURFACES = ("cli", "mcp", "hooks")
+SURFACES = ("cli", "mcp", "hooks", "server")
 # What a hook process imports: the surface itself and everything it calls at module level.
 HOOK_PATH = ("hooks", "events", "memory", "profile", "team")
 HEAVY = {"typer", "rich", "click", "pydantic", "mcp", "mcp_types", "fastapi", "uvicorn", "psycopg", "yaml"}

@@ -17,6 +17,7 @@ from hivelore.cli import agents, fast
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
+from hivelore.cli.serve import serve
 from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
@@ -41,6 +42,7 @@ hook_server_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(hook_server_app, name="hook-server")
+app.command(name="serve")(serve)
 
 out = Console(highlight=False, soft_wrap=True)
 TierOption = Annotated[

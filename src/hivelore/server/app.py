@@ -1,0 +1,124 @@
+"""The team server's composition root: `create_app(settings)` puts the pool, the migrations, the
+error table, the request log and the routes together. Nothing about a request outlives it in the
+process, so several replicas on one PostgreSQL serve one team."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import psycopg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
+from starlette.exceptions import HTTPException
+
+from hivelore import __version__, errors
+from hivelore.server import auth
+from hivelore.server.limits import Limits, RateLimited
+from hivelore.server.logs import RequestLog, request_id
+from hivelore.server.postgres import migrate
+from hivelore.server.postgres.pool import open_pool
+from hivelore.server.routes import accounts, health
+
+log = logging.getLogger("hivelore.server")
+
+# The one table from error to HTTP status; the first class that matches wins.
+STATUSES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
+    (auth.Unauthenticated, 401),
+    (auth.Forbidden, 403),
+    (RateLimited, 429),
+    (errors.Conflict, 409),
+    (errors.Unavailable, 503),
+    (errors.Busy, 429),
+    (errors.BadInput, 400),
+    (errors.NotFound, 404),
+)
+DATABASE_DOWN = "the database cannot be reached: try again in a moment"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    limits: Limits = field(default_factory=Limits)
+    pool_size: int = 10
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with psycopg.connect(settings.database_url, autocommit=True) as conn:
+            applied = migrate.migrate(conn)
+        if applied:
+            log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
+        app.state.pool = open_pool(settings.database_url, settings.pool_size)
+        try:
+            yield
+        finally:
+            app.state.pool.close()
+
+    app = FastAPI(
+        title="hivelore team server",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,  # the interactive pages load their scripts from a CDN; /openapi.json is enough
+        redoc_url=None,
+        description="Memory for AI coding agents, shared by a team. Every error is JSON with one sentence.",
+    )
+    app.state.limits = settings.limits
+    app.add_middleware(RequestLog, max_body_bytes=settings.limits.max_body_bytes)
+    app.include_router(health.router)
+    app.include_router(accounts.router)
+    _add_error_handlers(app)
+    return app
+
+
+def status_of(error: errors.HiveloreError) -> int:
+    return next((status for kind, status in STATUSES if isinstance(error, kind)), 500)
+
+
+def _error(request: Request, status: int, sentence: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": sentence, "request_id": request_id(request)}, status_code=status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(errors.HiveloreError)
+    async def refused(request: Request, exc: errors.HiveloreError) -> JSONResponse:
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+        if isinstance(exc, auth.Unauthenticated):
+            headers = {"WWW-Authenticate": "Bearer"}
+        return _error(request, status_of(exc), exc.sentence(), headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(request, 400, _validation_sentence(exc))
+
+    @app.exception_handler(HTTPException)
+    async def http(request: Request, exc: HTTPException) -> JSONResponse:
+        sentence = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+        return _error(request, exc.status_code, sentence.rstrip(".") + ".", dict(exc.headers or {}))
+
+    @app.exception_handler(psycopg.OperationalError)
+    @app.exception_handler(PoolTimeout)
+    async def database_down(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable", extra={"fields": {"error": str(exc).splitlines()[0] if str(exc) else ""}})
+        return _error(request, 503, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> JSONResponse:
+        reported = errors.reported(exc)
+        if reported is not None:
+            return _error(request, status_of(reported), reported.sentence())
+        log.error("unhandled error", exc_info=exc)
+        sentence = f"the server failed on this request; its log has the details (request {request_id(request)})."
+        return _error(request, 500, sentence)
+
+
+def _validation_sentence(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "the request"
+    message = str(first.get("msg", "is not valid")).rstrip(".")
+    return f"{where}: {message[0].lower() + message[1:] if message else 'is not valid'}."

@@ -1,0 +1,116 @@
+"""Who is asking and what they may do: tokens, roles, and the sentences of a refusal.
+
+A token is `hl_<kind>_` and 43 random URL-safe characters; its prefix is its power: `rw` reads and
+writes, `ro` only reads (a CI job's token), `wo` only writes. The server keeps the SHA-256 of the
+whole token (a random secret of 256 bits needs no slow hash) and shows the token once. A role is a
+member's power in one organisation; each role can do what the one below it can:
+
+    viewer  read the org's shared memories
+    member  + write, archive and restore
+    admin   + delete, manage members and invitations, bind scopes
+    owner   + rename and delete the org
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from hivelore.errors import BadInput, HiveloreError
+
+TOKEN_KINDS = ("rw", "ro", "wo")
+ROLES = ("viewer", "member", "admin", "owner")
+_TOKEN = re.compile(r"^hl_(rw|ro|wo)_[A-Za-z0-9_-]{32,}$")
+RANDOM_BYTES = 32  # 43 URL-safe characters
+
+
+class Unauthenticated(HiveloreError):
+    """No token, or one the server does not accept (HTTP 401)."""
+
+
+class Forbidden(HiveloreError):
+    """A known caller asked for what their token or role does not allow (HTTP 403)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The user behind a request's token, and what that token allows."""
+
+    user_id: int
+    user: str
+    token_id: int
+    kind: str
+    scopes: tuple[str, ...]  # patterns such as repo::acme/*; empty allows every scope
+
+    def may_read(self) -> None:
+        if self.kind == "wo":
+            raise Forbidden("this token can only write (hl_wo_): use an hl_rw_ or hl_ro_ token to read")
+
+    def may_write(self) -> None:
+        if self.kind == "ro":
+            raise Forbidden("this token can only read (hl_ro_): use an hl_rw_ or hl_wo_ token to write")
+
+    def may_manage(self) -> None:
+        """Accounts, organisations and tokens are changed with a read-write token only."""
+        if self.kind != "rw":
+            raise Forbidden(f"this token is hl_{self.kind}_: managing organisations and tokens needs an hl_rw_ token")
+
+    def may_use_scope(self, scope: str) -> None:
+        if self.scopes and not any(fnmatch.fnmatchcase(scope, pattern) for pattern in self.scopes):
+            allowed = ", ".join(self.scopes)
+            raise Forbidden(f"this token is limited to the scopes {allowed}; {scope} is not among them")
+
+
+def mint(kind: str) -> str:
+    """A new token of `kind` (shown to its owner once, never stored)."""
+    if kind not in TOKEN_KINDS:
+        raise BadInput(f"a token's kind is one of {', '.join(TOKEN_KINDS)}, not {kind!r}")
+    return f"hl_{kind}_{secrets.token_urlsafe(RANDOM_BYTES)}"
+
+
+def mint_invitation() -> str:
+    return f"hl_inv_{secrets.token_urlsafe(RANDOM_BYTES)}"
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def bearer(header: str | None) -> str:
+    """The token of an `Authorization: Bearer hl_…` header."""
+    if not header:
+        raise Unauthenticated("this request has no token: send `Authorization: Bearer hl_…`")
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not _TOKEN.match(token):
+        raise Unauthenticated("the Authorization header holds no hivelore token: send `Authorization: Bearer hl_…`")
+    return token
+
+
+def check_live(revoked: datetime | None, expires: datetime | None, now: datetime) -> None:
+    if revoked is not None:
+        raise Unauthenticated("this token was revoked: create a new one with `hivelore token create`")
+    if expires is not None and expires <= now:
+        raise Unauthenticated("this token has expired: create a new one with `hivelore token create`")
+
+
+def require_role(role: str | None, needed: str, org: str) -> None:
+    """Refuse unless `role` (None: not a member) is at least `needed` in `org`."""
+    if role is None:
+        raise Forbidden(f"you are not a member of the organisation {org}")
+    if ROLES.index(role) < ROLES.index(needed):
+        raise Forbidden(f"this needs the role {needed} in {org}; you are {role}")
+
+
+def check_scope_patterns(patterns: list[str]) -> list[str]:
+    """A token's scope allow-list: scope names, where `*` may stand for any run of characters."""
+    from hivelore.memory.scope import try_parse
+
+    for pattern in patterns:
+        if try_parse(pattern.replace("*", "x")) is None:
+            raise BadInput(f"{pattern!r} is not a scope pattern: write one like repo::acme/* or project::shop")
+    return patterns

@@ -1,0 +1,1 @@
+"""PostgreSQL under the team server: the connection pool, the versioned migrations, the stores."""

@@ -1,0 +1,39 @@
+"""The connection pool of one server process. Every request borrows a connection for its duration;
+nothing else about a request is kept in the process, so any replica can serve the next one."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from hivelore.errors import BadInput
+
+CONNECT_TIMEOUT_S = 5
+
+
+def check_url(url: str) -> str:
+    """The database URL, or a sentence saying why it cannot be one."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise BadInput(f"{url!r} is not a PostgreSQL URL: give one like postgresql://user@host:5432/dbname")
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise BadInput(f"the database URL cannot be read: {exc}") from None
+    return url
+
+
+def open_pool(url: str, size: int = 10) -> ConnectionPool:
+    """A pool that opens in the background: the server starts (and /readyz says not ready) while
+    PostgreSQL is still coming up, and it reconnects by itself after PostgreSQL restarts."""
+    pool = ConnectionPool(
+        check_url(url),
+        min_size=1,
+        max_size=size,
+        kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
+        check=ConnectionPool.check_connection,
+        timeout=CONNECT_TIMEOUT_S,
+        open=False,
+        name="hivelore",
+    )
+    pool.open(wait=False)
+    return pool

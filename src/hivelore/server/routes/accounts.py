@@ -1,0 +1,251 @@
+"""Who one is, organisations, members, invitations, shared scopes and tokens (`/v1/…`).
+
+Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`) and
+the caller's role in the org (`require_role`) — before it touches anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import psycopg
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
+
+from hivelore.memory.scope import parse as parse_scope
+from hivelore.server import auth, limits
+from hivelore.server.postgres import accounts
+
+router = APIRouter(prefix="/v1", tags=["accounts"])
+
+
+def connection(request: Request) -> Iterator[psycopg.Connection]:
+    with request.app.state.pool.connection() as conn:
+        yield conn
+
+
+Conn = Annotated[psycopg.Connection, Depends(connection)]
+
+
+def caller(request: Request, conn: Conn) -> auth.Caller:
+    who = accounts.caller(conn, request.headers.get("authorization"))
+    limits.count_request(conn, who.token_id, request.app.state.limits.requests_per_minute)
+    return who
+
+
+Caller = Annotated[auth.Caller, Depends(caller)]
+
+
+class OrgRole(BaseModel):
+    org: str
+    role: str
+
+
+class Me(BaseModel):
+    user: str
+    token_kind: str
+    token_scopes: list[str]
+    orgs: list[OrgRole]
+
+
+class OrgName(BaseModel):
+    name: str = Field(description="1-64 lowercase letters, digits, '.', '_' or '-'")
+
+
+class MemberOut(BaseModel):
+    user: str
+    role: str
+    joined: datetime
+
+
+class OrgOut(BaseModel):
+    org: str
+    role: str
+    members: list[MemberOut]
+    scopes: list[str]
+
+
+class RoleIn(BaseModel):
+    role: str = Field(description="viewer, member, admin or owner")
+
+
+class InvitationIn(BaseModel):
+    invitee: str = Field(description="an email address, or a GitHub handle like @octocat")
+    role: str = Field(default="member", description="viewer, member or admin")
+
+
+class InvitationOut(BaseModel):
+    org: str
+    invitee: str
+    role: str
+    expires: datetime
+    token: str = Field(description="the invitation token, shown this once: pass it to the invitee")
+
+
+class JoinIn(BaseModel):
+    token: str = Field(description="the hl_inv_ token of an invitation")
+    name: str | None = Field(default=None, description="without a token of your own: the user name to create")
+
+
+class JoinOut(BaseModel):
+    org: str
+    role: str
+    user: str
+    token: str | None = Field(default=None, description="a new user's first hl_rw_ token, shown this once")
+
+
+class TokenIn(BaseModel):
+    kind: str = Field(default="rw", description="rw (read and write), ro (read only) or wo (write only)")
+    name: str = ""
+    scopes: list[str] = Field(default_factory=list, description="scope patterns such as repo::acme/*")
+    expires_in_days: int | None = Field(default=None, ge=1, le=3650)
+
+
+class TokenOut(BaseModel):
+    id: int
+    kind: str
+    name: str
+    scopes: list[str]
+    created: datetime
+    expires: datetime | None
+    revoked: datetime | None
+
+
+class NewTokenOut(TokenOut):
+    token: str = Field(description="the token, shown this once")
+
+
+def _org(conn: psycopg.Connection, who: auth.Caller, org: str, needed: str) -> int:
+    org_id, role = accounts.role_in(conn, org, who.user_id)
+    auth.require_role(role, needed, org)
+    return org_id
+
+
+@router.get("/me")
+def me(who: Caller, conn: Conn) -> Me:
+    orgs = [OrgRole(org=org, role=role) for org, role in accounts.orgs_of(conn, who.user_id)]
+    return Me(user=who.user, token_kind=who.kind, token_scopes=list(who.scopes), orgs=orgs)
+
+
+@router.post("/orgs", status_code=201)
+def create_org(body: OrgName, who: Caller, conn: Conn) -> OrgRole:
+    who.may_manage()
+    accounts.create_org(conn, body.name, who.user_id)
+    return OrgRole(org=body.name, role="owner")
+
+
+@router.get("/orgs/{org}")
+def show_org(org: str, who: Caller, conn: Conn) -> OrgOut:
+    who.may_read()
+    org_id, role = accounts.role_in(conn, org, who.user_id)
+    auth.require_role(role, "viewer", org)
+    assert role is not None
+    members = [MemberOut(user=m.user, role=m.role, joined=m.joined) for m in accounts.members(conn, org_id)]
+    return OrgOut(org=org, role=role, members=members, scopes=accounts.shared_scopes(conn, org_id))
+
+
+@router.patch("/orgs/{org}")
+def rename_org(org: str, body: OrgName, who: Caller, conn: Conn) -> OrgRole:
+    who.may_manage()
+    accounts.rename_org(conn, _org(conn, who, org, "owner"), body.name)
+    return OrgRole(org=body.name, role="owner")
+
+
+@router.delete("/orgs/{org}", status_code=204)
+def delete_org(org: str, who: Caller, conn: Conn) -> Response:
+    who.may_manage()
+    accounts.delete_org(conn, _org(conn, who, org, "owner"))
+    return Response(status_code=204)
+
+
+@router.put("/orgs/{org}/members/{user}", status_code=204)
+def set_role(org: str, user: str, body: RoleIn, who: Caller, conn: Conn) -> Response:
+    """An admin sets roles up to admin; only an owner makes or unmakes an owner."""
+    who.may_manage()
+    org_id, role = accounts.role_in(conn, org, who.user_id)
+    current = {m.user: m.role for m in accounts.members(conn, org_id)}.get(user)
+    auth.require_role(role, "owner" if "owner" in (body.role, current) else "admin", org)
+    accounts.set_role(conn, org_id, user, body.role)
+    return Response(status_code=204)
+
+
+@router.delete("/orgs/{org}/members/{user}", status_code=204)
+def remove_member(org: str, user: str, who: Caller, conn: Conn) -> Response:
+    """An admin removes a member (an owner only by an owner); anyone may leave."""
+    who.may_manage()
+    org_id, role = accounts.role_in(conn, org, who.user_id)
+    current = {m.user: m.role for m in accounts.members(conn, org_id)}.get(user)
+    if user != who.user:
+        auth.require_role(role, "owner" if current == "owner" else "admin", org)
+    else:
+        auth.require_role(role, "viewer", org)
+    accounts.set_role(conn, org_id, user, None)
+    return Response(status_code=204)
+
+
+@router.post("/orgs/{org}/invitations", status_code=201)
+def invite(org: str, body: InvitationIn, who: Caller, conn: Conn) -> InvitationOut:
+    who.may_manage()
+    made = accounts.invite(conn, _org(conn, who, org, "admin"), org, body.invitee, body.role, who.user_id)
+    return InvitationOut(org=made.org, invitee=made.invitee, role=made.role, expires=made.expires, token=made.token)
+
+
+@router.post("/invitations/accept")
+def join(body: JoinIn, request: Request, conn: Conn) -> JoinOut:
+    """With a token: the caller joins. Without one: a new user `name` is made from the invitation."""
+    header = request.headers.get("authorization")
+    if header is None:
+        if not body.name:
+            raise auth.Unauthenticated("send your token to join, or a `name` to create your user from the invitation")
+        org, role, first = accounts.join_as_new_user(conn, body.token, body.name)
+        return JoinOut(org=org, role=role, user=body.name, token=first.token)
+    who = caller(request, conn)
+    who.may_manage()
+    org, role = accounts.accept(conn, body.token, who.user_id)
+    return JoinOut(org=org, role=role, user=who.user)
+
+
+@router.get("/orgs/{org}/scopes")
+def list_scopes(org: str, who: Caller, conn: Conn) -> list[str]:
+    who.may_read()
+    return accounts.shared_scopes(conn, _org(conn, who, org, "viewer"))
+
+
+@router.put("/orgs/{org}/scopes/{scope:path}", status_code=204)
+def bind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
+    who.may_manage()
+    name = str(parse_scope(scope))
+    accounts.bind_scope(conn, _org(conn, who, org, "admin"), name, who.user_id)
+    return Response(status_code=204)
+
+
+@router.delete("/orgs/{org}/scopes/{scope:path}", status_code=204)
+def unbind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
+    who.may_manage()
+    accounts.unbind_scope(conn, _org(conn, who, org, "admin"), str(parse_scope(scope)))
+    return Response(status_code=204)
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: TokenIn, who: Caller, conn: Conn) -> NewTokenOut:
+    who.may_manage()
+    expires = datetime.now(UTC) + timedelta(days=body.expires_in_days) if body.expires_in_days else None
+    made = accounts.create_token(conn, who.user_id, body.kind, body.name, body.scopes, expires)
+    return NewTokenOut(token=made.token, **vars(made.info))
+
+
+@router.get("/tokens")
+def list_tokens(who: Caller, conn: Conn) -> list[TokenOut]:
+    who.may_manage()
+    return [TokenOut(**vars(info)) for info in accounts.tokens_of(conn, who.user_id)]
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+def revoke_token(token_id: int, who: Caller, conn: Conn) -> Response:
+    """Any token may revoke itself; revoking another of one's tokens needs an hl_rw_ token."""
+    if token_id != who.token_id:
+        who.may_manage()
+    accounts.revoke_token(conn, who.user_id, token_id)
+    return Response(status_code=204)

@@ -1,0 +1,27 @@
+"""`/healthz` (the process answers) and `/readyz` (the database answers, at the schema this version
+of hivelore needs): what a load balancer and an orchestrator ask."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from hivelore.server.postgres import migrate
+
+router = APIRouter(tags=["health"])
+READY_TIMEOUT_S = 2.0
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=None)
+def readyz(request: Request) -> JSONResponse | dict[str, object]:
+    with request.app.state.pool.connection(timeout=READY_TIMEOUT_S) as conn:
+        schema = migrate.applied_version(conn)
+    if schema < migrate.latest():
+        sentence = f"the database is at schema {schema}, this server needs {migrate.latest()}: restart it to migrate."
+        return JSONResponse({"error": sentence}, status_code=503)
+    return {"status": "ready", "schema": schema}

@@ -1,0 +1,125 @@
+"""The team server for real: a database of its own on the PostgreSQL at 127.0.0.1:5432 (created for
+this run, dropped after it) and `hivelore serve` processes on loopback ports. Users and tokens are
+made with the server's own account functions on a direct connection, the way `serve --add-user` does."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from hivelore.server.postgres import accounts
+
+ADMIN_URL = os.environ.get("HIVELORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+START_TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    name = f"hivelore_test_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_server(database_url: str, log: Path, *extra: str) -> Server:
+    port = free_port()
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hivelore", "serve", "--db", database_url, "--port", str(port), *extra],
+            stdout=sink,
+            stderr=sink,
+        )
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"hivelore serve exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise AssertionError(f"hivelore serve was not ready in {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = start_server(database_url, tmp_path_factory.mktemp("server") / "server.log")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def db(database_url: str, server: Server) -> Iterator[psycopg.Connection]:
+    """A direct connection to the server's database (migrated by the server's start)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+@dataclass
+class Account:
+    name: str
+    id: int
+    token: str
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def make_user(db: psycopg.Connection) -> Callable[..., Account]:
+    def make(prefix: str = "user", kind: str = "rw", email: str | None = None, github: str | None = None) -> Account:
+        name = unique(prefix)
+        user = accounts.add_user(db, name, email=email, github=github)
+        return Account(name, user.id, accounts.create_token(db, user.id, kind).token)
+
+    return make
+
+
+@pytest.fixture
+def api(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as client:
+        yield client

@@ -1,0 +1,223 @@
+"""The team server's accounts, as a team uses them: an owner makes an org, invites people by email or
+GitHub handle, shares scopes, hands out tokens; every refusal is JSON with one sentence."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import httpx
+import psycopg
+import pytest
+from conftest import Account, Server, start_server, unique
+
+from hivelore.server.postgres import migrate
+
+
+def error_of(response: httpx.Response) -> str:
+    body = response.json()
+    assert set(body) == {"error", "request_id"}, body
+    assert body["error"].endswith(".") and "\n" not in body["error"], body["error"]
+    assert "Traceback" not in body["error"] and "SELECT" not in body["error"]
+    return body["error"]
+
+
+def test_the_server_says_it_lives_is_ready_and_describes_itself(api: httpx.Client) -> None:
+    assert api.get("/healthz").json() == {"status": "ok"}
+    assert api.get("/readyz").json() == {"status": "ready", "schema": migrate.latest()}
+    paths = api.get("/openapi.json").json()["paths"]
+    assert {"/v1/me", "/v1/orgs", "/v1/tokens", "/v1/invitations/accept"} <= set(paths)
+
+
+def test_every_response_carries_a_request_id_and_keeps_a_plain_one_it_was_given(api: httpx.Client) -> None:
+    made = api.get("/v1/me")
+    assert len(made.headers["x-request-id"]) == 32
+    assert made.json()["request_id"] == made.headers["x-request-id"]
+    given = api.get("/healthz", headers={"X-Request-ID": "lb-1234abcd"})
+    assert given.headers["x-request-id"] == "lb-1234abcd"
+    refused = api.get("/healthz", headers={"X-Request-ID": "bad id\twith spaces"})
+    assert refused.headers["x-request-id"] != "bad id\twith spaces"
+
+
+@pytest.mark.parametrize(
+    ("authorization", "said"),
+    [
+        (None, "this request has no token"),
+        ("Basic dXNlcjpwdw==", "holds no hivelore token"),
+        ("Bearer hl_rw_short", "holds no hivelore token"),
+        ("Bearer hl_rw_" + "A" * 43, "not known here"),
+    ],
+)
+def test_without_a_good_token_the_answer_is_401_with_a_sentence(
+    api: httpx.Client, authorization: str | None, said: str
+) -> None:
+    response = api.get("/v1/me", headers={"Authorization": authorization} if authorization else {})
+    assert response.status_code == 401
+    assert said in error_of(response)
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_an_owner_makes_an_org_invites_by_email_and_the_invitee_joins_as_a_new_user(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    owner, org = make_user("owner"), unique("shop")
+    assert api.post("/v1/orgs", json={"name": org}, headers=owner.headers()).json() == {"org": org, "role": "owner"}
+    invited = api.post(
+        f"/v1/orgs/{org}/invitations", json={"invitee": "Dana@Example.com", "role": "member"}, headers=owner.headers()
+    )
+    assert invited.status_code == 201
+    assert invited.json()["invitee"] == "dana@example.com" and invited.json()["token"].startswith("hl_inv_")
+
+    dana = unique("dana")
+    joined = api.post("/v1/invitations/accept", json={"token": invited.json()["token"], "name": dana}).json()
+    assert (joined["org"], joined["role"], joined["user"]) == (org, "member", dana)
+    first = {"Authorization": f"Bearer {joined['token']}"}
+    assert api.get("/v1/me", headers=first).json()["orgs"] == [{"org": org, "role": "member"}]
+
+    again = api.post("/v1/invitations/accept", json={"token": invited.json()["token"], "name": unique("eve")})
+    assert again.status_code == 409 and "used already" in error_of(again)
+    members = api.get(f"/v1/orgs/{org}", headers=owner.headers()).json()["members"]
+    assert sorted((m["user"], m["role"]) for m in members) == sorted([(owner.name, "owner"), (dana, "member")])
+
+
+def test_an_invitation_for_a_github_handle_is_of_no_use_to_anyone_else(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    owner, org = make_user("owner"), unique("shop")
+    api.post("/v1/orgs", json={"name": org}, headers=owner.headers())
+    token = api.post(
+        f"/v1/orgs/{org}/invitations", json={"invitee": "@OctoCat", "role": "viewer"}, headers=owner.headers()
+    ).json()["token"]
+    stranger = make_user("mallory", github="mallory")
+    refused = api.post("/v1/invitations/accept", json={"token": token}, headers=stranger.headers())
+    assert refused.status_code == 403 and "another email address or GitHub handle" in error_of(refused)
+
+    octocat = make_user("octo", github="octocat")
+    joined = api.post("/v1/invitations/accept", json={"token": token}, headers=octocat.headers())
+    assert joined.json() == {"org": org, "role": "viewer", "user": octocat.name, "token": None}
+
+
+def test_roles_change_but_the_last_owner_stays(api: httpx.Client, make_user: Callable[..., Account]) -> None:
+    owner, org = make_user("owner"), unique("shop")
+    api.post("/v1/orgs", json={"name": org}, headers=owner.headers())
+    leaving = api.delete(f"/v1/orgs/{org}/members/{owner.name}", headers=owner.headers())
+    assert leaving.status_code == 409 and "last owner" in error_of(leaving)
+    demoted = api.put(f"/v1/orgs/{org}/members/{owner.name}", json={"role": "admin"}, headers=owner.headers())
+    assert demoted.status_code == 409
+    bad = api.put(f"/v1/orgs/{org}/members/{owner.name}", json={"role": "king"}, headers=owner.headers())
+    assert bad.status_code == 400 and "viewer, member, admin, owner" in error_of(bad)
+
+
+def test_an_admin_shares_a_scope_and_a_bad_scope_is_refused_with_the_grammar(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    owner, org = make_user("owner"), unique("shop")
+    api.post("/v1/orgs", json={"name": org}, headers=owner.headers())
+    assert api.put(f"/v1/orgs/{org}/scopes/repo::acme/checkout", headers=owner.headers()).status_code == 204
+    assert api.put(f"/v1/orgs/{org}/scopes/project::shop", headers=owner.headers()).status_code == 204
+    assert api.get(f"/v1/orgs/{org}/scopes", headers=owner.headers()).json() == ["project::shop", "repo::acme/checkout"]
+    bad = api.put(f"/v1/orgs/{org}/scopes/repo::not a repo", headers=owner.headers())
+    assert bad.status_code == 400 and "scope" in error_of(bad)
+    assert api.delete(f"/v1/orgs/{org}/scopes/project::shop", headers=owner.headers()).status_code == 204
+    gone = api.delete(f"/v1/orgs/{org}/scopes/project::shop", headers=owner.headers())
+    assert gone.status_code == 404 and "not shared" in error_of(gone)
+
+
+def test_a_token_is_shown_once_stored_hashed_and_dead_once_revoked_or_expired(
+    api: httpx.Client, make_user: Callable[..., Account], db: psycopg.Connection
+) -> None:
+    user = make_user("ci")
+    made = api.post("/v1/tokens", json={"kind": "ro", "name": "ci", "scopes": ["repo::acme/*"]}, headers=user.headers())
+    assert made.status_code == 201
+    token = made.json()["token"]
+    assert token.startswith("hl_ro_") and len(token) >= len("hl_ro_") + 32
+    listed = api.get("/v1/tokens", headers=user.headers()).json()
+    assert all("token" not in entry for entry in listed) and [t["kind"] for t in listed] == ["rw", "ro"]
+    stored = db.execute("SELECT hash FROM tokens WHERE id = %s", (made.json()["id"],)).fetchone()
+    assert stored is not None and token not in stored[0] and len(stored[0]) == 64
+
+    ci = {"Authorization": f"Bearer {token}"}
+    assert api.get("/v1/me", headers=ci).json()["token_scopes"] == ["repo::acme/*"]
+    assert api.delete(f"/v1/tokens/{made.json()['id']}", headers=ci).status_code == 204  # a token may revoke itself
+    revoked = api.get("/v1/me", headers=ci)
+    assert revoked.status_code == 401 and "revoked" in error_of(revoked)
+
+    later = api.post("/v1/tokens", json={"kind": "rw", "expires_in_days": 1}, headers=user.headers()).json()
+    db.execute("UPDATE tokens SET expires = now() - interval '1 second' WHERE id = %s", (later["id"],))
+    expired = api.get("/v1/me", headers={"Authorization": f"Bearer {later['token']}"})
+    assert expired.status_code == 401 and "expired" in error_of(expired)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"kind": "admin"}, "kind is one of rw, ro, wo"),
+        ({"kind": "rw", "scopes": ["repo::*::*::*"]}, "not a scope pattern"),
+        ({"kind": "rw", "expires_in_days": 0}, "expires_in_days"),
+        ({"kind": ["rw"]}, "kind"),
+    ],
+)
+def test_a_bad_token_request_says_what_is_wrong(
+    api: httpx.Client, make_user: Callable[..., Account], body: dict, said: str
+) -> None:
+    response = api.post("/v1/tokens", json=body, headers=make_user().headers())
+    assert response.status_code == 400 and said in error_of(response)
+
+
+def test_what_the_server_cannot_use_is_refused_in_json(api: httpx.Client, make_user: Callable[..., Account]) -> None:
+    user = make_user()
+    too_big = api.post("/v1/orgs", content=b"{" + b" " * 2_000_000 + b"}", headers=user.headers())
+    assert too_big.status_code == 413 and "larger than" in error_of(too_big)
+    not_json = api.post("/v1/orgs", content=b"{nope", headers={**user.headers(), "Content-Type": "application/json"})
+    assert not_json.status_code == 400 and error_of(not_json)
+    nowhere = api.get("/v1/nowhere", headers=user.headers())
+    assert nowhere.status_code == 404 and error_of(nowhere)
+    bad_name = api.post("/v1/orgs", json={"name": "Not A Name"}, headers=user.headers())
+    assert bad_name.status_code == 400 and "lowercase letters" in error_of(bad_name)
+
+
+def test_past_the_rate_limit_the_answer_is_429_with_retry_after_and_two_replicas_share_it(
+    server: Server, database_url: str, make_user: Callable[..., Account], tmp_path
+) -> None:
+    user = make_user("busy")
+    second = start_server(database_url, tmp_path / "second.log")
+    try:
+        statuses = []
+        with httpx.Client(timeout=10) as client:
+            for n in range(121):
+                replica = server.url if n % 2 else second.url
+                statuses.append(client.get(f"{replica}/v1/me", headers=user.headers()))
+        assert [r.status_code for r in statuses[:120]] == [200] * 120
+        limited = statuses[120]
+        assert limited.status_code == 429 and "more than 120 requests this minute" in error_of(limited)
+        assert 1 <= int(limited.headers["retry-after"]) <= 60
+    finally:
+        second.stop()
+
+
+def test_two_replicas_starting_together_migrate_once(database_url: str, server: Server) -> None:
+    """On a database of its own, two migrations at once: one applies every version, the other none."""
+    fresh = database_url + "_m"
+    admin_url = database_url.rsplit("/", 1)[0] + "/test"
+    name = fresh.rsplit("/", 1)[1]
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        applied: list[int] = []
+
+        def start() -> None:
+            with psycopg.connect(fresh, autocommit=True) as conn:
+                applied.append(len(migrate.migrate(conn)))
+
+        threads = [threading.Thread(target=start) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(applied) == [0, len(migrate.available())]
+        with psycopg.connect(fresh, autocommit=True) as conn:
+            versions = [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == [m.version for m in migrate.available()]
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
