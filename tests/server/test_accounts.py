@@ -172,6 +172,10 @@ def test_what_the_server_cannot_use_is_refused_in_json(api: httpx.Client, make_u
     assert not_json.status_code == 400 and error_of(not_json)
     nowhere = api.get("/v1/nowhere", headers=user.headers())
     assert nowhere.status_code == 404 and error_of(nowhere)
+    nul = api.post("/v1/tokens", json={"kind": "rw", "name": "ci\u0000"}, headers=user.headers())
+    assert nul.status_code == 400 and "cannot store" in error_of(nul)
+    nul_path = api.get("/v1/orgs/a%00b", headers=user.headers())
+    assert nul_path.status_code == 400 and "cannot store" in error_of(nul_path)
     bad_name = api.post("/v1/orgs", json={"name": "Not A Name"}, headers=user.headers())
     assert bad_name.status_code == 400 and "lowercase letters" in error_of(bad_name)
 

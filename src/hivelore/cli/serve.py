@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, reported_errors
+from hivelore.server.limits import REQUESTS_PER_MINUTE, Limits
 
 DEFAULT_PORT = 8765
 DbOption = Annotated[
@@ -29,6 +30,9 @@ def serve(
     db: DbOption = None,
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port to listen on.")] = DEFAULT_PORT,
+    requests_per_minute: Annotated[
+        int, typer.Option(min=1, help="Requests a minute per token; more get 429 with Retry-After.")
+    ] = REQUESTS_PER_MINUTE,
     add_user: Annotated[
         str | None, typer.Option("--add-user", help="Create this user, print their first hl_rw_ token, and exit.")
     ] = None,
@@ -55,14 +59,15 @@ def serve(
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}): is PostgreSQL running, and is the URL right?", EXIT_FAILED)
-    _run(url, host, port)
+    _run(url, host, port, Limits(requests_per_minute=requests_per_minute))
 
 
-def _run(url: str, host: str, port: int) -> None:
+def _run(url: str, host: str, port: int, limits: Limits) -> None:
     import uvicorn
 
     from hivelore.server import logs
     from hivelore.server.app import Settings, create_app
 
     logs.configure()
-    uvicorn.run(create_app(Settings(database_url=url)), host=host, port=port, access_log=False, log_config=None)
+    app = create_app(Settings(database_url=url, limits=limits))
+    uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)

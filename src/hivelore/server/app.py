@@ -107,6 +107,11 @@ def _add_error_handlers(app: FastAPI) -> None:
         log.warning("database unavailable", extra={"fields": {"error": str(exc).splitlines()[0] if str(exc) else ""}})
         return _error(request, 503, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
 
+    @app.exception_handler(psycopg.DataError)
+    async def unstorable(request: Request, exc: psycopg.DataError) -> JSONResponse:
+        reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else "it is out of range"
+        return _error(request, 400, f"the request holds a value the database cannot store: {reason}.")
+
     @app.exception_handler(Exception)
     async def failed(request: Request, exc: Exception) -> JSONResponse:
         reported = errors.reported(exc)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psycopg
-
 from hivelore.errors import Busy
+
+TYPE_CHECKING = False  # the CLI reads the defaults without the server's libraries
+if TYPE_CHECKING:
+    import psycopg
 
 REQUESTS_PER_MINUTE = 120
 MAX_BODY_BYTES = 1_048_576
