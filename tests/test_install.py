@@ -270,6 +270,7 @@ def test_a_codex_entry_an_older_install_wrote_is_upgraded_and_uninstalled_whole(
 
 # Read by the hook path only (`hivelore hook` and its server), never by `hivelore mcp`.
 HOOK_ONLY_VARIABLES = {"HIVELORE_HOOK_SERVER", "HIVELORE_HOOK_SERVER_IDLE"}
+SERVER_ONLY_VARIABLES = {"HIVELORE_DATABASE_URL"}  # read by `hivelore serve`, never by an agent's process
 READ_FROM_ENVIRONMENT = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["'](HIVELORE_[A-Z_]+)["']""")
 
 
@@ -279,7 +280,7 @@ def test_every_hivelore_variable_the_server_reads_reaches_it_through_codex() -> 
     source = Path(install.__file__).parents[1]  # the whole package
     read = {m for path in source.rglob("*.py") for m in READ_FROM_ENVIRONMENT.findall(path.read_text())}
     assert {"HIVELORE_HOME", "HIVELORE_MODE", "HIVELORE_HOOK_SERVER"} <= read  # the scan finds what it must
-    assert read - HOOK_ONLY_VARIABLES == set(install.MCP_ENVIRONMENT)
+    assert read - HOOK_ONLY_VARIABLES - SERVER_ONLY_VARIABLES == set(install.MCP_ENVIRONMENT)
 
 
 def test_the_hook_launcher_next_to_the_entry_point_is_wired(user_home: Path, project: Path, tmp_path: Path) -> None:

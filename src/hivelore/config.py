@@ -50,7 +50,7 @@ def home_dir(env: Mapping[str, str]) -> Path:
     return Path(home_path(env))
 
 
-def _read_json(path: Path) -> dict[str, object]:
+def read_json(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -90,8 +90,8 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
     if home.exists() and not home.is_dir():
         raise ConfigError(f"HIVELORE_HOME {home} is a file, not a folder: point it at a folder.")
     repo_file = repo_root / ".hivelore.json" if repo_root else None
-    repo = (repo_file, _read_json(repo_file)) if repo_file else None
-    user = (home / "config.json", _read_json(home / "config.json"))
+    repo = (repo_file, read_json(repo_file)) if repo_file else None
+    user = (home / "config.json", read_json(home / "config.json"))
     sources = [s for s in (repo, user) if s and s[1]]
     mode, mode_source = "local", "default (neither HIVELORE_MODE nor a config file sets it)"
     if env.get("HIVELORE_MODE"):

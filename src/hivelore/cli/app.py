@@ -17,6 +17,7 @@ from hivelore.cli import agents, fast
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
+from hivelore.cli.remote import org_app, remote_app, token_app
 from hivelore.cli.serve import serve
 from hivelore.config import Settings
 from hivelore.home import home_path
@@ -43,6 +44,9 @@ hook_server_app = typer.Typer(
 )
 app.add_typer(hook_server_app, name="hook-server")
 app.command(name="serve")(serve)
+app.add_typer(remote_app, name="remote")
+app.add_typer(org_app, name="org")
+app.add_typer(token_app, name="token")
 
 out = Console(highlight=False, soft_wrap=True)
 TierOption = Annotated[

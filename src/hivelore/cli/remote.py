@@ -1,0 +1,282 @@
+"""`hivelore remote …`, `org …` and `token …`: the team server from the terminal (docs/server.md).
+
+Each command is one request (or two) through `remote.client`; what the server refuses is shown as
+its own sentence, and a secret the server makes (a token, an invitation) is printed once, alone on
+stdout, so a script can take it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
+from hivelore.home import home_path
+from hivelore.remote import credentials
+from hivelore.remote.client import Client, segment
+
+remote_app = typer.Typer(help="The team server this folder uses: status, login, approved hosts.", no_args_is_help=True)
+org_app = typer.Typer(
+    help="Organisations on the team server: members, invitations, shared scopes.", no_args_is_help=True
+)
+token_app = typer.Typer(help="Your tokens on the team server (hl_rw_, hl_ro_, hl_wo_).", no_args_is_help=True)
+
+EndpointOption = Annotated[
+    str | None, typer.Option("--endpoint", help="The team server (default: HIVELORE_ENDPOINT, then config files).")
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _home() -> str:
+    return home_path(os.environ)
+
+
+def _repo_root() -> str | None:
+    from hivelore.gitrepo import read_git_info
+
+    git = read_git_info(Path.cwd())
+    return str(git.root) if git else None
+
+
+def _remote(given: str | None) -> credentials.Remote:
+    found = credentials.resolve(_home(), _repo_root(), os.environ, given)
+    if found is None:
+        fail(
+            "no team server is named: pass --endpoint https://…, set HIVELORE_ENDPOINT, "
+            'or put {"endpoint": "https://…"} in your config.json',
+            EXIT_BAD_INPUT,
+        )
+    assert found is not None
+    return found
+
+
+def _client(given: str | None) -> Client:
+    found = _remote(given)
+    if not found.approved:
+        fail(str(found.withheld()), EXIT_BAD_INPUT)
+    return Client(found.endpoint, found.token)
+
+
+def _show(data: object, as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        print("\n".join(lines))
+
+
+# -- remote ---------------------------------------------------------------------------------------
+
+
+@remote_app.command("status")
+def status(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """Which team server, where its address and token come from, and who the token is."""
+    with reported_errors():
+        found = _remote(endpoint)
+        report: dict[str, object] = {
+            "endpoint": found.endpoint.url,
+            "endpoint_decided_by": found.endpoint_source,
+            "token": found.token_source,
+            "approved": found.approved,
+        }
+        if found.approved and found.token:
+            report["me"] = Client(found.endpoint, found.token).get("/v1/me")
+        elif found.withheld():
+            report["withheld"] = found.withheld()
+    _show(report, as_json, [f"{name}: {value}" for name, value in report.items()])
+
+
+@remote_app.command("trust")
+def trust(host: str) -> None:
+    """Approve HOST: a repository's .hivelore.json that names a server on it may then receive your token."""
+    with reported_errors():
+        credentials.approve(_home(), host)
+    print(f"approved {host.strip().lower()}: repositories that name it get your token")
+
+
+@remote_app.command("login")
+def login(
+    token: Annotated[
+        str, typer.Option(help="The token, or - to read it from stdin (keeps it out of the shell history).")
+    ],
+    endpoint: EndpointOption = None,
+) -> None:
+    """Check a token against the server, then keep it (owner-only) for that server."""
+    secret = sys.stdin.readline().strip() if token == "-" else token.strip()
+    with reported_errors():
+        found = _remote(endpoint)
+        me = Client(found.endpoint, secret).get("/v1/me")
+        credentials.keep_token(_home(), found.endpoint, secret)
+    user = me.get("user") if isinstance(me, dict) else "?"
+    print(f"logged in to {found.endpoint} as {user}")
+
+
+# -- org ------------------------------------------------------------------------------------------
+
+
+@org_app.command("create")
+def org_create(name: str, endpoint: EndpointOption = None) -> None:
+    """Make an organisation; you are its owner."""
+    with reported_errors():
+        _client(endpoint).post("/v1/orgs", {"name": name})
+    print(f"created {name}; you are its owner")
+
+
+@org_app.command("list")
+def org_list(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """The organisations you belong to, with your role."""
+    with reported_errors():
+        me = _client(endpoint).get("/v1/me")
+    orgs = me.get("orgs", []) if isinstance(me, dict) else []
+    _show(orgs, as_json, [f"{o['org']}  {o['role']}" for o in orgs] or ["(none)"])
+
+
+@org_app.command("show")
+def org_show(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """An organisation's members, their roles and its shared scopes."""
+    with reported_errors():
+        data = _client(endpoint).get(f"/v1/orgs/{segment(org)}")
+    assert isinstance(data, dict)
+    lines = [f"{org} (you: {data['role']})", "members:"]
+    lines += [f"  {m['user']}  {m['role']}" for m in data["members"]]
+    lines += ["shared scopes:", *(f"  {s}" for s in data["scopes"] or ["(none)"])]
+    _show(data, as_json, lines)
+
+
+@org_app.command("invite")
+def org_invite(
+    org: str,
+    invitee: Annotated[str, typer.Argument(help="An email address, or a GitHub handle like @octocat.")],
+    role: Annotated[str, typer.Option(help="viewer, member or admin.")] = "member",
+    endpoint: EndpointOption = None,
+) -> None:
+    """Invite someone; prints the invitation token (once) for you to pass on."""
+    with reported_errors():
+        made = _client(endpoint).post(f"/v1/orgs/{segment(org)}/invitations", {"invitee": invitee, "role": role})
+    assert isinstance(made, dict)
+    print(made["token"])
+    print(f"invited {made['invitee']} to {org} as {made['role']} until {made['expires'][:10]}", file=sys.stderr)
+
+
+@org_app.command("join")
+def org_join(
+    invitation: Annotated[str, typer.Argument(help="The hl_inv_ token you were given.")],
+    name: Annotated[
+        str | None, typer.Option(help="Without an account: the user name to create (your token is then kept).")
+    ] = None,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Accept an invitation, with your token, or as a new user named --name."""
+    with reported_errors():
+        found = _remote(endpoint)
+        if name:
+            body = {"token": invitation, "name": name}
+            joined = Client(found.endpoint, None).request("POST", "/v1/invitations/accept", body, authenticated=False)
+            assert isinstance(joined, dict)
+            credentials.keep_token(_home(), found.endpoint, joined["token"])
+        else:
+            joined = _client(endpoint).post("/v1/invitations/accept", {"token": invitation})
+            assert isinstance(joined, dict)
+    print(f"joined {joined['org']} as {joined['role']} ({joined['user']})")
+
+
+@org_app.command("role")
+def org_role(org: str, user: str, role: str, endpoint: EndpointOption = None) -> None:
+    """Give a member another role (viewer, member, admin, owner)."""
+    with reported_errors():
+        _client(endpoint).put(f"/v1/orgs/{segment(org)}/members/{segment(user)}", {"role": role})
+    print(f"{user} is {role} in {org}")
+
+
+@org_app.command("remove")
+def org_remove(org: str, user: str, endpoint: EndpointOption = None) -> None:
+    """Remove a member (yourself: leave)."""
+    with reported_errors():
+        _client(endpoint).delete(f"/v1/orgs/{segment(org)}/members/{segment(user)}")
+    print(f"{user} is no longer in {org}")
+
+
+@org_app.command("share")
+def org_share(org: str, scope: str, endpoint: EndpointOption = None) -> None:
+    """Bind a scope to the organisation: members' writes under it go to the org's shared copy."""
+    with reported_errors():
+        _client(endpoint).put(f"/v1/orgs/{segment(org)}/scopes/{segment(scope)}")
+    print(f"{scope} is shared by {org}")
+
+
+@org_app.command("unshare")
+def org_unshare(org: str, scope: str, endpoint: EndpointOption = None) -> None:
+    """Unbind a shared scope."""
+    with reported_errors():
+        _client(endpoint).delete(f"/v1/orgs/{segment(org)}/scopes/{segment(scope)}")
+    print(f"{scope} is no longer shared by {org}")
+
+
+@org_app.command("rename")
+def org_rename(org: str, new_name: str, endpoint: EndpointOption = None) -> None:
+    """Rename an organisation (owner)."""
+    with reported_errors():
+        _client(endpoint).patch(f"/v1/orgs/{segment(org)}", {"name": new_name})
+    print(f"{org} is now {new_name}")
+
+
+@org_app.command("delete")
+def org_delete(
+    org: str,
+    yes: Annotated[bool, typer.Option("--yes", help="Really delete it, with its members and shared scopes.")] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete an organisation (owner); needs --yes."""
+    if not yes:
+        fail(f"deleting {org} removes its members and shared scopes: add --yes to do it", EXIT_BAD_INPUT)
+    with reported_errors():
+        _client(endpoint).delete(f"/v1/orgs/{segment(org)}")
+    print(f"deleted {org}")
+
+
+# -- token ----------------------------------------------------------------------------------------
+
+
+@token_app.command("create")
+def token_create(
+    kind: Annotated[str, typer.Option(help="rw (read and write), ro (read only: CI), wo (write only).")] = "rw",
+    name: Annotated[str, typer.Option(help="A name to tell it by.")] = "",
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="Only these scope patterns, like repo::acme/* (repeatable).")
+    ] = None,
+    expires_in_days: Annotated[int | None, typer.Option(help="Expire after this many days.")] = None,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Make a token; prints it (once) on stdout."""
+    body = {"kind": kind, "name": name, "scopes": scope or [], "expires_in_days": expires_in_days}
+    with reported_errors():
+        made = _client(endpoint).post("/v1/tokens", body)
+    assert isinstance(made, dict)
+    print(made["token"])
+    print(f"token {made['id']} ({made['kind']}) made; it is shown this once", file=sys.stderr)
+
+
+@token_app.command("list")
+def token_list(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """Your tokens, without their secrets."""
+    with reported_errors():
+        tokens = _client(endpoint).get("/v1/tokens")
+    assert isinstance(tokens, list)
+    lines = [
+        f"{t['id']}  hl_{t['kind']}_  {t['name'] or '-'}  "
+        f"{'revoked' if t['revoked'] else 'expires ' + t['expires'][:10] if t['expires'] else 'active'}"
+        f"{'  scopes ' + ', '.join(t['scopes']) if t['scopes'] else ''}"
+        for t in tokens
+    ]
+    _show(tokens, as_json, lines)
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: int, endpoint: EndpointOption = None) -> None:
+    """Revoke one of your tokens by its id (`hivelore token list`)."""
+    with reported_errors():
+        _client(endpoint).delete(f"/v1/tokens/{token_id}")
+    print(f"token {token_id} revoked")

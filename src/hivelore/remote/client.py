@@ -1,0 +1,173 @@
+"""The client side of the team server: one endpoint, one token, JSON over HTTP(S), retries.
+
+Standard library only (`http.client`): the hook server will use it, and the hook path imports no
+third-party package. Every failure becomes one of hivelore's errors with one sentence, so each
+surface shows it as it shows any other: a refusal of the server is its own sentence; a server that
+cannot be reached is `Unavailable`, saying which and how to check.
+
+Retries, within `retry_budget_s` in all: a 429 or a 503 (the server did nothing) after the server's
+`Retry-After`; a connection refused (nothing was sent), and a read whose answer was lost, a few times
+with a growing pause. A change whose answer was lost is not sent again: whether it was applied is unknown,
+and the error says so.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import time
+from urllib.parse import quote, urlsplit
+
+from hivelore import errors
+
+TIMEOUT_S = 10.0
+RETRY_BUDGET_S = 30.0  # waiting out a 429 or a 503, as the server's Retry-After asks
+CONNECT_ATTEMPTS = 4  # a server that is down is told at once (after about 2 s), not after the budget
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+USER_AGENT = "hivelore-client"
+
+
+class Refused(errors.BadInput):
+    """The server refused the request (401 or 403): its sentence says why."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Endpoint:
+    """A team server's base URL: https, or http on this machine only (a token never crosses a
+    network in clear)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise errors.BadInput(f"{url!r} is not a server address: give one like https://hivelore.example.com")
+        if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+            raise errors.BadInput(
+                f"{url} is plain http to another machine: the token would cross the network unencrypted; use https"
+            )
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise errors.BadInput(f"{url!r} holds a query, a fragment or a password: give the bare server address")
+        self.scheme, self.host = parts.scheme, parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.base = parts.path.rstrip("/")
+
+    @property
+    def url(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        port = "" if self.port == default else f":{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}{port}{self.base}"
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def segment(text: str) -> str:
+    """One path segment, quoted (a scope's `::` and `/` included)."""
+    return quote(text, safe=":")
+
+
+class Client:
+    def __init__(self, endpoint: Endpoint, token: str | None, timeout_s: float = TIMEOUT_S) -> None:
+        self.endpoint, self.token, self.timeout_s = endpoint, token, timeout_s
+        self.retry_budget_s = RETRY_BUDGET_S
+
+    def get(self, path: str) -> object:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: object = None) -> object:
+        return self.request("POST", path, body)
+
+    def put(self, path: str, body: object = None) -> object:
+        return self.request("PUT", path, body)
+
+    def patch(self, path: str, body: object = None) -> object:
+        return self.request("PATCH", path, body)
+
+    def delete(self, path: str) -> object:
+        return self.request("DELETE", path)
+
+    def request(self, method: str, path: str, body: object = None, authenticated: bool = True) -> object:
+        """The JSON the server answered (None for 204), retried within the budget; or an error."""
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if authenticated:
+            if not self.token:
+                raise errors.BadInput("no token for the team server: set HIVELORE_TOKEN or run `hivelore remote login`")
+            headers["Authorization"] = f"Bearer {self.token}"
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        deadline, pause, attempts = time.monotonic() + self.retry_budget_s, 0.25, 0
+        while True:
+            try:
+                status, answer, retry_after = self._once(method, self.endpoint.base + path, payload, headers)
+            except OSError as exc:
+                attempts += 1
+                lost = method != "GET" and not isinstance(exc, ConnectionRefusedError)
+                if lost or attempts >= CONNECT_ATTEMPTS or time.monotonic() + pause > deadline:
+                    raise self._unreachable(exc, lost) from None
+                time.sleep(pause)
+                pause *= 2
+                continue
+            if status in (429, 503) and retry_after is not None and time.monotonic() + retry_after <= deadline:
+                time.sleep(retry_after)
+                continue
+            return _result(status, answer, retry_after)
+
+    def _once(
+        self, method: str, path: str, payload: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes, float | None]:
+        if self.endpoint.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self.endpoint.host, self.endpoint.port, timeout=self.timeout_s, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(self.endpoint.host, self.endpoint.port, timeout=self.timeout_s)
+        try:
+            conn.request(method, path, body=payload, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            retry = response.getheader("Retry-After")
+            return response.status, data, float(retry) if retry and retry.isdigit() else None
+        finally:
+            conn.close()
+
+    def _unreachable(self, exc: OSError, lost: bool) -> errors.Unavailable:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        if lost:
+            return errors.Unavailable(
+                f"the connection to the team server at {self.endpoint} broke before it answered ({reason})",
+                "the change may or may not have been made: check, then try again",
+            )
+        return errors.Unavailable(
+            f"the team server at {self.endpoint} cannot be reached ({reason})",
+            "check the address and your network, or try again later",
+        )
+
+
+def _result(status: int, answer: bytes, retry_after: float | None) -> object:
+    if status == 204:
+        return None
+    try:
+        data = json.loads(answer) if answer else None
+    except ValueError:
+        data = None
+    if 200 <= status < 300:
+        return data
+    sentence = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+    sentence = (sentence or f"the team server answered {status}").rstrip(".")
+    if status in (401, 403):
+        raise Refused(sentence, status)
+    if status == 404:
+        raise errors.NotFound(sentence)
+    if status == 409:
+        raise errors.Conflict(sentence)
+    if status == 429:
+        raise errors.Busy(sentence + (f" (retry after {retry_after:.0f} s)" if retry_after else ""))
+    if status >= 500:
+        raise errors.Unavailable(f"the team server failed: {sentence}", "try again later")
+    raise errors.BadInput(sentence)

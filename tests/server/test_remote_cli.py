@@ -1,0 +1,134 @@
+"""`hivelore remote`, `org` and `token`, run as a user runs them, against a live server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Account, Server, free_port, unique
+from harness import make_repo
+
+
+def hivelore(home: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
+    environment.update({"HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": "off", **env})
+    return subprocess.run(
+        [sys.executable, "-m", "hivelore", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def one_sentence(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hivelore: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_an_owner_invites_a_teammate_who_joins_from_the_terminal_and_keeps_the_token(
+    server: Server, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    alice = make_user("alice")
+    as_alice = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": alice.token}
+    org = unique("shop")
+    assert hivelore(tmp_path / "a", tmp_path, "org", "create", org, **as_alice).returncode == 0
+    shared = hivelore(tmp_path / "a", tmp_path, "org", "share", org, "repo::acme/checkout", **as_alice)
+    assert shared.stdout.strip() == f"repo::acme/checkout is shared by {org}"
+    invited = hivelore(tmp_path / "a", tmp_path, "org", "invite", org, "dana@example.com", **as_alice)
+    invitation = invited.stdout.strip()
+    assert invitation.startswith("hl_inv_") and "\n" not in invitation, invited.stdout
+
+    dana_home, dana = tmp_path / "d", unique("dana")
+    joined = hivelore(dana_home, tmp_path, "org", "join", invitation, "--name", dana, HIVELORE_ENDPOINT=server.url)
+    assert joined.stdout.strip() == f"joined {org} as member ({dana})", joined.stderr
+    kept = dana_home / "credentials.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert json.loads(kept.read_text())["tokens"][server.url].startswith("hl_rw_")
+
+    listed = hivelore(dana_home, tmp_path, "org", "list", "--json", HIVELORE_ENDPOINT=server.url)
+    assert json.loads(listed.stdout) == [{"org": org, "role": "member"}]
+    shown = json.loads(hivelore(tmp_path / "a", tmp_path, "org", "show", org, "--json", **as_alice).stdout)
+    assert shown["scopes"] == ["repo::acme/checkout"]
+    assert sorted(m["user"] for m in shown["members"]) == sorted([alice.name, dana])
+
+    refused = hivelore(dana_home, tmp_path, "org", "share", org, "project::x", HIVELORE_ENDPOINT=server.url)
+    assert refused.returncode == 2
+    assert one_sentence(refused.stderr) == f"hivelore: this needs the role admin in {org}; you are member."
+
+
+def test_a_ci_token_is_made_listed_and_revoked(
+    server: Server, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    user = make_user("ci")
+    env = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": user.token}
+    made = hivelore(
+        tmp_path, tmp_path, "token", "create", "--kind", "ro", "--name", "ci", "--scope", "repo::acme/*", **env
+    )
+    token = made.stdout.strip()
+    assert token.startswith("hl_ro_") and "shown this once" in made.stderr
+    listed = json.loads(hivelore(tmp_path, tmp_path, "token", "list", "--json", **env).stdout)
+    ci = next(t for t in listed if t["name"] == "ci")
+    assert ci["scopes"] == ["repo::acme/*"] and "token" not in ci
+
+    as_ci = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": token}
+    cannot = hivelore(tmp_path, tmp_path, "org", "create", unique("x"), **as_ci)
+    assert cannot.returncode == 2 and "needs an hl_rw_ token" in one_sentence(cannot.stderr)
+    assert hivelore(tmp_path, tmp_path, "token", "revoke", str(ci["id"]), **env).returncode == 0
+    gone = hivelore(tmp_path, tmp_path, "remote", "status", **as_ci)
+    assert gone.returncode == 2 and "revoked" in one_sentence(gone.stderr)
+
+
+def test_a_repository_that_names_a_server_gets_no_token_until_the_user_trusts_its_host(
+    server: Server, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    user, home = make_user("bob"), tmp_path / "home"
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".hivelore.json").write_text(json.dumps({"endpoint": server.url}))
+
+    status = hivelore(home, repo, "remote", "status", "--json", HIVELORE_TOKEN=user.token)
+    report = json.loads(status.stdout)
+    assert report["approved"] is False and "me" not in report
+    assert "hivelore remote trust 127.0.0.1" in report["withheld"]
+    refused = hivelore(home, repo, "org", "list", HIVELORE_TOKEN=user.token)
+    assert refused.returncode == 2 and "which you have not approved" in one_sentence(refused.stderr)
+
+    assert hivelore(home, repo, "remote", "trust", "127.0.0.1").returncode == 0
+    trusted = json.loads(hivelore(home, repo, "remote", "status", "--json", HIVELORE_TOKEN=user.token).stdout)
+    assert trusted["approved"] is True and trusted["me"]["user"] == user.name
+
+
+def test_a_repository_file_holding_a_token_is_refused(server: Server, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".hivelore.json").write_text(json.dumps({"endpoint": server.url, "token": "hl_rw_" + "x" * 43}))
+    refused = hivelore(tmp_path / "home", repo, "remote", "status")
+    assert refused.returncode == 2 and "holds a token" in one_sentence(refused.stderr)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "said"),
+    [
+        ("http://hivelore.example.com", "plain http to another machine"),
+        ("ftp://hivelore.example.com", "is not a server address"),
+        ("https://user:pw@hivelore.example.com", "password"),
+    ],
+)
+def test_an_address_that_would_leak_the_token_is_refused(tmp_path: Path, endpoint: str, said: str) -> None:
+    refused = hivelore(tmp_path, tmp_path, "org", "list", "--endpoint", endpoint, HIVELORE_TOKEN="hl_rw_" + "x" * 43)
+    assert refused.returncode == 2 and said in one_sentence(refused.stderr)
+
+
+def test_a_server_that_is_down_is_one_sentence_soon(tmp_path: Path) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    refused = hivelore(tmp_path, tmp_path, "org", "list", "--endpoint", down, HIVELORE_TOKEN="hl_rw_" + "x" * 43)
+    assert refused.returncode == 1
+    assert f"the team server at {down} cannot be reached" in one_sentence(refused.stderr)
