@@ -4,6 +4,7 @@ GitHub handle, shares scopes, hands out tokens; every refusal is JSON with one s
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import httpx
@@ -62,13 +63,15 @@ def test_an_owner_makes_an_org_invites_by_email_and_the_invitee_joins_as_a_new_u
 ) -> None:
     owner, org = make_user("owner"), unique("shop")
     assert api.post("/v1/orgs", json={"name": org}, headers=owner.headers()).json() == {"org": org, "role": "owner"}
+    dana = unique("dana")
     invited = api.post(
-        f"/v1/orgs/{org}/invitations", json={"invitee": "Dana@Example.com", "role": "member"}, headers=owner.headers()
+        f"/v1/orgs/{org}/invitations",
+        json={"invitee": f"{dana.upper()}@Example.com", "role": "member"},
+        headers=owner.headers(),
     )
     assert invited.status_code == 201
-    assert invited.json()["invitee"] == "dana@example.com" and invited.json()["token"].startswith("hl_inv_")
+    assert invited.json()["invitee"] == f"{dana}@example.com" and invited.json()["token"].startswith("hl_inv_")
 
-    dana = unique("dana")
     joined = api.post("/v1/invitations/accept", json={"token": invited.json()["token"], "name": dana}).json()
     assert (joined["org"], joined["role"], joined["user"]) == (org, "member", dana)
     first = {"Authorization": f"Bearer {joined['token']}"}
@@ -85,14 +88,15 @@ def test_an_invitation_for_a_github_handle_is_of_no_use_to_anyone_else(
 ) -> None:
     owner, org = make_user("owner"), unique("shop")
     api.post("/v1/orgs", json={"name": org}, headers=owner.headers())
+    handle = unique("OctoCat")
     token = api.post(
-        f"/v1/orgs/{org}/invitations", json={"invitee": "@OctoCat", "role": "viewer"}, headers=owner.headers()
+        f"/v1/orgs/{org}/invitations", json={"invitee": f"@{handle}", "role": "viewer"}, headers=owner.headers()
     ).json()["token"]
-    stranger = make_user("mallory", github="mallory")
+    stranger = make_user("mallory", github=unique("mallory"))
     refused = api.post("/v1/invitations/accept", json={"token": token}, headers=stranger.headers())
     assert refused.status_code == 403 and "another email address or GitHub handle" in error_of(refused)
 
-    octocat = make_user("octo", github="octocat")
+    octocat = make_user("octo", github=handle.lower())
     joined = api.post("/v1/invitations/accept", json={"token": token}, headers=octocat.headers())
     assert joined.json() == {"org": org, "role": "viewer", "user": octocat.name, "token": None}
 
@@ -185,6 +189,8 @@ def test_past_the_rate_limit_the_answer_is_429_with_retry_after_and_two_replicas
 ) -> None:
     user = make_user("busy")
     second = start_server(database_url, tmp_path / "second.log")
+    if time.time() % 60 > 45:  # the 121 requests must fall in one minute's window
+        time.sleep(61 - time.time() % 60)
     try:
         statuses = []
         with httpx.Client(timeout=10) as client:

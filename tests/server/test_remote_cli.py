@@ -44,11 +44,12 @@ def test_an_owner_invites_a_teammate_who_joins_from_the_terminal_and_keeps_the_t
     assert hivelore(tmp_path / "a", tmp_path, "org", "create", org, **as_alice).returncode == 0
     shared = hivelore(tmp_path / "a", tmp_path, "org", "share", org, "repo::acme/checkout", **as_alice)
     assert shared.stdout.strip() == f"repo::acme/checkout is shared by {org}"
-    invited = hivelore(tmp_path / "a", tmp_path, "org", "invite", org, "dana@example.com", **as_alice)
+    dana = unique("dana")
+    invited = hivelore(tmp_path / "a", tmp_path, "org", "invite", org, f"{dana}@example.com", **as_alice)
     invitation = invited.stdout.strip()
     assert invitation.startswith("hl_inv_") and "\n" not in invitation, invited.stdout
 
-    dana_home, dana = tmp_path / "d", unique("dana")
+    dana_home = tmp_path / "d"
     joined = hivelore(dana_home, tmp_path, "org", "join", invitation, "--name", dana, HIVELORE_ENDPOINT=server.url)
     assert joined.stdout.strip() == f"joined {org} as member ({dana})", joined.stderr
     kept = dana_home / "credentials.json"
