@@ -89,8 +89,19 @@ def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="session")
+def unlimited(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A replica with a rate limit no test reaches: for generated requests and load."""
+    running = start_server(
+        database_url, tmp_path_factory.mktemp("unlimited") / "server.log", "--requests-per-minute", "1000000"
+    )
+    yield running
+    running.stop()
+
+
+@pytest.fixture
 def db(database_url: str, server: Server) -> Iterator[psycopg.Connection]:
-    """A direct connection to the server's database (migrated by the server's start)."""
+    """A direct connection to the server's database (migrated by the server's start); one per test,
+    as a restart of PostgreSQL (tests/server/test_faults.py) ends every connection."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         yield conn
 
