@@ -488,7 +488,11 @@ class ScanTier(VaultTier):
         return [c for c in self._visible(scopes) if c.key in keys and (c.origin, c.place) not in have]
 
     def fresh(self, candidate: Candidate) -> Candidate | None:
-        return candidate if candidate.memory.is_visible() else None
+        try:
+            memory, _ = self._vault_of(candidate).load(candidate.path)
+        except UNREADABLE:
+            return None
+        return Candidate.of(memory, candidate.origin, candidate.place) if memory.is_visible() else None
 
     def counts(self, scopes: Sequence[str]) -> dict[str, int]:
         return _count_by_scope(self._visible(scopes))
