@@ -114,3 +114,12 @@ def test_the_hook_path_imports_only_the_standard_library(module: Module) -> None
 def test_nothing_below_the_surfaces_imports_a_surface_library(module: Module) -> None:
     heavy = {n for n in module.imports if _top(n) in HEAVY}
     assert not heavy, f"{module.name} imports {sorted(heavy)} at module level"
+
+
+BACKENDS = ("sqlite3", "hivelore.sqlitedb", "hivelore.memory.local", "hivelore.events", "hivelore.team")
+
+
+def test_ranking_imports_no_backend() -> None:
+    recall = next(m for m in MODULES if m.name == "memory.recall")
+    backends = {n for n in recall.imports if any(n == b or n.startswith(b + ".") for b in BACKENDS)}
+    assert not backends, f"memory.recall imports {sorted(backends)}"
