@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from harness import make_repo
 
+POSTGRES_ADMIN_URL = os.environ.get("HIVELORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
 # Hooks run as subprocesses answer in their own process: a hook server started per test's home would
 # outlive the test. tests/test_hook_server.py turns it on and stops what it starts.
 os.environ["HIVELORE_HOOK_SERVER"] = "off"
@@ -66,3 +68,26 @@ def cli(home: Path, repo: Path) -> Callable[..., subprocess.CompletedProcess[str
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A PostgreSQL database of this run's own on 127.0.0.1:5432 (`.ci/run` starts the server),
+    migrated to the team server's schema, and dropped when the run ends."""
+    import secrets
+
+    import psycopg
+
+    from hivelore.server.postgres import migrate
+
+    name = f"hivelore_test_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate.migrate(conn)
+        yield url
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -2,7 +2,8 @@
 (memory/service.py) give the same answers over any of them.
 
 The suite runs over the local tier (files and the SQLite index), the scan that stands in for it when
-the index cannot be used, and `MemoryTier`, a dict that only this suite uses. A new tier joins the
+the index cannot be used, the team server's tier (PostgreSQL, in the run's own database), and
+`MemoryTier`, a dict that only this suite uses. A new tier joins the
 `tier` fixture's parameters and passes the same tests.
 """
 
@@ -129,11 +130,27 @@ def _scan(tmp_path: Path, warnings: list[str]) -> Tier:
 TIERS = {"local": _local, "scan": _scan, "memory": lambda tmp_path, warnings: MemoryTier(warnings)}
 
 
-@pytest.fixture(params=list(TIERS))
+@pytest.fixture(params=[*TIERS, "postgres"])
 def tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tier]:
+    if request.param == "postgres":
+        yield from _postgres(request.getfixturevalue("database_url"))
+        return
     made = TIERS[request.param](tmp_path, [])
     yield made
     made.close()
+
+
+def _postgres(database_url: str) -> Iterator[Tier]:
+    """The team server's tier, over spaces of this test's own in the run's database."""
+    import secrets
+
+    import psycopg
+
+    from hivelore.server.postgres.tier import PostgresTier
+
+    test = secrets.token_hex(6)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield PostgresTier(conn, {"project": f"test:{test}:project", "home": f"test:{test}:home"}, [])
 
 
 @pytest.fixture(params=["local", "scan"])

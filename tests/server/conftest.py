@@ -1,10 +1,9 @@
-"""The team server for real: a database of its own on the PostgreSQL at 127.0.0.1:5432 (created for
-this run, dropped after it) and `hivelore serve` processes on loopback ports. Users and tokens are
+"""The team server for real: `hivelore serve` processes on loopback ports, over the run's own database
+(tests/conftest.py `database_url`). Users and tokens are
 made with the server's own account functions on a direct connection, the way `serve --add-user` does."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import subprocess
@@ -20,21 +19,7 @@ import pytest
 
 from hivelore.server.postgres import accounts
 
-ADMIN_URL = os.environ.get("HIVELORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 START_TIMEOUT_S = 30
-
-
-@pytest.fixture(scope="session")
-def database_url() -> Iterator[str]:
-    name = f"hivelore_test_{os.getpid()}_{secrets.token_hex(4)}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        yield url
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def free_port() -> int:
