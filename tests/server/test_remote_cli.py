@@ -102,6 +102,9 @@ def test_a_repository_that_names_a_server_gets_no_token_until_the_user_trusts_it
     assert "hivelore remote trust 127.0.0.1" in report["withheld"]
     refused = hivelore(home, repo, "org", "list", HIVELORE_TOKEN=user.token)
     assert refused.returncode == 2 and "which you have not approved" in one_sentence(refused.stderr)
+    doctor = json.loads(hivelore(home, repo, "doctor", "--json", HIVELORE_TOKEN=user.token).stdout)["team_server"]
+    assert doctor["endpoint"] == server.url and doctor["decided_by"] == str(repo / ".hivelore.json")
+    assert doctor["withheld"] == report["withheld"]
 
     assert hivelore(home, repo, "remote", "trust", "127.0.0.1").returncode == 0
     trusted = json.loads(hivelore(home, repo, "remote", "status", "--json", HIVELORE_TOKEN=user.token).stdout)

@@ -455,6 +455,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             "index": service.index_status(),
             "swept": swept,
             "hook_server": server_state(str(service.settings.home), os.environ),
+            "team_server": _team_server_report(service),
             "agents": agents.agents_report(service),
         }
     if as_json:
@@ -476,6 +477,25 @@ def doctor(as_json: JsonFlag = False) -> None:
                 out.print(f"  {sub}: {escape(str(subvalue))}")
         else:
             out.print(f"[bold]{name}[/bold]: {escape(str(value))}")
+
+
+def _team_server_report(service: Hivelore) -> dict[str, object] | str:
+    """Which team server this folder names, what decided it, where the token comes from, and (when a
+    repository names a server the user has not approved) why the token is withheld."""
+    from hivelore.remote import credentials
+
+    git = service.chain.git
+    found = credentials.resolve(str(service.settings.home), str(git.root) if git else None, os.environ)
+    if found is None:
+        return "none named (see docs/server.md)"
+    report: dict[str, object] = {
+        "endpoint": found.endpoint.url,
+        "decided_by": found.endpoint_source,
+        "token": found.token_source,
+    }
+    if found.withheld():
+        report["withheld"] = found.withheld()
+    return report
 
 
 def _sweep(service: Hivelore) -> dict[str, int]:
