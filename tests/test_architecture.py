@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hivelore"
 
-FOUNDATION = {"errors", "records", "atomicfile", "confined", "sqlitedb", "gitrepo", "home", "config"}
+FOUNDATION = {"errors", "records", "atomicfile", "confined", "folderlock", "sqlitedb", "gitrepo", "home", "config"}
 SURFACES = ("cli", "mcp", "hooks")
 # What a hook process imports: the surface itself and everything it calls at module level.
 HOOK_PATH = ("hooks", "events", "memory", "profile", "team")
