@@ -466,42 +466,26 @@ def _decision(row: tuple) -> Decision:
 # -- the store ----------------------------------------------------------------------------------
 
 
-def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
-    if sqlitedb.is_busy(exc):
-        return TeamBusy(f"{path} is busy ({exc})")
-    return TeamUnavailable(f"{path} cannot be used ({exc}); move it away to start a new team database")
-
-
-_guarded = sqlitedb.guarded(_unavailable)
 _SCHEMA = sqlitedb.Schema(
-    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable,
+    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable, TeamBusy,
     "; move it away to start a new one",
 )  # fmt: skip
+_guarded = sqlitedb.guarded(_SCHEMA)
 
 
-class Team:
+class Team(sqlitedb.Store):
     """One connection to team.db; every public method is one short transaction (or one statement)."""
 
     def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        self.conn = conn
-        self.path = path
+        super().__init__(conn, path)
         self.clock = clock
 
     @classmethod
     def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> Team:
         """Open home/team.db, creating the folder and the database when missing."""
         path = os.path.join(home, FILENAME)
-        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
+        conn = sqlitedb.connect(path, _SCHEMA, timeout)
         return cls(conn, path, clock)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Team:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- intents and sessions ---------------------------------------------------------------------
 
