@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from hivelore.errors import Conflict
 from hivelore.events.store import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event, holds_pre_tool_text
 
@@ -269,7 +270,7 @@ def _promote(ctx: HookContext) -> str:
     event = ctx.event
     try:
         outcome = observe(ctx.store, ctx.service.profile(), event.agent, event.session_id, event.prompt)
-    except ValueError as exc:  # over budget, drift, a damaged ledger: the prompt itself goes on
+    except (ValueError, Conflict) as exc:  # over budget, drift, a damaged ledger: the prompt itself goes on
         ctx.service.warnings.append(f"no profile change from this prompt: {exc}")
         return ""
     lines = [f"- {p.line} (said in {len(p.entry['sessions'])} sessions)" for p in outcome.promoted]

@@ -33,7 +33,8 @@ import time
 from collections.abc import Mapping
 
 from hivelore import __version__
-from hivelore.hooks.command import log, respond
+from hivelore.hooks.command import respond
+from hivelore.hooks.log import log
 from hivelore.hooks.wire import (
     MAX_MESSAGE,
     PROTOCOL,

@@ -83,12 +83,11 @@ query; git config is read from the files unless `use_git=True` asks the `git` bi
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from hivelore import sqlitedb
+from hivelore import gitrepo, sqlitedb
 from hivelore.errors import Busy, NotFound, Unavailable
 from hivelore.events.store import normalise_command
 from hivelore.sqlitedb import Immediate, Record
@@ -467,42 +466,26 @@ def _decision(row: tuple) -> Decision:
 # -- the store ----------------------------------------------------------------------------------
 
 
-def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
-    if sqlitedb.is_busy(exc):
-        return TeamBusy(f"{path} is busy ({exc})")
-    return TeamUnavailable(f"{path} cannot be used ({exc}); move it away to start a new team database")
-
-
-_guarded = sqlitedb.guarded(_unavailable)
 _SCHEMA = sqlitedb.Schema(
-    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable,
+    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable, TeamBusy,
     "; move it away to start a new one",
 )  # fmt: skip
+_guarded = sqlitedb.guarded(_SCHEMA)
 
 
-class Team:
+class Team(sqlitedb.Store):
     """One connection to team.db; every public method is one short transaction (or one statement)."""
 
     def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        self.conn = conn
-        self.path = path
+        super().__init__(conn, path)
         self.clock = clock
 
     @classmethod
     def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> Team:
         """Open home/team.db, creating the folder and the database when missing."""
         path = os.path.join(home, FILENAME)
-        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
+        conn = sqlitedb.connect(path, _SCHEMA, timeout)
         return cls(conn, path, clock)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Team:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- intents and sessions ---------------------------------------------------------------------
 
@@ -1088,6 +1071,9 @@ def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, di
 # -- developers ---------------------------------------------------------------------------------
 
 
+_IDENTITY = frozenset({"user.name", "user.email"})
+
+
 def developer_for(repo_root: str, env: Mapping[str, str] | None = None, *, use_git: bool = False) -> str:
     """Who is working: `HIVELORE_DEVELOPER`, else git's user.email, else user.name, else the OS user.
 
@@ -1101,7 +1087,7 @@ def developer_for(repo_root: str, env: Mapping[str, str] | None = None, *, use_g
         return override
     values = _git_config_by_git(repo_root, env) if use_git else None
     if values is None:
-        values = _git_config_from_files(repo_root, env)
+        values = gitrepo.config_values(repo_root, _IDENTITY, env)
     return values.get("user.email") or values.get("user.name") or env.get("USER") or env.get("USERNAME") or "unknown"
 
 
@@ -1119,99 +1105,3 @@ def _git_config_by_git(repo_root: str, env: Mapping[str, str]) -> dict[str, str]
             return None
         values[key] = done.stdout.strip()
     return values
-
-
-def _git_config_from_files(repo_root: str, env: Mapping[str, str]) -> dict[str, str]:
-    values: dict[str, str] = {}
-    home = env.get("HOME") or os.path.expanduser("~")
-    for path in _config_files(repo_root, env, home):
-        _read_config(path, values, home, depth=0)
-    return values
-
-
-def _config_files(repo_root: str, env: Mapping[str, str], home: str) -> list[str]:
-    """Git's config files, the one that wins last."""
-    files = [] if env.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
-    if env.get("GIT_CONFIG_GLOBAL"):
-        files.append(env["GIT_CONFIG_GLOBAL"])
-    else:
-        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    gitdir, common = _git_dirs(repo_root)
-    if common:
-        files += [os.path.join(common, "config"), os.path.join(gitdir, "config.worktree")]
-    return files
-
-
-def _git_dirs(start: str) -> tuple[str, str]:
-    """(this worktree's git dir, the common git dir), or ("", "") outside a repository."""
-    folder = os.path.abspath(start)
-    while True:
-        dot_git = os.path.join(folder, ".git")
-        if os.path.isdir(dot_git):
-            return dot_git, dot_git
-        if os.path.isfile(dot_git):
-            return _linked_worktree(dot_git)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return "", ""
-        folder = parent
-
-
-def _linked_worktree(dot_git: str) -> tuple[str, str]:
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as file:
-            text = file.read().strip()
-        gitdir = os.path.join(os.path.dirname(dot_git), text.removeprefix("gitdir:").strip())
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as file:
-            return gitdir, os.path.normpath(os.path.join(gitdir, file.read().strip()))
-    except OSError:
-        return "", ""
-
-
-_SECTION = r'^\s*\[\s*([\w.-]+)(?:\s+"((?:\\.|[^"\\])*)")?\s*\](.*)$'
-_ENTRY = r"^\s*([A-Za-z][\w-]*)\s*(?:=(.*))?$"
-_WANTED = frozenset({"user.name", "user.email", "include.path"})
-
-
-def _read_config(path: str, values: dict[str, str], home: str, depth: int) -> None:
-    """Read the wanted keys of one config file into `values`, in order; `[include] path` is read in place."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read().splitlines()
-    except OSError:
-        return
-    section = ""
-    for line in lines:
-        if match := re.match(_SECTION, line):
-            section = match.group(1).lower() if match.group(2) is None else ""  # subsections are not wanted
-            line = match.group(3)
-        match = re.match(_ENTRY, line)
-        key = f"{section}.{match.group(1).lower()}" if match and section else ""
-        if key not in _WANTED:
-            continue
-        value = _config_value(match.group(2) or "")
-        if key == "include.path" and depth < 5:
-            included = home + value[1:] if value.startswith("~/") else value
-            _read_config(os.path.join(os.path.dirname(path), included), values, home, depth + 1)
-        elif key != "include.path":
-            values[key] = value
-
-
-def _config_value(raw: str) -> str:
-    """A git config value: quotes removed, backslash escapes read, a `#` or `;` comment cut."""
-    out, quoted, i = [], False, 0
-    while i < len(raw):
-        char = raw[i]
-        if char == "\\" and i + 1 < len(raw):
-            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
-            i += 2
-            continue
-        if char == '"':
-            quoted = not quoted
-        elif char in "#;" and not quoted:
-            break
-        else:
-            out.append(char)
-        i += 1
-    return "".join(out).strip()
