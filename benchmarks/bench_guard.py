@@ -108,9 +108,7 @@ def main() -> None:
     print(f"check_record per call: median {per_call_us(texts, args.calls):.0f} µs over {args.calls} calls")
     median, fastest = import_ms(args.import_runs)
     runs = args.import_runs
-    print(
-        f"import hivelore.memory.guard: median {median:.1f} ms, min {fastest:.1f} ms ({runs} runs, -X importtime)"
-    )
+    print(f"import hivelore.memory.guard: median {median:.1f} ms, min {fastest:.1f} ms ({runs} runs, -X importtime)")
 
 
 if __name__ == "__main__":
