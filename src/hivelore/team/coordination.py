@@ -62,15 +62,6 @@ class Coordination:
             self._graph = Graph.open(self.home, self.root)
         return self._graph
 
-    def graph_discarding_unusable(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
-        """The graph for `hivelore graph index`: a graph.db that cannot be used is removed and started
-        anew, as indexing rebuilds what it held (the repair an unusable graph.db's error names)."""
-        if self._graph is None:
-            from hivelore.codegraph import Graph
-
-            self._graph = Graph.open(self.home, self.root, discard_unusable=True)
-        return self._graph
-
     @property
     def team(self) -> TeamStore:
         if self._team is None:
@@ -114,8 +105,13 @@ class Coordination:
 
     def index(self, paths: Sequence[str] | None = None):  # noqa: ANN201 -- codegraph.IndexStats, imported on first use
         """Bring the graph up to date with the repository (or the given absolute files and folders);
-        a graph.db that cannot be used is started anew, as indexing rebuilds what it held."""
-        return self.graph_discarding_unusable().index(list(paths) if paths else None)
+        a graph.db that cannot be used is started anew, as indexing rebuilds what it held (the repair
+        an unusable graph.db's error names)."""
+        if self._graph is None:
+            from hivelore.codegraph import Graph
+
+            self._graph = Graph.open(self.home, self.root, discard_unusable=True)
+        return self._graph.index(list(paths) if paths else None)
 
     def export(self) -> dict:
         """The whole graph as JSON-ready data: symbols, calls (with confidence) and imports."""
