@@ -35,7 +35,7 @@ def render(found: CodeHistory, line_chars: int, now: float | None = None) -> str
         return found.problem
     now = time.time() if now is None else now
     lines = [_header(found)]
-    for history in found.histories:
+    for history in found.history:
         lines += [history.symbol, *(f"  - {line}" for line in _symbol_lines(history, line_chars, now))]
     if found.lessons:
         lines += ["lessons that name this code:", *(recall.line_for(hit.row, line_chars) for hit in found.lessons)]
@@ -46,11 +46,11 @@ def _header(found: CodeHistory) -> str:
     asked = ", ".join(found.asked)
     if not found.symbols:
         return f"code history · {asked}: no symbols in the code graph (not code it reads, or new since it was indexed)"
-    if not found.histories:
+    if not found.history:
         symbols = "its symbol" if len(found.symbols) == 1 else f"its {len(found.symbols)} symbols"
         return f"code history · {asked}: no failed attempts, decisions or other developers' claims on {symbols}"
     return (
-        f"code history · {asked} · {len(found.histories)} of {len(found.symbols)} symbols with history"
+        f"code history · {asked} · {len(found.history)} of {len(found.symbols)} symbols with history"
         " — considerations, not rules"
     )
 

@@ -446,7 +446,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
                 SymbolHistoryOut(symbol=h.symbol, failed=[_attempt(a) for a in h.failed],
                                  decisions=[_decision(d) for d in h.decisions],
                                  claimed_by=[_task(intent) for intent in h.claimed_by])
-                for h in found.histories
+                for h in found.history
             ],
             lessons=[MemoryOut.of(hit.row.memory) for hit in found.lessons],
             problem=found.problem or None,

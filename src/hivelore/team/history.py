@@ -41,18 +41,18 @@ class CodeHistory(Record):
     examined, those with history, the lessons that name them — or, in `problem`, why there is
     nothing to look at."""
 
-    __slots__ = ("asked", "symbols", "histories", "lessons", "problem")
+    __slots__ = ("asked", "symbols", "history", "lessons", "problem")
 
     def __init__(
         self,
         asked: list[str],
         symbols: list[str],
-        histories: list[SymbolHistory],
+        history: list[SymbolHistory],
         lessons: list[recall.Ranked],
         problem: str = "",
     ) -> None:
-        self.asked, self.symbols, self.histories, self.lessons, self.problem = (
-            asked, symbols, histories, lessons, problem
+        self.asked, self.symbols, self.history, self.lessons, self.problem = (
+            asked, symbols, history, lessons, problem
         )  # fmt: skip
 
     def to_json(self) -> dict[str, object]:
@@ -60,7 +60,7 @@ class CodeHistory(Record):
         return {
             "asked": self.asked,
             "symbols": self.symbols,
-            "history": [history.to_json() for history in self.histories],
+            "history": [history.to_json() for history in self.history],
             "lessons": [hit.row.memory.to_dict() for hit in self.lessons],
             "problem": self.problem or None,
         }
