@@ -138,3 +138,29 @@ def test_no_two_modules_import_each_other(module: Module) -> None:
         and other.name != _package(module.name)
     }
     assert not both, f"{module.name} and {sorted(both)} import each other"
+
+
+STORES = ("hivelore.team.store", "hivelore.codegraph.store", "hivelore.memory.local", "hivelore.sqlitedb")
+EVENTS_STORE = "hivelore.events.store"
+EVENTS_STORE_USERS = ("hooks", "cli.profile")
+
+
+def _source(module: Module) -> ast.Module:
+    path = PACKAGE.joinpath(*module.name.split("."))
+    return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.under(*SURFACES)], ids=_ids)
+def test_the_surfaces_call_the_services_and_never_a_store(module: Module) -> None:
+    """A surface calls memory.service.Hivelore, team.coordination.Coordination and profile, and prints
+    what they answer: it imports no store — anywhere in the module, as this is about what it depends
+    on, not when it loads — and reaches into no Coordination's `.team` or `.graph`.
+
+    events.db is the exception, for hooks/ and cli/profile.py only: it has one implementation, on
+    this machine (the hooks' own bookkeeping), so they open `hivelore.events.store` directly."""
+    tree = _source(module)
+    forbidden = STORES if module.under(*EVENTS_STORE_USERS) else (*STORES, EVENTS_STORE)
+    imported = {n for n in module.anywhere if any(n == s or n.startswith(s + ".") for s in forbidden)}
+    reached = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in ("team", "graph")}
+    assert not imported, f"{module.name} imports {sorted(imported)}: call a service instead"
+    assert not reached, f"{module.name} reaches through a service into its .{', .'.join(sorted(reached))}"

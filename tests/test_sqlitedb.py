@@ -18,7 +18,8 @@ from hivelore.codegraph.store import Store as GraphStore
 from hivelore.errors import Busy, Unavailable
 from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable
 from hivelore.sqlitedb import Store
-from hivelore.team.store import Team, TeamBusy, TeamUnavailable
+from hivelore.team.model import TeamBusy, TeamUnavailable
+from hivelore.team.store import SqliteTeam
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ STORES = {
         EventStoreBusy,
     ),
     "team.db": Kind(
-        lambda home: Team.open(str(home), timeout=WAIT), "team.db", "team-schema", TeamUnavailable, TeamBusy
+        lambda home: SqliteTeam.open(str(home), timeout=WAIT), "team.db", "team-schema", TeamUnavailable, TeamBusy
     ),
     "graph.db": Kind(
         lambda home: GraphStore.open(str(home / "graph.db"), "/src/shop"),

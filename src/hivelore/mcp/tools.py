@@ -24,7 +24,7 @@ from hivelore import errors
 from hivelore.memory.model import Memory
 from hivelore.memory.service import Hivelore
 from hivelore.team.coordination import Coordination
-from hivelore.team.store import Attempt, Decision, Intent
+from hivelore.team.model import Attempt, Decision, Intent
 
 INSTRUCTIONS = (
     "hivelore is this user's memory of what went wrong and how it was fixed. Search it before "
@@ -216,6 +216,21 @@ class TaskBoardOut(BaseModel):
     tasks: list[Card]
 
 
+class SymbolHistoryOut(BaseModel):
+    symbol: str
+    failed: list[AttemptOut] = Field(description="Failed test runs on the symbol, latest first.")
+    decisions: list[DecisionOut] = Field(description="Its active decisions, newest first.")
+    claimed_by: list[TaskOut] = Field(description="Other developers' active tasks that claimed it.")
+
+
+class CodeHistoryOut(BaseModel):
+    asked: list[str] = Field(description="The files and symbol ids asked about, as the code graph names them.")
+    symbols: list[str] = Field(description="The symbols looked at: those of the files, and the named ones.")
+    history: list[SymbolHistoryOut] = Field(description="The symbols with failed attempts, decisions or claims.")
+    lessons: list[MemoryOut] = Field(description="Lessons that name these symbols.")
+    problem: str | None = Field(description="Why there is nothing to look at (no git repository, no graph yet).")
+
+
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
@@ -342,32 +357,28 @@ def build_server(cwd: Path | None = None) -> MCPServer:
 
     @contextlib.contextmanager
     def coordination() -> Iterator[Coordination]:
-        with service() as svc:
-            found = Coordination.for_service(svc)
-            try:
-                yield found
-            finally:
-                found.close()
+        with service() as svc, Coordination.for_service(svc) as found:
+            yield found
 
     @server.tool(annotations=READ_ONLY)
     def blast_radius(symbol: str, hops: int = 3) -> BlastRadiusOut:
         """What calls a symbol (id like shop/orders.py::checkout, or a name) within N call hops."""
         with coordination() as c:
             sid = c.symbol(symbol)
-            found = c.graph.blast_radius(sid, hops=hops)
+            found = c.blast_radius(sid, hops=hops)
         return BlastRadiusOut(symbol=sid, callers=[Neighbour(symbol=s, distance=d) for s, d in found])
 
     @server.tool(annotations=READ_ONLY)
     def shortest_path(source: str, target: str) -> PathOut:
         """The shortest call chain from one symbol to another."""
         with coordination() as c:
-            return PathOut(path=c.graph.shortest_path(c.symbol(source), c.symbol(target)))
+            return PathOut(path=c.shortest_path(c.symbol(source), c.symbol(target)))
 
     @server.tool(annotations=READ_ONLY)
     def hotspots(limit: int = 20) -> HotspotsOut:
         """The symbols at the centre of the call graph (PageRank and betweenness)."""
         with coordination() as c:
-            found = c.graph.hotspots(limit)
+            found = c.hotspots(limit)
         return HotspotsOut(hotspots=[Hotspot(symbol=s, pagerank=p, betweenness=b) for s, p, b in found])
 
     @server.tool(annotations=READ_ONLY)
@@ -375,7 +386,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Before editing: other developers' active tasks that claimed code within 3 call hops of these
         symbols (callees and callers checked separately), each with the call path. A warning, not a block."""
         with coordination() as c:
-            found = c.team.conflicts(c.graph, c.repo, [c.symbol(s) for s in symbols], c.developer)
+            found = c.conflicts([c.symbol(s) for s in symbols])
         return ConflictsOut(
             conflicts=[
                 ConflictOut(symbol=x.symbol, claimed=x.claimed, path=list(x.path), developer=x.developer,
@@ -389,7 +400,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Developers ranked by their claims, attempts and decisions on a symbol and its neighbours."""
         with coordination() as c:
             sid = c.symbol(symbol)
-            found = c.team.who_knows(c.graph, c.repo, sid)
+            found = c.who_knows(sid)
         return WhoKnowsOut(
             symbol=sid,
             developers=[Expert(developer=e.developer, score=round(e.score, 3), claims=e.claims,
@@ -400,7 +411,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def why(symbol: str) -> WhyOut:
         """A symbol's current decision, the decisions it superseded, the test attempts on it, the people."""
         with coordination() as c:
-            found = c.team.why(c.repo, c.symbol(symbol))
+            found = c.why(c.symbol(symbol))
         return WhyOut(
             symbol=found.symbol,
             current=[_decision(d) for d in found.current],
@@ -413,12 +424,32 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def task_board() -> TaskBoardOut:
         """This repository's tasks: owner, status, claims, failed attempts, last note."""
         with coordination() as c:
-            cards = c.team.task_board(c.repo)
+            cards = c.task_board()
             repo = c.repo
         return TaskBoardOut(
             repo=repo,
             tasks=[Card(task=_task(card.intent), claims=card.claims, failed_attempts=card.failed,
                         last_note=card.last_note.text if card.last_note else None) for card in cards],
+        )  # fmt: skip
+
+    @server.tool(annotations=READ_ONLY)
+    def code_history(files: list[str] | None = None, symbols: list[str] | None = None) -> CodeHistoryOut:
+        """Before editing code: what failed on it before, what was decided, which other developers'
+        tasks are changing it, and the lessons that name it. files: paths relative to the repository
+        root; symbols: ids (shop/orders.py::checkout) or names."""
+        with coordination() as c:
+            found = c.code_history(files or [], symbols or [])
+        return CodeHistoryOut(
+            asked=found.asked,
+            symbols=found.symbols,
+            history=[
+                SymbolHistoryOut(symbol=h.symbol, failed=[_attempt(a) for a in h.failed],
+                                 decisions=[_decision(d) for d in h.decisions],
+                                 claimed_by=[_task(intent) for intent in h.claimed_by])
+                for h in found.history
+            ],
+            lessons=[MemoryOut.of(hit.row.memory) for hit in found.lessons],
+            problem=found.problem or None,
         )  # fmt: skip
 
     return server
