@@ -31,6 +31,7 @@ import sys
 
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
+from hivelore.records import replace
 
 EXACT, STAR, TYPED, SAME_DIR, UNIQUE, AMBIGUOUS = 1.0, 0.9, 0.8, 0.6, 0.5, 0.3
 MAX_CANDIDATES = 3
@@ -380,7 +381,7 @@ class Resolver:
         while queue and len(order) < 32:
             current = queue.pop(0)
             order.append(current)
-            scope = current._replace(qualname=current.qualname.rpartition(".")[0])
+            scope = replace(current, qualname=current.qualname.rpartition(".")[0])
             for base in current.bases.split("\n") if current.bases else []:
                 target, _ = self.resolve_dotted(scope, base)
                 if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Callable
 
 from hivelore.codegraph.model import Binding, Definition, ParsedFile, Site
+from hivelore.records import replace
 
 # language → (grammar wheel module, function returning the language pointer)
 _GRAMMARS = {
@@ -202,7 +203,7 @@ class Walker:
                     tokens.append(kind)
                 stack.extend(reversed(node.children))
             digest = hashlib.blake2b("\x00".join(tokens).encode(), digest_size=8).hexdigest()
-            self.definitions[index] = self.definitions[index]._replace(hash=digest)
+            self.definitions[index] = replace(self.definitions[index], hash=digest)
 
 
 def strip_type(text: str) -> str:

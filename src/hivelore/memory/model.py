@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from hivelore.errors import BadInput
 from hivelore.memory.scope import GRAMMAR, Scope, ScopeError, try_parse
 from hivelore.memory.scope import parse as parse_scope
-from hivelore.records import record
+from hivelore.records import record, replace
 
 KINDS = ("lesson", "fact", "decision", "note")
 STATES = ("staged", "committed")
@@ -146,7 +146,7 @@ class Memory:
         return self.archived_at is None and not self.is_expired(now)
 
     def evolve(self, **changes: object) -> Memory:
-        return self._replace(**changes)
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape used by `--json`, export and MCP."""
