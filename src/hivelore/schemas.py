@@ -45,7 +45,7 @@ class Hit(BaseModel):
     score: float
 
 
-WARNINGS = Field(
+WARNINGS: list[str] = Field(
     default_factory=list,
     description="What the read passed over, e.g. a memory file skipped as unreadable (the CLI prints these on stderr).",
 )

@@ -678,8 +678,8 @@ def _toml_uninstall(path: Path, text: str) -> tuple[str, list[str]]:
 
 
 def _toml_found(doc: tomlkit.TOMLDocument) -> tuple[str, ...] | None:
-    servers = doc.get("mcp_servers")
-    current = servers.get(SERVER) if hasattr(servers, "keys") else None
+    servers: Any = doc.get("mcp_servers")  # a hand-edited file: any TOML value
+    current: Any = servers.get(SERVER) if hasattr(servers, "keys") else None
     if not hasattr(current, "keys"):
         return None
     return _command_line(current.get("command"), list(current.get("args", [])))
