@@ -377,7 +377,8 @@ class Resolver:
         known = self._hierarchy.get(cls.key)
         if known is not None:
             return known
-        order, seen, queue = [], {cls.key}, [cls]
+        order: list = []
+        seen, queue = {cls.key}, [cls]
         while queue and len(order) < 32:
             current = queue.pop(0)
             order.append(current)
@@ -704,7 +705,7 @@ def _overloads(found: list[tuple], args: int) -> list[tuple]:
     groups: dict[tuple[str, str], list[tuple]] = {}
     for row, confidence in found:
         groups.setdefault((row.file, row.qualname), []).append((row, confidence))
-    chosen = []
+    chosen: list[tuple] = []
     for group in groups.values():
         matching = [(row, c) for row, c in group if row.arity in (args, -1)] if len(group) > 1 else group
         chosen.extend(matching or group)
