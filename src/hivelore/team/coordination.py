@@ -246,7 +246,7 @@ def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
             text = handle.read()
     except OSError:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     for anchor in anchors:
         # Every place the text occurs: an Edit with replace_all changes each, and a patch's context
         # lines may repeat; claiming one more symbol beats missing the one being changed.

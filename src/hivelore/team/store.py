@@ -94,6 +94,10 @@ from hivelore.events.store import normalise_command
 from hivelore.sqlitedb import Immediate, Record
 from hivelore.team.testruns import TestRun
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph.graph import Graph  # for checkers: the duck type's model
+
 SCHEMA_VERSION = "1"
 FILENAME = "team.db"
 BUSY_TIMEOUT = 5.0
@@ -460,8 +464,8 @@ def _attempt(row: tuple) -> Attempt:
 
 
 def _decision(row: tuple) -> Decision:
-    *fields, symbols, current = row
-    return Decision(*fields, _lines(symbols), _lines(current))
+    id, repo, intent_id, developer, text, ts, symbols, current = row
+    return Decision(id, repo, intent_id, developer, text, ts, _lines(symbols), _lines(current))
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -585,6 +589,7 @@ class Team:
             "INSERT INTO intents (repo, title, owner, status, created_ts, updated_ts) VALUES (?, ?, ?, 'active', ?, ?)",
             (repo, title, developer, now, now),
         )
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return self._intent(conn, cursor.lastrowid)
 
     def _attach(self, conn: sqlite3.Connection, agent: str, session_id: str, developer: str, intent: Intent) -> None:
@@ -641,7 +646,7 @@ class Team:
         return [Claim(*row) for row in rows]
 
     @_guarded
-    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+    def upgrade_file_claims(self, graph: Graph, repo: str, intent_id: int | None = None) -> int:
         """Turn the file claims of the repo's intents (or of one intent) into symbol claims, now that the
         code graph exists: the innermost symbol at each claimed line, or every symbol of the file when
         no line is known or none is found; a file the graph has no symbols for is no longer claimed.
@@ -838,6 +843,7 @@ class Team:
             (intent_id, developer or intent.owner, kind, text, now),
         )
         self._touch(conn, intent_id)
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return Note(cursor.lastrowid, intent_id, developer or intent.owner, kind, text, now)
 
     @_guarded
@@ -908,7 +914,7 @@ class Team:
     @_guarded
     def conflicts(
         self,
-        graph: object,
+        graph: Graph | None,
         repo: str,
         symbol_ids: Iterable[str],
         developer: str,
@@ -919,7 +925,7 @@ class Team:
         """Symbols within `hops` call hops of the edited ones that other developers' active intents claimed,
         and file claims (see the module docstring); `paths`: the edited files, relative to the repository.
         `graph` None: the repository has no graph yet, so only the edited files are compared."""
-        claimed: dict[str, list[tuple[Intent, str]]] = {}
+        claimed: dict[str, list[tuple]] = {}  # (intent, owner) or, once reached, (intent, owner, file claim)
         files: dict[str, list[tuple[Intent, str]]] = {}
         for symbol, intent, owner in self._active_claims(repo, developer, idle_days):
             found = file_claim(symbol)
@@ -946,10 +952,10 @@ class Team:
                     path = tuple(reached[target])
                     for intent, owner, *via_file in claimed[target]:
                         what = via_file[0] if via_file else target  # a file claim reached through its symbol
-                        found = Conflict(symbol, what, path, direction, owner, intent)
+                        conflict = Conflict(symbol, what, path, direction, owner, intent)
                         known = best.get((what, intent.id))
-                        if known is None or found.distance < known.distance:
-                            best[(what, intent.id)] = found
+                        if known is None or conflict.distance < known.distance:
+                            best[(what, intent.id)] = conflict
         return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
 
     @_guarded
@@ -970,7 +976,7 @@ class Team:
     # -- queries ----------------------------------------------------------------------------------
 
     @_guarded
-    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+    def who_knows(self, graph: Graph, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
         distance: dict[str, int] = {}
         for _direction, reached in _neighbourhoods(graph, symbol_id, hops):
@@ -1064,16 +1070,17 @@ class Team:
         return [Card(Intent(*row[:7]), row[7], row[8], Note(*row[9:]) if row[9] is not None else None) for row in rows]
 
 
-def _file_symbols(graph: object, path: str, lines: list[int | None]) -> list[str]:
+def _file_symbols(graph: Graph, path: str, lines: list[int | None]) -> list[str]:
     """The symbols a file claim stands for: the innermost at each known line, else all of the file's."""
     found: dict[str, None] = {}
-    if None not in lines:
-        for line in lines:
+    known = [line for line in lines if line is not None]
+    if len(known) == len(lines):
+        for line in known:
             found.update(dict.fromkeys(graph.symbols_at(path, line, line)[:1]))
     return list(found) or graph.symbols_in(path)
 
 
-def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dict]]:
+def _neighbourhoods(graph: Graph, symbol: str, hops: int) -> list[tuple[str, dict]]:
     """(direction, {reached symbol: call path}) for the symbol itself, then each direction separately."""
     return [
         ("same", {symbol: [symbol]}),
@@ -1188,7 +1195,7 @@ def _read_config(path: str, values: dict[str, str], home: str, depth: int) -> No
             line = match.group(3)
         match = re.match(_ENTRY, line)
         key = f"{section}.{match.group(1).lower()}" if match and section else ""
-        if key not in _WANTED:
+        if match is None or key not in _WANTED:
             continue
         value = _config_value(match.group(2) or "")
         if key == "include.path" and depth < 5:
