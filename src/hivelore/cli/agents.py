@@ -116,7 +116,7 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
                         for c in checks
                     ],
                     "skills": [str(p) for p in wired.skills],
-                    "agent_state": [vars(f) for f in _agent_state(target, wired, cwd, service)],
+                    "agent_state": [{"ok": f.ok, "text": f.text} for f in _agent_state(target, wired, cwd, service)],
                 }
             )
     return report
