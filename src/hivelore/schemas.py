@@ -4,7 +4,7 @@ The SDK turns each tool's result model into its `outputSchema` and `structuredCo
 restates its record's fields (tests/test_schemas.py holds the two equal, naming what a model leaves
 out on purpose), so a field added to a record fails that test until its shape says it too.
 
-Only the JSON surfaces import this module (pydantic costs a second to import); nothing below them does.
+Only the JSON surfaces import this module (pydantic is slow to import); nothing below them does.
 """
 
 from __future__ import annotations
