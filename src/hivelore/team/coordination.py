@@ -26,6 +26,10 @@ from hivelore.memory.service import Hivelore
 from hivelore.sqlitedb import Record
 from hivelore.team.store import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph import Graph  # imported on first use at run time
+
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
 MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
@@ -47,7 +51,7 @@ class Coordination:
 
     def __init__(self, home: str, root: str, repo: str, developer: str) -> None:
         self.home, self.root, self.repo, self.developer = home, root, repo, developer
-        self._graph = None
+        self._graph: Graph | None = None
         self._team: Team | None = None
 
     @classmethod
@@ -59,14 +63,14 @@ class Coordination:
         return cls(str(service.settings.home), root, repo, developer_for(root, env))
 
     @property
-    def graph(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+    def graph(self) -> Graph:
         if self._graph is None:
             from hivelore.codegraph import Graph
 
             self._graph = Graph.open(self.home, self.root)
         return self._graph
 
-    def graph_discarding_unusable(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+    def graph_discarding_unusable(self) -> Graph:
         """The graph for `hivelore graph index`: a graph.db that cannot be used is removed and started
         anew, as indexing rebuilds what it held (the repair an unusable graph.db's error names)."""
         if self._graph is None:
