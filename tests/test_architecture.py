@@ -18,6 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hivelore"
 
 FOUNDATION = {"errors", "records", "atomicfile", "confined", "folderlock", "sqlitedb", "gitrepo", "home", "config"}
 SURFACES = ("cli", "mcp", "hooks")
+# The pydantic shapes the JSON surfaces share: part of the surfaces' layer, below none of them.
+SHAPES = "schemas"
 # What a hook process imports: the surface itself and everything it calls at module level.
 HOOK_PATH = ("hooks", "events", "memory", "profile", "team")
 HEAVY = {"typer", "rich", "click", "pydantic", "mcp", "mcp_types", "fastapi", "uvicorn", "psycopg", "yaml"}
@@ -112,10 +114,11 @@ def test_the_hook_path_imports_only_the_standard_library(module: Module) -> None
     assert "typing" not in module.imports, f"{module.name} imports typing (see records.py for the idiom)"
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if not m.under(*SURFACES)], ids=_ids)
+@pytest.mark.parametrize("module", [m for m in MODULES if not m.under(*SURFACES, SHAPES)], ids=_ids)
 def test_nothing_below_the_surfaces_imports_a_surface_library(module: Module) -> None:
     heavy = {n for n in module.imports if _top(n) in HEAVY}
     assert not heavy, f"{module.name} imports {sorted(heavy)} at module level"
+    assert f"hivelore.{SHAPES}" not in module.imports, f"{module.name} imports the JSON shapes"
 
 
 def _package(name: str) -> str:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class Record:
     """A plain record: its `__slots__` are its fields, compared, hashed and shown in that order."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)

@@ -15,7 +15,7 @@ from rich.markup import escape
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
 from hivelore.memory.service import Hivelore
 from hivelore.team.coordination import Coordination
-from hivelore.team.model import TeamUnavailable
+from hivelore.team.model import Conflict, TeamUnavailable
 
 graph_app = typer.Typer(help="The code graph: symbols, calls, and who is changing what.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks (intents): claims, attempts, decisions, handoff and resume.", no_args_is_help=True)
@@ -223,8 +223,8 @@ def resume(task_id: Annotated[int, typer.Argument(help="The task.")], as_json: J
         print_json(answer)
         return
     out.print(f"[bold]task {found.intent.id}: {escape(found.intent.title)}[/bold] — now yours")
-    for claim in answer["claims"]:
-        out.print(f"  claim: {escape(claim)}")
+    for claim in found.claims:
+        out.print(f"  claim: {escape(claim.symbol)}")
     for note in found.notes:
         out.print(f"  note: {escape(note.text)}")
     for a in found.failed:
@@ -245,7 +245,7 @@ def decide(
     print(f"decision {found.id} recorded" + (f" on {', '.join(found.symbols)}" if found.symbols else ""))
 
 
-def _conflict(conflict: object) -> dict[str, object]:
+def _conflict(conflict: Conflict) -> dict[str, object]:
     return {
         "symbol": conflict.symbol,
         "claimed": conflict.claimed,

@@ -116,7 +116,7 @@ def discard(path: str) -> None:
     try:
         remove_database(path)
     except OSError as exc:
-        raise GraphUnavailable(exc.strerror, "remove it by hand") from exc
+        raise GraphUnavailable(exc.strerror or str(exc), "remove it by hand") from exc
 
 
 _SCHEMA = sqlitedb.Schema("schema", SCHEMA_VERSION, _TABLES, "a hivelore code graph", GraphUnavailable, GraphBusy)
@@ -186,8 +186,10 @@ class Store(sqlitedb.Store):
         for definition, symbol_id in zip(parsed.definitions, ids, strict=True):
             name = definition.qualname.rpartition(".")[2]
             bases = "\n".join(definition.bases)
-            values = (definition.qualname, name, definition.kind, definition.line, definition.end_line)
-            values += (definition.hash, bases, definition.returns, definition.arity)
+            values = (
+                definition.qualname, name, definition.kind, definition.line, definition.end_line,
+                definition.hash, bases, definition.returns, definition.arity,
+            )  # fmt: skip
             known = old.get(symbol_id)
             if known is None:
                 cursor = conn.execute(

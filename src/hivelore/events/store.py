@@ -189,8 +189,8 @@ _FAILURE_COLUMNS = "tool, command, exit_code, fingerprint, summary, seen, fix"
 
 def _failure(row: tuple) -> Failure:
     # a fix is stored as its commands, one a line (normalised commands never contain a newline)
-    *fields, fix = row
-    return Failure(*fields, tuple(fix.split("\n")) if fix else ())
+    tool, command, exit_code, fingerprint, summary, seen, fix = row
+    return Failure(tool, command, exit_code, fingerprint, summary, seen, tuple(fix.split("\n")) if fix else ())
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -407,6 +407,7 @@ class EventStore(sqlitedb.Store):
                 "INSERT INTO runs (agent, session_id, ts, cwd, tool, command, exit_code) VALUES (?, ?, ?, ?, ?, ?, 0)",
                 (agent, session_id, now, cwd, tool, command),
             ).lastrowid
+            assert success is not None  # an INSERT sets it
             opened = sqlitedb.rows(
                 conn,
                 "SELECT signature, min(id) FROM runs WHERE agent = ? AND session_id = ? AND command = ? AND cwd = ?"
@@ -513,7 +514,7 @@ def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], flo
     try:
         sqlitedb.remove_database(path)
     except OSError as exc:
-        raise EventStoreUnavailable(exc.strerror) from exc
+        raise EventStoreUnavailable(exc.strerror or str(exc)) from exc
     return EventStore.open(folder, timeout=timeout, clock=clock)
 
 

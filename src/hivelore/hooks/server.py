@@ -132,7 +132,7 @@ class HookServer:
                     if key.fileobj is self.listening.sock:
                         self._accept(selector, requests)
                         continue
-                    request = requests[key.fileobj]
+                    request = requests[key.fileobj]  # type: ignore[index]  # the socket registered, typed loosely
                     if not request.read():
                         continue
                     selector.unregister(request.conn)

@@ -2,7 +2,7 @@
 
 This module is what takes seconds to import (the SDK, pydantic): `stdio` answers the handshake while it
 loads. What `initialize` and `tools/list` answer is decided here; the answers kept for a fast start
-are fingerprinted with this file's text (answers.py).
+are fingerprinted with this file's text and that of the result models, `hivelore.schemas` (answers.py).
 
 Results are pydantic models, so clients get an `outputSchema` and `structuredContent`. A refused
 call is re-raised as the SDK's `ToolError`: only that one reaches the client as a tool result with
@@ -18,11 +18,41 @@ from pathlib import Path
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
 
 from hivelore import errors
-from hivelore.memory.model import Memory
 from hivelore.memory.service import Hivelore
+from hivelore.schemas import (
+    AttemptOut,
+    BlastRadiusOut,
+    Card,
+    CodeHistoryOut,
+    ConflictOut,
+    ConflictsOut,
+    DecisionOut,
+    Expert,
+    ForgetOut,
+    Hit,
+    Hotspot,
+    HotspotsOut,
+    ListOut,
+    MemoryOut,
+    Neighbour,
+    PathOut,
+    ProfileFileOut,
+    ProfileLine,
+    ProfileSearchOut,
+    ScopeGroup,
+    ScopesOut,
+    SearchOut,
+    SymbolHistoryOut,
+    TaskBoardOut,
+    TaskOut,
+    TreeKey,
+    TreeOut,
+    WhoKnowsOut,
+    WhyOut,
+    WriteOut,
+)
 from hivelore.team.coordination import Coordination
 from hivelore.team.model import Attempt, Decision, Intent
 
@@ -33,207 +63,9 @@ INSTRUCTIONS = (
     "instructions come first."
 )
 
-
-class MemoryOut(BaseModel):
-    scope: str
-    key: str
-    value: str
-    kind: str
-    state: str
-    tags: list[str]
-    created: str
-    updated: str
-    seen_count: int
-    expires_at: str | None
-    archived_at: str | None
-    provenance: dict[str, str]
-
-    @classmethod
-    def of(cls, memory: Memory) -> MemoryOut:
-        return cls.model_validate(memory.to_dict())
-
-
-class WriteOut(BaseModel):
-    memory: MemoryOut
-    path: str
-    tier: str
-    created: bool = Field(description="False when an existing memory was updated (its seen_count bumped).")
-
-
-class Hit(BaseModel):
-    memory: MemoryOut
-    score: float
-
-
-WARNINGS = Field(
-    default_factory=list,
-    description="What the read passed over, e.g. a memory file skipped as unreadable (the CLI prints these on stderr).",
-)
-
-
-class SearchOut(BaseModel):
-    scopes: list[str]
-    hits: list[Hit]
-    warnings: list[str] = WARNINGS
-
-
-class ScopeGroup(BaseModel):
-    scope: str
-    memories: list[MemoryOut]
-
-
-class ListOut(BaseModel):
-    groups: list[ScopeGroup]
-    warnings: list[str] = WARNINGS
-
-
-class ForgetOut(BaseModel):
-    forgotten: str
-    path: str
-
-
-class ScopesOut(BaseModel):
-    chain: list[str] = Field(description="This folder's scopes, narrowest first.")
-    counts: dict[str, int] = Field(description="Visible memories per scope, for every scope that has any.")
-
-
-class TreeKey(BaseModel):
-    key: str
-    winner: MemoryOut
-    shadowed: list[MemoryOut]
-
-
-class TreeOut(BaseModel):
-    scopes: list[str]
-    keys: list[TreeKey]
-
-
-class ProfileFileOut(BaseModel):
-    profile: str
-    name: str = Field(description="USER.md, MEMORY.md or SOUL.md")
-    text: str
-
-
-class ProfileLine(BaseModel):
-    file: str = Field(description="USER.md, MEMORY.md, SOUL.md or shared/NAME.md")
-    line: str
-
-
-class ProfileSearchOut(BaseModel):
-    profile: str
-    lines: list[ProfileLine]
-
-
-class Neighbour(BaseModel):
-    symbol: str
-    distance: int = Field(description="Call hops from the symbol asked about.")
-
-
-class BlastRadiusOut(BaseModel):
-    symbol: str
-    callers: list[Neighbour] = Field(description="What calls the symbol within the hops, nearest first.")
-
-
-class PathOut(BaseModel):
-    path: list[str] | None = Field(description="The shortest call chain, caller first; null: no chain.")
-
-
-class Hotspot(BaseModel):
-    symbol: str
-    pagerank: float
-    betweenness: float
-
-
-class HotspotsOut(BaseModel):
-    hotspots: list[Hotspot]
-
-
-class TaskOut(BaseModel):
-    id: int
-    title: str
-    owner: str
-    status: str
-
-
-class ConflictOut(BaseModel):
-    symbol: str = Field(description="The symbol you would edit.")
-    claimed: str = Field(description="The symbol another developer's task claimed.")
-    path: list[str] = Field(description="The shortest call path between them, caller first.")
-    developer: str
-    task: TaskOut
-
-
-class ConflictsOut(BaseModel):
-    conflicts: list[ConflictOut]
-
-
-class Expert(BaseModel):
-    developer: str
-    score: float
-    claims: int
-    attempts: int
-    decisions: int
-
-
-class WhoKnowsOut(BaseModel):
-    symbol: str
-    developers: list[Expert]
-
-
-class DecisionOut(BaseModel):
-    id: int
-    text: str
-    developer: str
-    symbols: list[str]
-
-
-class AttemptOut(BaseModel):
-    command: str
-    outcome: str
-    failed: list[str]
-    developer: str
-    count: int
-    resolved: bool
-
-
-class WhyOut(BaseModel):
-    symbol: str
-    current: list[DecisionOut]
-    superseded: list[DecisionOut]
-    attempts: list[AttemptOut]
-    people: list[str]
-
-
-class Card(BaseModel):
-    task: TaskOut
-    claims: int
-    failed_attempts: int
-    last_note: str | None
-
-
-class TaskBoardOut(BaseModel):
-    repo: str
-    tasks: list[Card]
-
-
-class SymbolHistoryOut(BaseModel):
-    symbol: str
-    failed: list[AttemptOut] = Field(description="Failed test runs on the symbol, latest first.")
-    decisions: list[DecisionOut] = Field(description="Its active decisions, newest first.")
-    claimed_by: list[TaskOut] = Field(description="Other developers' active tasks that claimed it.")
-
-
-class CodeHistoryOut(BaseModel):
-    asked: list[str] = Field(description="The files and symbol ids asked about, as the code graph names them.")
-    symbols: list[str] = Field(description="The symbols looked at: those of the files, and the named ones.")
-    history: list[SymbolHistoryOut] = Field(description="The symbols with failed attempts, decisions or claims.")
-    lessons: list[MemoryOut] = Field(description="Lessons that name these symbols.")
-    problem: str | None = Field(description="Why there is nothing to look at (no git repository, no graph yet).")
-
-
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def build_server(cwd: Path | None = None) -> MCPServer:

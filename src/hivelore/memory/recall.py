@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from hivelore.memory.local.index import Row
 from hivelore.memory.scope import parse, related
-from hivelore.records import record
+from hivelore.records import record, replace
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
 # recency decide. Each part is in [0, 1].
@@ -209,7 +209,7 @@ def fit_budget(
         row = fresh(candidate.row)
         if row is None or any((row.root, row.relpath) == (r.row.root, r.row.relpath) for r in shown):
             continue
-        r = candidate._replace(row=row)
+        r = replace(candidate, row=row)
         cost = len(line_for(r.row, max_value_chars)) + 1
         if used + cost > budget_chars:
             continue

@@ -7,6 +7,7 @@ scan of the folders of the scopes being read, and say so.
 
 from __future__ import annotations
 
+import builtins  # `Hivelore.list` shadows the type in the class body
 import os
 import sqlite3
 import time
@@ -510,7 +511,8 @@ class Hivelore:
     def citing(self, names: Iterable[str], exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
         """Committed memories whose text names one of these symbols (`validate_token`, `Cart.total`)
         as written: the lessons about the code an agent is about to edit."""
-        excluded, found = set(exclude), {}
+        excluded = set(exclude)
+        found: dict[str, recall.Ranked] = {}
         for name in dict.fromkeys(n for n in names if len(n) >= 3):
             for hit in self.search(name, limit=MAX_RELATED_HITS) if recall.query_words(name) else []:
                 memory = hit.row.memory
@@ -578,7 +580,7 @@ class Hivelore:
             grouped[str(row.memory.scope)].append(row.memory)
         return {s: sorted(ms, key=lambda m: m.key) for s, ms in grouped.items() if ms}
 
-    def tree(self, scopes: Iterable[str] | None = None) -> list[TreeEntry]:
+    def tree(self, scopes: Iterable[str] | None = None) -> builtins.list[TreeEntry]:
         """Per key: the copy that wins (narrowest scope, then project tier) and the copies it shadows."""
         chosen = self.scopes_for(scopes)
         by_key: dict[str, list[Row]] = {}
@@ -590,7 +592,7 @@ class Hivelore:
             entries.append(TreeEntry(key, rows[0].memory, [r.memory for r in rows[1:]]))
         return entries
 
-    def scopes_in_vault(self) -> list[str]:
+    def scopes_in_vault(self) -> builtins.list[str]:
         """Every scope that has a folder of memory files in any tier, narrowest first."""
         found = {str(s) for vault in self.vaults for s in vault.scopes_on_disk()}
         return self.scopes_for(found) if found else []
@@ -737,7 +739,7 @@ class Hivelore:
                     found[(vault, f"{scope}::{key}")] = place
         return found
 
-    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Vault | ValueError]:
+    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> builtins.list[Vault | ValueError]:
         """`_vault_for_write` of many memories, the copies of their keys looked up once per scope."""
         if tier is not None:
             try:
@@ -753,16 +755,16 @@ class Hivelore:
                 copies.setdefault((row.scope, row.key), row)  # the first is the copy a write updates
         targets: list[Vault | ValueError] = []
         for memory in memories:
-            row = copies.get((str(memory.scope), memory.key))
-            if row is not None:
-                targets.append(self._vault_of(row))
+            copy = copies.get((str(memory.scope), memory.key))
+            if copy is not None:
+                targets.append(self._vault_of(copy))
             elif self.project and memory.scope in self.chain.scopes and memory.scope.level is not Level.GLOBAL:
                 targets.append(self.project)
             else:
                 targets.append(self.home)
         return targets
 
-    def _rows_for_keys(self, scopes: Sequence[str], keys: set[str]) -> list[Row]:
+    def _rows_for_keys(self, scopes: Sequence[str], keys: set[str]) -> builtins.list[Row]:
         """`_rows_for_key` of many keys at once, the scopes' folders refreshed once."""
         index = self.index()
         if index is None:
@@ -810,7 +812,7 @@ class Hivelore:
         scope: Scope,
         key: str,
         folder: Path,
-        known: list[Path],
+        known: builtins.list[Path],
         listed: set[str],
         taken: set[str],
         seen: _LoadedFiles,

@@ -29,6 +29,10 @@ from hivelore.team.history import CITING_LESSONS, NO_GRAPH, OUTSIDE_GIT, CodeHis
 from hivelore.team.model import Attempt, Card, Conflict, Decision, Expert, Intent, Note, Resume, Why, file_claim_ids
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph import Graph  # imported on first use at run time
+
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
 MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
@@ -43,7 +47,7 @@ class Coordination:
     def __init__(self, memory: Hivelore, root: str, repo: str, developer: str) -> None:
         self.memory, self.home = memory, str(memory.settings.home)
         self.root, self.repo, self.developer = root, repo, developer
-        self._graph = None
+        self._graph: Graph | None = None
         self._team: TeamStore | None = None
 
     @classmethod
@@ -55,7 +59,7 @@ class Coordination:
         return cls(service, root, repo, developer_for(root, env))
 
     @property
-    def graph(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+    def graph(self) -> Graph:
         if self._graph is None:
             from hivelore.codegraph import Graph
 
@@ -321,7 +325,7 @@ def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
             text = handle.read()
     except OSError:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     for anchor in anchors:
         # Every place the text occurs: an Edit with replace_all changes each, and a patch's context
         # lines may repeat; claiming one more symbol beats missing the one being changed.

@@ -23,6 +23,10 @@ from collections.abc import Iterable
 from hivelore.errors import Busy, NotFound, Unavailable
 from hivelore.sqlitedb import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph import Graph
+
 HOPS = 3
 IDLE_DAYS = 7.0
 TITLE_CAP = 120
@@ -282,16 +286,17 @@ def title_from(prompt: str) -> str:
     return ""
 
 
-def file_claim_symbols(graph: object, path: str, lines: list[int | None]) -> list[str]:
+def file_claim_symbols(graph: Graph, path: str, lines: list[int | None]) -> list[str]:
     """The symbols a file claim stands for: the innermost at each known line, else all of the file's."""
     found: dict[str, None] = {}
-    if None not in lines:
-        for line in lines:
+    known = [line for line in lines if line is not None]
+    if len(known) == len(lines):
+        for line in known:
             found.update(dict.fromkeys(graph.symbols_at(path, line, line)[:1]))
     return list(found) or graph.symbols_in(path)
 
 
-def neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dict]]:
+def neighbourhoods(graph: Graph, symbol: str, hops: int) -> list[tuple[str, dict]]:
     """(direction, {reached symbol: call path}) for the symbol itself, then each direction separately."""
     return [
         ("same", {symbol: [symbol]}),
@@ -302,7 +307,7 @@ def neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dic
 
 def find_conflicts(
     claims: Iterable[tuple[str, Intent, str]],
-    graph: object | None,
+    graph: Graph | None,
     symbols: Iterable[str],
     hops: int = HOPS,
     paths: Iterable[str] = (),
@@ -312,7 +317,7 @@ def find_conflicts(
     within `hops` call hops, callees and callers checked separately, and each file claim in an edited
     file or with a symbol within `hops`. Each (claim, intent) once, with its shortest path, nearest
     first. `graph` None: the repository has no graph yet, so only the edited files are compared."""
-    claimed: dict[str, list[tuple[Intent, str]]] = {}
+    claimed: dict[str, list[tuple]] = {}  # (intent, owner) or, once reached, (intent, owner, file claim)
     files: dict[str, list[tuple[Intent, str]]] = {}
     for symbol, intent, owner in claims:
         found = file_claim(symbol)
@@ -339,14 +344,14 @@ def find_conflicts(
                 path = tuple(reached[target])
                 for intent, owner, *via_file in claimed[target]:
                     what = via_file[0] if via_file else target  # a file claim reached through its symbol
-                    found = Conflict(symbol, what, path, direction, owner, intent)
+                    conflict = Conflict(symbol, what, path, direction, owner, intent)
                     known = best.get((what, intent.id))
-                    if known is None or found.distance < known.distance:
-                        best[(what, intent.id)] = found
+                    if known is None or conflict.distance < known.distance:
+                        best[(what, intent.id)] = conflict
     return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
 
 
-def distances(graph: object, symbol: str, hops: int) -> dict[str, int]:
+def distances(graph: Graph, symbol: str, hops: int) -> dict[str, int]:
     """{symbol: call hops} for the symbol (0) and its neighbours within `hops`, either direction."""
     found: dict[str, int] = {}
     for _direction, reached in neighbourhoods(graph, symbol, hops):

@@ -117,6 +117,10 @@ from hivelore.team.model import (
 )
 from hivelore.team.testruns import TestRun
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph.graph import Graph  # for checkers: the duck type's model
+
 SCHEMA_VERSION = "1"
 FILENAME = "team.db"
 BUSY_TIMEOUT = 5.0
@@ -374,8 +378,8 @@ def _attempt(row: tuple) -> Attempt:
 
 
 def _decision(row: tuple) -> Decision:
-    *fields, symbols, current = row
-    return Decision(*fields, _lines(symbols), _lines(current))
+    id, repo, intent_id, developer, text, ts, symbols, current = row
+    return Decision(id, repo, intent_id, developer, text, ts, _lines(symbols), _lines(current))
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -484,6 +488,7 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
             "INSERT INTO intents (repo, title, owner, status, created_ts, updated_ts) VALUES (?, ?, ?, 'active', ?, ?)",
             (repo, title, developer, now, now),
         )
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return self._intent(conn, cursor.lastrowid)
 
     def _attach(self, conn: sqlite3.Connection, agent: str, session_id: str, developer: str, intent: Intent) -> None:
@@ -540,7 +545,7 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
         return [Claim(*row) for row in rows]
 
     @_guarded
-    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+    def upgrade_file_claims(self, graph: Graph, repo: str, intent_id: int | None = None) -> int:
         """Turn the file claims of the repo's intents (or of one intent) into symbol claims, now that the
         code graph exists: the innermost symbol at each claimed line, or every symbol of the file when
         no line is known or none is found; a file the graph has no symbols for is no longer claimed.
@@ -737,6 +742,7 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
             (intent_id, developer or intent.owner, kind, text, now),
         )
         self._touch(conn, intent_id)
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return Note(cursor.lastrowid, intent_id, developer or intent.owner, kind, text, now)
 
     @_guarded
@@ -807,7 +813,7 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
     @_guarded
     def conflicts(
         self,
-        graph: object,
+        graph: Graph | None,
         repo: str,
         symbol_ids: Iterable[str],
         developer: str,
@@ -838,7 +844,7 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
     # -- queries ----------------------------------------------------------------------------------
 
     @_guarded
-    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+    def who_knows(self, graph: Graph, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
         distance = distances(graph, symbol_id, hops)
         return rank_experts(distance, self._involvement(repo, sorted(distance)))

@@ -28,6 +28,10 @@ from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
 from hivelore.records import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import Any
+
 SCHEMA_VERSION = "7"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
@@ -143,7 +147,7 @@ class Row:
     seen_count: int
     value_chars: int  # of the value with its whitespace collapsed: a line's length without decoding
 
-    def __init__(self, *columns: object, memory: Memory | None = None) -> None:
+    def __init__(self, *columns: Any, memory: Memory | None = None) -> None:
         """The columns in `_COLUMNS` order: root, relpath, mtime_ns, size, checksum, scope, key, kind,
         state, updated_ts, seen_count, value_chars and the memory's JSON (None when `memory` is given)."""
         (
@@ -381,7 +385,7 @@ class Index:
         for path, memory, stamp in vault.load_folder(folder, [e.name for e in listing.files]):
             if isinstance(memory, Memory) and stamp is not None:
                 loaded.append((path, memory, stamp))
-            elif not isinstance(memory, FileNotFoundError):  # one deleted since the listing has no row
+            elif isinstance(memory, Exception) and not isinstance(memory, FileNotFoundError):  # deleted since: no row
                 self._record_unreadable(vault, path, memory)
         self.upsert_many(vault, loaded, replace=False)
         return len(loaded)

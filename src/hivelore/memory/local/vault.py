@@ -60,7 +60,7 @@ class Swept:
     files: int = 0
     bytes: int = 0
 
-    def __add__(self, other: Swept) -> Swept:  # type: ignore[override]
+    def __add__(self, other: Swept) -> Swept:
         return Swept(self.files + other.files, self.bytes + other.bytes)
 
 
@@ -261,7 +261,7 @@ class Vault:
 
     def listings(self) -> Iterator[tuple[Path, int, Listing]]:
         """`walk_folders` with each folder's listing: its files' stats and what was swept there."""
-        pending = [(name,) for name in SCOPE_ROOTS]
+        pending: list[tuple[str, ...]] = [(name,) for name in SCOPE_ROOTS]
         while pending:
             parts = pending.pop()
             try:
