@@ -18,6 +18,7 @@ from hivelore.config import Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
 from hivelore.memory import recall
+from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
 from hivelore.memory.model import (
@@ -39,7 +40,6 @@ from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore.memory.local.index import RebuildStats
     from hivelore.profile.store import Profile
 
 MAX_SEARCH_LIMIT = 1000
@@ -587,10 +587,9 @@ class Hivelore:
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
-        """Re-read every file into a new index; the next read opens it."""
-        stats = self.local.rebuild()
-        self._local = None
-        return stats
+        """Re-read every file into a new index; the next read chooses the local tier again."""
+        self.close()
+        return rebuild(self.index_path, self.vaults)
 
     def sweep(self) -> Swept:
         """Remove the temp files writers killed mid-write left in the tiers' folders (stale ones only)."""

@@ -479,14 +479,6 @@ class Index:
             where += f" AND {alias}.archived = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > :now)"
         return where, params
 
-    def by_key(self, vaults: Sequence[Vault], scopes: Sequence[str], key: str) -> list[Row]:
-        where, params = self._where(vaults, scopes, visible=False)
-        params["key"] = key
-        return [
-            _row(r)
-            for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
-        ]
-
     def by_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every row (hidden ones too) in `scopes` whose key is one of `keys`."""
         found: list[Row] = []

@@ -17,15 +17,11 @@ from pathlib import Path
 
 from hivelore.confined import LinkRefused
 from hivelore.memory import recall
-from hivelore.memory.local.index import Index, IndexUnavailable, folder_mtime, fts_query, rebuild
+from hivelore.memory.local.index import Index, IndexUnavailable, folder_mtime, fts_query
 from hivelore.memory.local.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 from hivelore.memory.model import Memory
 from hivelore.memory.scope import Scope, parse
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
-if TYPE_CHECKING:
-    from hivelore.memory.local.index import RebuildStats
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has more
@@ -261,11 +257,6 @@ class VaultTier(Tier):
         for vault in self.vaults:
             total += vault.sweep()
         return total
-
-    def rebuild(self) -> RebuildStats:
-        """Re-read every file into a new index (the tier is closed: open the local tier again after)."""
-        self.close()
-        return rebuild(self.index_path, self.vaults)
 
     def status(self, scopes: Sequence[str]) -> dict[str, object]:
         """The index's file, and whether it is used (with what is wrong if not); `scopes` are refreshed
