@@ -84,10 +84,10 @@ class Hivelore:
         self.session = session
         self.home = Vault(settings.home, "home")
         private_home(str(settings.home))
-        self.project_root = chain.git.root / ".hivelore" if chain.git else None
+        project_root = chain.git.root / ".hivelore" if chain.git else None
+        self.project_root = project_root  # where `--tier project` writes, even before the folder exists
         self.warnings: list[str] = []
-        usable = self.project_root and self._usable(self.project_root)
-        self.project = Vault(self.project_root, "project") if self.project_root and usable else None
+        self.project = Vault(project_root, "project") if project_root and self._usable(project_root) else None
         # Within one scope the project tier (committed with the repository) wins over the home tier.
         self.vaults = [v for v in (self.project, self.home) if v]
         self._local: VaultTier | None = None
