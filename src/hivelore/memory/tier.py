@@ -118,8 +118,9 @@ class Tier:
         raise NotImplementedError
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
-        """At most `limit` visible copies in `scopes` that hold the query's `words` (lower-case), best
-        first, each with its relevance (> 0; comparable only within one call)."""
+        """Visible copies in `scopes` that hold the query's `words` (lower-case), best first, each with
+        its relevance (> 0; comparable only within one call): the best `limit` of them, or more (a
+        tier that has read every match already may give them all, rather than cut between ties)."""
         raise NotImplementedError
 
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:

@@ -463,10 +463,10 @@ class ScanTier(VaultTier):
         return self._scan(scopes) if include_hidden else self._visible(scopes)
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
-        """Relevance without an index: how many of the words a memory holds."""
+        """Every match, its relevance how many of the words it holds: with every file read already, a
+        cut would only drop copies tied with the ones kept (many hold all the words of a query)."""
         scored = [(c, recall.word_overlap(c, words)) for c in self._visible(scopes)]
-        found = [(c, s) for c, s in scored if s > 0]
-        return sorted(found, key=lambda pair: -pair[1])[:limit]
+        return sorted([(c, s) for c, s in scored if s > 0], key=lambda pair: -pair[1])
 
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:
         """Every visible copy is a candidate: the files are read already."""
