@@ -167,3 +167,12 @@ def test_the_surfaces_call_the_services_and_never_a_store(module: Module) -> Non
     reached = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in ("team", "graph")}
     assert not imported, f"{module.name} imports {sorted(imported)}: call a service instead"
     assert not reached, f"{module.name} reaches through a service into its .{', .'.join(sorted(reached))}"
+
+
+BACKENDS = ("sqlite3", "hivelore.sqlitedb", "hivelore.memory.local", "hivelore.events", "hivelore.team")
+
+
+def test_ranking_imports_no_backend() -> None:
+    recall = next(m for m in MODULES if m.name == "memory.recall")
+    backends = {n for n in recall.imports if any(n == b or n.startswith(b + ".") for b in BACKENDS)}
+    assert not backends, f"memory.recall imports {sorted(backends)}"

@@ -12,6 +12,7 @@ import pytest
 from hivelore.atomicfile import DriftError
 from hivelore.memory import service
 from hivelore.memory.guard import GuardError
+from hivelore.memory.local.tier import LocalTier, rarest
 from hivelore.memory.local.vault import slug
 from hivelore.memory.service import Hivelore, NotFound
 from hivelore.memory.transfer import ImportRecord
@@ -134,7 +135,7 @@ def test_without_an_index_reads_fall_back_to_the_files(hl: Hivelore, home: Path,
     assert any("index rebuild" in w for w in fallback.warnings)
     stats = fallback.rebuild_index()
     assert (stats.files, stats.indexed) == (1, 1)
-    assert Hivelore.open(repo).index() is not None
+    assert isinstance(Hivelore.open(repo).local, LocalTier)
 
 
 def test_a_corrupt_index_falls_back_then_rebuilds(hl: Hivelore, home: Path, repo: Path) -> None:
@@ -315,11 +316,11 @@ def test_a_long_query_looks_for_its_rarest_words_when_no_memory_holds_them_all(h
         hl.write("global", f"filler-{n}", f"the tests fail sometimes in module {n}; rerun the tests")
     hl.write("global", "db-down", "pnpm test fails with ECONNREFUSED 5432 until the postgres container is up")
     hl.write("global", "redis-down", "the worker tests fail with ECONNREFUSED 6379 until redis is up")
-    index = hl.index()
-    assert index is not None
-    counts = index.document_counts(["tests", "econnrefused", "postgres", "redis", "fail", "5432", "nowhere"])
+    tier = hl.local
+    assert isinstance(tier, LocalTier)
+    counts = tier.index.document_counts(["tests", "econnrefused", "postgres", "redis", "fail", "5432", "nowhere"])
     assert counts == {"tests": 31, "econnrefused": 2, "postgres": 1, "redis": 1, "fail": 32, "5432": 1, "nowhere": 0}
-    assert hl._rarest(index, ["tests", "fail", "econnrefused", "postgres", "5432", "nowhere"]) == [
+    assert rarest(tier.index, ["tests", "fail", "econnrefused", "postgres", "5432", "nowhere"]) == [
         "tests",
         "econnrefused",
         "postgres",

@@ -1,7 +1,7 @@
 """Ranking at read time: relevance, scope specificity, recency and how often a memory was seen.
 
 Nothing decays in the background; every score is computed when memory is read. This module is
-pure (rows in, ranked rows out) and stdlib only, so the hook path can use it.
+pure (candidates in, ranked candidates out, whatever tier they came from) and stdlib only, so the hook path can use it.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from hivelore.memory.local.index import Row
 from hivelore.memory.scope import parse, related
+from hivelore.memory.tier import Candidate
 from hivelore.records import record, replace
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
@@ -29,7 +29,7 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 @record
 class Ranked:
-    row: Row
+    row: Candidate
     score: float
     relevance: float
 
@@ -79,20 +79,14 @@ def _is_keyword(word: str) -> bool:
     return len(word) > 1 and word not in STOPWORDS
 
 
-def fts_query(words: Sequence[str], every_word: bool) -> str:
-    """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
-    terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]
-    return (" " if every_word else " OR ").join(terms)
-
-
-def word_overlap(memory_row: Row, words: Sequence[str]) -> float:
+def word_overlap(memory_row: Candidate, words: Sequence[str]) -> float:
     """Relevance without an index: how many query words the memory contains."""
     memory = memory_row.memory
     found = _words(f"{memory.key.replace('-', ' ')} {memory.value} {' '.join(memory.tags)}")
     return float(sum(word in found for word in words))
 
 
-def score(row: Row, relevance: float, specificity: float, weights: dict[str, float], now: float) -> float:
+def score(row: Candidate, relevance: float, specificity: float, weights: dict[str, float], now: float) -> float:
     age_days = max(0.0, now - row.updated_ts) / 86400
     recency = 1.0 / (1.0 + age_days / RECENCY_HALF_LIFE_DAYS)
     seen = row.seen_count / (row.seen_count + 3.0)
@@ -107,7 +101,7 @@ def score(row: Row, relevance: float, specificity: float, weights: dict[str, flo
 
 
 def rank(
-    rows: Sequence[tuple[Row, float]], scopes: Sequence[str], weights: dict[str, float], now: float | None = None
+    rows: Sequence[tuple[Candidate, float]], scopes: Sequence[str], weights: dict[str, float], now: float | None = None
 ) -> list[Ranked]:
     """Score rows (with raw BM25 relevance, 0 without a query), best first.
 
@@ -126,11 +120,11 @@ def rank(
     return ranked
 
 
-def precedence(row: Row, scopes: Sequence[str], roots: Sequence[str]) -> tuple[int, int, str]:
+def precedence(row: Candidate, scopes: Sequence[str], roots: Sequence[str]) -> tuple[int, int, str]:
     """The order in which copies of one key win: narrower scope (`scopes` narrowest first), then the
     first tier (`roots` order), then the first file name."""
     scope = row.scope
-    return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(row.root), row.relpath)
+    return (scopes.index(scope) if scope in scopes else len(scopes), roots.index(row.origin), row.place)
 
 
 def winners(
@@ -167,7 +161,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def line_for(memory_row: Row, max_value_chars: int) -> str:
+def line_for(memory_row: Candidate, max_value_chars: int) -> str:
     """One memory as one line of injected context."""
     memory = memory_row.memory
     value = " ".join(memory.value.split())
@@ -178,7 +172,7 @@ def line_for(memory_row: Row, max_value_chars: int) -> str:
     return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
 
 
-def line_chars_at_least(row: Row, max_value_chars: int) -> int:
+def line_chars_at_least(row: Candidate, max_value_chars: int) -> int:
     """The fewest characters `line_for` can give this row, from its index columns alone (a cut value
     ends one character short when the cut fell after a space)."""
     staged = " [staged]" if row.state == "staged" else ""
@@ -191,7 +185,7 @@ def fit_budget(
     ranked: Sequence[Ranked],
     budget_chars: int,
     max_value_chars: int,
-    fresh: Callable[[Row], Row | None] = lambda row: row,
+    fresh: Callable[[Candidate], Candidate | None] = lambda row: row,
 ) -> tuple[list[Ranked], int]:
     """The best-ranked memories whose lines fit in the budget, and how many near-duplicates of a shown
     memory were passed over on the way. A long line is skipped, not cut off; the scan stops once no
@@ -207,7 +201,7 @@ def fit_budget(
         if used + line_chars_at_least(candidate.row, max_value_chars) + 1 > budget_chars:
             continue
         row = fresh(candidate.row)
-        if row is None or any((row.root, row.relpath) == (r.row.root, r.row.relpath) for r in shown):
+        if row is None or any((row.origin, row.place) == (r.row.origin, r.row.place) for r in shown):
             continue
         r = replace(candidate, row=row)
         cost = len(line_for(r.row, max_value_chars)) + 1

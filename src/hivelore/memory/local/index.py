@@ -26,6 +26,7 @@ from hivelore.home import private_file, private_folder
 from hivelore.memory.local.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
+from hivelore.memory.tier import Candidate, value_chars
 from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -111,48 +112,26 @@ class IndexUnavailable(Unavailable):
     repair = "run `hivelore index rebuild` (the files are untouched)"
 
 
-class Row:
-    """A memory as the index knows it, and where its file is.
+class Row(Candidate):
+    """A memory as the index knows it, and where its file is (`origin` is the vault's folder, `place`
+    the file's path under it).
 
     Ranking needs only the indexed columns (scope, key, kind, state, updated, seen_count); the
     memory itself is decoded from its stored JSON the first time it is asked for, so a session
     start that ranks hundreds of rows decodes only the ten it shows."""
 
-    __slots__ = (
-        "root",
-        "relpath",
-        "mtime_ns",
-        "size",
-        "checksum",
-        "scope",
-        "key",
-        "kind",
-        "state",
-        "updated_ts",
-        "seen_count",
-        "value_chars",
-        "_doc",
-        "_memory",
-    )
-    root: str
-    relpath: str
+    __slots__ = ("mtime_ns", "size", "checksum", "_doc")
     mtime_ns: int
     size: int
     checksum: str
-    scope: str
-    key: str
-    kind: str
-    state: str
-    updated_ts: float
-    seen_count: int
-    value_chars: int  # of the value with its whitespace collapsed: a line's length without decoding
+    _doc: str | None
 
-    def __init__(self, *columns: Any, memory: Memory | None = None) -> None:
+    def __init__(self, *columns: Any) -> None:
         """The columns in `_COLUMNS` order: root, relpath, mtime_ns, size, checksum, scope, key, kind,
-        state, updated_ts, seen_count, value_chars and the memory's JSON (None when `memory` is given)."""
+        state, updated_ts, seen_count, value_chars and the memory's JSON."""
         (
-            self.root,
-            self.relpath,
+            self.origin,
+            self.place,
             self.mtime_ns,
             self.size,
             self.checksum,
@@ -165,24 +144,13 @@ class Row:
             self.value_chars,
             self._doc,
         ) = columns
-        self._memory = memory
-
-    @classmethod
-    def of(cls, memory: Memory, root: str, relpath: str, stamp: Stamp) -> Row:
-        """A row for a memory just read from its file."""
-        scope, updated = str(memory.scope), epoch_from_iso(memory.updated)
-        columns = (stamp.mtime_ns, stamp.size, stamp.checksum, scope, memory.key, memory.kind, memory.state)
-        return cls(root, relpath, *columns, updated, memory.seen_count, value_chars(memory.value), None, memory=memory)
+        self._memory = None
 
     @property
     def memory(self) -> Memory:
         if self._memory is None:
             self._memory = Memory.from_dict(json.loads(self._doc or "{}"))
         return self._memory
-
-    @property
-    def path(self) -> Path:
-        return Path(self.root, self.relpath)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Row) and self._identity() == other._identity()
@@ -191,10 +159,7 @@ class Row:
         return hash(self._identity())
 
     def _identity(self) -> tuple[str, str, int]:
-        return (self.root, self.relpath, self.mtime_ns)
-
-    def __repr__(self) -> str:
-        return f"Row({self.scope}::{self.key} at {self.root}/{self.relpath})"
+        return (self.origin, self.place, self.mtime_ns)
 
 
 @record
@@ -248,9 +213,10 @@ def _columns(row_id: int, root: str, relpath: str, memory: Memory, stamp: Stamp)
     )
 
 
-def value_chars(value: str) -> int:
-    """The length of a value as one line shows it (whitespace runs collapsed)."""
-    return len(" ".join(value.split()))
+def fts_query(words: Sequence[str], every_word: bool) -> str:
+    """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
+    terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]
+    return (" " if every_word else " OR ").join(terms)
 
 
 class Index:
@@ -482,16 +448,16 @@ class Index:
     def verify(self, vaults: Sequence[Vault], row: Row) -> Row | None:
         """The row as its file is now: itself if unchanged, re-read if edited, None if gone or unreadable."""
         try:
-            st = os.lstat(os.path.join(row.root, row.relpath))  # a file replaced by a link is re-read (and refused)
+            st = os.lstat(os.path.join(row.origin, row.place))  # a file replaced by a link is re-read (and refused)
         except FileNotFoundError:
             st = None
         if st is not None and (st.st_mtime_ns, st.st_size) == (row.mtime_ns, row.size):
             return row
-        vault = next(v for v in vaults if str(v.root) == row.root)
+        vault = next(v for v in vaults if str(v.root) == row.origin)
         if st is None:
             self.remove(vault, row.path)
             return None
-        return self.row_at(row.root, row.relpath) if self.reload(vault, row.path) is not None else None
+        return self.row_at(row.origin, row.place) if self.reload(vault, row.path) is not None else None
 
     def row_at(self, root: str, relpath: str) -> Row | None:
         found = self.conn.execute(
@@ -518,14 +484,6 @@ class Index:
             where += f" AND {alias}.archived = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > :now)"
         return where, params
 
-    def by_key(self, vaults: Sequence[Vault], scopes: Sequence[str], key: str) -> list[Row]:
-        where, params = self._where(vaults, scopes, visible=False)
-        params["key"] = key
-        return [
-            _row(r)
-            for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
-        ]
-
     def by_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every row (hidden ones too) in `scopes` whose key is one of `keys`."""
         found: list[Row] = []
@@ -533,15 +491,18 @@ class Index:
             found += self._with_keys(vaults, scopes, chunk, visible=False)
         return found
 
-    def copies(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
-        """Every visible row in `scopes` whose key is one of `keys`."""
+    def copies(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str], only_shared: bool = True
+    ) -> list[Row]:
+        """Every visible row in `scopes` whose key is one of `keys`; with `only_shared`, of the keys
+        that have several copies in the index (a key's only copy has no rival there)."""
         found: list[Row] = []
         for chunk in sqlitedb.chunks(list(keys)):
             marks = ", ".join("?" * len(chunk))
             # A key with one copy in the whole index has no rival: looked up by primary key, this
             # leaves out most keys before the memories are searched.
             sql = f"SELECT key FROM key_totals WHERE key IN ({marks}) AND copies > 1"
-            shared = [key for (key,) in self.conn.execute(sql, chunk)]
+            shared = [key for (key,) in self.conn.execute(sql, chunk)] if only_shared else chunk
             if shared:
                 found += self._with_keys(vaults, scopes, shared, visible=True)
         return found
@@ -554,7 +515,7 @@ class Index:
         return [_row(r) for r in self.conn.execute(sql, params)]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
-        """How many memories hold each word (as `recall.fts_query` matches it: a prefix from 4
+        """How many memories hold each word (as `fts_query` matches it: a prefix from 4
         letters on, else the exact term), read from FTS5's own vocabulary, not by matching."""
         # A temp-schema view of the index's vocabulary: per connection, nothing written to the file.
         self.conn.execute(
@@ -567,9 +528,7 @@ class Index:
             counts[word] = int(self.conn.execute(sql, (word, upper)).fetchone()[0])
         return counts
 
-    def match(
-        self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
-    ) -> list[tuple[Row, float]]:
+    def match(self, vaults: Sequence[Vault], scopes: Sequence[str], query: str, limit: int) -> list[tuple[Row, float]]:
         """Visible rows in `scopes` matching an FTS5 query, best BM25 first, with their relevance (> 0).
 
         FTS5 ranks every match either way, but joining each one to its row to check its scope costs
@@ -577,16 +536,16 @@ class Index:
         are in `scopes` is every match joined."""
         size = limit * SHORTLIST_FACTOR
         if size > MAX_SHORTLIST:
-            return self._match_all(vaults, scopes, fts_query, limit)
+            return self._match_all(vaults, scopes, query, limit)
         shortlist = self.conn.execute(
             f"SELECT rowid, -{_BM25} AS relevance FROM memories_fts WHERE memories_fts MATCH ?"
             " ORDER BY relevance DESC LIMIT ?",
-            (fts_query, size + 1),
+            (query, size + 1),
         ).fetchall()
         kept = self._in_scopes(vaults, scopes, shortlist[:size])
         if len(kept) >= limit or len(shortlist) <= size:  # enough, or every match was on the shortlist
             return kept[:limit]
-        return self._match_all(vaults, scopes, fts_query, limit)
+        return self._match_all(vaults, scopes, query, limit)
 
     def _in_scopes(
         self, vaults: Sequence[Vault], scopes: Sequence[str], scored: list[tuple[int, float]]
@@ -602,10 +561,10 @@ class Index:
         return [(rows[row_id], relevance) for row_id, relevance in scored if row_id in rows]
 
     def _match_all(
-        self, vaults: Sequence[Vault], scopes: Sequence[str], fts_query: str, limit: int
+        self, vaults: Sequence[Vault], scopes: Sequence[str], query: str, limit: int
     ) -> list[tuple[Row, float]]:
         where, params = self._where(vaults, scopes, visible=True)
-        params.update({"q": fts_query, "limit": limit})
+        params.update({"q": query, "limit": limit})
         sql = (
             f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, {_BM25} AS rank"
             f" FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
@@ -623,7 +582,7 @@ class Index:
                 sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {order} LIMIT :n"
                 for columns in self.conn.execute(sql, params):
                     row = _row(columns)
-                    found[(row.root, row.relpath)] = row
+                    found[(row.origin, row.place)] = row
         return list(found.values())
 
     def rows(self, vaults: Sequence[Vault], scopes: Sequence[str], visible: bool = True) -> list[Row]:
