@@ -270,6 +270,7 @@ TOOL_ARGS: dict[str, dict[str, object]] = {
     "who_knows": {"symbol": SYMBOL},
     "why": {"symbol": SYMBOL},
     "task_board": {},
+    "code_history": {"files": ["shop/tokens.py"], "symbols": [SYMBOL]},
 }
 
 

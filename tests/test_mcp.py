@@ -21,9 +21,22 @@ from typing import Any
 
 import anyio
 import pytest
-from harness import SESSION_TIMEOUT, call, call_error, mcp_session, text_of
+from harness import (
+    SESSION_TIMEOUT,
+    SHOP_FILES,
+    call,
+    call_error,
+    claude_hook_as,
+    cli_as,
+    developer_env,
+    make_shop,
+    mcp_session,
+    text_of,
+)
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from hivelore.mcp import answers
 from hivelore.memory.scope import GRAMMAR
@@ -45,7 +58,16 @@ TOOLS = {
     "memory_tree",
 }
 PROFILE_TOOLS = {"profile_read", "profile_search"}
-GRAPH_TOOLS = {"blast_radius", "shortest_path", "hotspots", "conflicts", "who_knows", "why", "task_board"}
+GRAPH_TOOLS = {
+    "blast_radius",
+    "shortest_path",
+    "hotspots",
+    "conflicts",
+    "who_knows",
+    "why",
+    "task_board",
+    "code_history",
+}
 READ_ONLY_TOOLS = {
     "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS
 }  # fmt: skip
@@ -83,7 +105,7 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
     """The server introduces itself as hivelore, with instructions, and lists exactly its tools: nine for
-    memories, two that read the user's profile, seven that query the code graph and the team's tasks.
+    memories, two that read the user's profile, eight that query the code graph and the team's tasks.
 
     Every name is a plain snake_case identifier (some clients reject anything else), every tool declares
     an outputSchema (its results are structured), the reading tools are marked read-only and the
@@ -489,3 +511,71 @@ def test_a_bare_hivelore_mcp_starts_without_the_cli_framework(home: Path, repo: 
     assert done.returncode == 0, done.stderr[-2000:]
     assert "hivelore.mcp.stdio" in imported
     assert not {"typer", "hivelore.cli.app"} & set(imported)
+
+
+# -- 5. the history of some code, as `context --file/--symbol` tells it -----------------------------------------
+
+TOKEN_LESSON = "validate_token must reject expired JWTs: check exp before splitting, or refresh breaks"
+
+
+def dev_a_claims_validate_token_and_decides(home: Path, shop: Path) -> None:
+    """dev-a's agent is about to edit validate_token (its task claims it); dev-a decides on RS256 and
+    writes a lesson that names it."""
+    assert cli_as(home, shop, "dev-a", "graph", "index").returncode == 0
+    claude_hook_as(home, shop, "dev-a", "UserPromptSubmit", {"session_id": "a-1", "prompt": "add JWT support"})
+    tool_input = {"file_path": str(shop / "shop" / "tokens.py"), "old_string": "[0]", "new_string": "[1]"}
+    claude_hook_as(
+        home, shop, "dev-a", "PreToolUse", {"session_id": "a-1", "tool_name": "Edit", "tool_input": tool_input}
+    )
+    decided = cli_as(
+        home, shop, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"
+    )
+    assert decided.returncode == 0, decided.stderr
+    assert cli_as(home, shop, "dev-a", "write", "repo::acme/shop::token-expiry", TOKEN_LESSON).returncode == 0
+
+
+async def test_code_history_answers_what_context_with_a_file_prints(home: Path, tmp_path: Path) -> None:
+    """dev-b asks over MCP what happened to shop/tokens.py (by file, and by symbol name) before touching
+    it: dev-a's decision, dev-a's task that claimed validate_token, and the lesson that names it — the
+    same history the CLI's `context --file shop/tokens.py --json` carries. A name of no symbol is a tool
+    error."""
+    shop = make_shop(tmp_path / "shop", SHOP_FILES)
+    dev_a_claims_validate_token_and_decides(home, shop)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "hivelore", "mcp"], cwd=str(shop), env=developer_env(home, "dev-b")
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        by_file = await call(session, "code_history", files=["shop/tokens.py"])
+        by_name = await call(session, "code_history", symbols=["validate_token"])
+        unknown = await call_error(session, "code_history", symbols=["no_such_function"])
+    printed = json.loads(cli_as(home, shop, "dev-b", "context", "--file", "shop/tokens.py", "--json").stdout)["code"]
+
+    assert by_file["asked"] == ["shop/tokens.py"] and by_file["symbols"] == ["shop/tokens.py::validate_token"]
+    (history,) = by_file["history"]
+    assert history["symbol"] == "shop/tokens.py::validate_token" and history["failed"] == []
+    assert [d["text"] for d in history["decisions"]] == ["Tokens are JWTs signed with RS256"]
+    assert [(t["owner"], t["title"], t["status"]) for t in history["claimed_by"]] == [
+        ("dev-a", "add JWT support", "active")
+    ]
+    assert [m["key"] for m in by_file["lessons"]] == ["token-expiry"] and by_file["problem"] is None
+    assert by_name["asked"] == ["shop/tokens.py::validate_token"]
+    assert {k: v for k, v in by_name.items() if k != "asked"} == {k: v for k, v in by_file.items() if k != "asked"}
+    assert [by_file[k] for k in ("asked", "symbols", "problem")] == [
+        printed[k] for k in ("asked", "symbols", "problem")
+    ]
+    assert [d["id"] for d in history["decisions"]] == [d["id"] for d in printed["history"][0]["decisions"]]
+    assert by_file["lessons"] == printed["lessons"]
+    assert "no symbol 'no_such_function'" in unknown
+
+
+async def test_code_history_without_a_graph_says_so(home: Path, tmp_path: Path) -> None:
+    shop = make_shop(tmp_path / "shop", SHOP_FILES)
+
+    async with mcp_session(home, shop, tmp_path / "server.log") as session:
+        found = await call(session, "code_history", files=["shop/tokens.py"])
+
+    assert found == {
+        "asked": ["shop/tokens.py"], "symbols": [], "history": [], "lessons": [],
+        "problem": "no code graph for this repository yet: run `hivelore graph index`",
+    }  # fmt: skip

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from hivelore.atomicfile import DriftError
 from hivelore.profile import store
 from hivelore.profile.store import (
     CRASH_ENV,
     BudgetError,
-    DriftError,
     Profile,
     ProfileError,
 )

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from hivelore.atomicfile import DriftError
 from hivelore.memory import service
 from hivelore.memory.guard import GuardError
 from hivelore.memory.local.tier import LocalTier, rarest
-from hivelore.memory.local.vault import DriftError, slug
+from hivelore.memory.local.vault import slug
 from hivelore.memory.service import Hivelore, NotFound
 from hivelore.memory.transfer import ImportRecord
 

@@ -15,15 +15,8 @@ from harness import git, make_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hivelore.team.store import (
-    FILENAME,
-    NoSuchIntent,
-    Team,
-    TeamUnavailable,
-    developer_for,
-    file_claim,
-    file_claim_ids,
-)
+from hivelore.team.model import NoSuchIntent, TeamUnavailable, file_claim, file_claim_ids
+from hivelore.team.store import FILENAME, SqliteTeam, developer_for
 from hivelore.team.testruns import TestRun, parse
 
 REPO = "acme/shop"
@@ -99,8 +92,8 @@ def home(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def team(home: str, clock: Clock) -> Iterator[Team]:
-    with Team.open(home, clock=clock) as team:
+def team(home: str, clock: Clock) -> Iterator[SqliteTeam]:
+    with SqliteTeam.open(home, clock=clock) as team:
         yield team
 
 
@@ -112,7 +105,7 @@ def graph() -> CallGraph:
 # -- the shop story -----------------------------------------------------------------------------
 
 
-def test_the_shop_story_with_three_developers(team: Team, graph: CallGraph, clock: Clock) -> None:
+def test_the_shop_story_with_three_developers(team: SqliteTeam, graph: CallGraph, clock: Clock) -> None:
     # dev-a's agent starts "add JWT support" and, before editing, claims what it is about to change
     jwt = team.intent_for_session("claude", "a-1", "dev-a", REPO, "add JWT support\n\nuse pyjwt, RS256")
     assert (jwt.title, jwt.owner, jwt.status) == ("add JWT support", "dev-a", "active")
@@ -181,36 +174,36 @@ def test_the_shop_story_with_three_developers(team: Team, graph: CallGraph, cloc
 # -- conflicts ----------------------------------------------------------------------------------
 
 
-def dev_a_claims(team: Team, *symbols: str) -> int:
+def dev_a_claims(team: SqliteTeam, *symbols: str) -> int:
     intent = team.create_intent("dev-a", REPO, "add JWT support")
     team.claim(intent.id, symbols)
     return intent.id
 
 
-def test_a_shared_caller_alone_is_not_a_conflict(team: Team, graph: CallGraph) -> None:
+def test_a_shared_caller_alone_is_not_a_conflict(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, SEND_RECEIPT)  # place_order calls both checkout and send_receipt
     assert team.conflicts(graph, REPO, [CHECKOUT], "dev-b") == []
 
 
-def test_a_claimed_caller_is_a_conflict_with_the_path_in_call_order(team: Team, graph: CallGraph) -> None:
+def test_a_claimed_caller_is_a_conflict_with_the_path_in_call_order(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, VALIDATE_TOKEN)
     (conflict,) = team.conflicts(graph, REPO, [DECODE_JWT], "dev-b")
     assert (conflict.path, conflict.direction, conflict.distance) == ((VALIDATE_TOKEN, DECODE_JWT), "callers", 1)
 
 
-def test_editing_the_claimed_symbol_itself_is_a_conflict(team: Team, graph: CallGraph) -> None:
+def test_editing_the_claimed_symbol_itself_is_a_conflict(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, VALIDATE_TOKEN)
     (conflict,) = team.conflicts(graph, REPO, [VALIDATE_TOKEN], "dev-b")
     assert (conflict.path, conflict.direction, conflict.distance) == ((VALIDATE_TOKEN,), "same", 0)
 
 
-def test_claims_beyond_three_call_hops_are_not_conflicts(team: Team, graph: CallGraph) -> None:
+def test_claims_beyond_three_call_hops_are_not_conflicts(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, B64)  # checkout → current_user → validate_token → decode_jwt → b64decode
     assert team.conflicts(graph, REPO, [CHECKOUT], "dev-b") == []
     assert [c.distance for c in team.conflicts(graph, REPO, [CHECKOUT], "dev-b", hops=4)] == [4]
 
 
-def test_each_claim_is_reported_once_with_its_shortest_path(team: Team, graph: CallGraph) -> None:
+def test_each_claim_is_reported_once_with_its_shortest_path(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, VALIDATE_TOKEN, TOTAL)
     conflicts = team.conflicts(graph, REPO, [PLACE_ORDER, CHECKOUT, CURRENT_USER], "dev-b")
     assert [(c.claimed, c.path) for c in conflicts] == [
@@ -219,7 +212,7 @@ def test_each_claim_is_reported_once_with_its_shortest_path(team: Team, graph: C
     ]
 
 
-def test_own_claims_finished_and_idle_intents_do_not_warn(team: Team, graph: CallGraph, clock: Clock) -> None:
+def test_own_claims_finished_and_idle_intents_do_not_warn(team: SqliteTeam, graph: CallGraph, clock: Clock) -> None:
     intent_id = dev_a_claims(team, VALIDATE_TOKEN)
     assert team.conflicts(graph, REPO, [CHECKOUT], "dev-a") == []
     assert team.conflicts(graph, "acme/other-repo", [CHECKOUT], "dev-b") == []
@@ -231,16 +224,16 @@ def test_own_claims_finished_and_idle_intents_do_not_warn(team: Team, graph: Cal
     assert team.conflicts(graph, REPO, [CHECKOUT], "dev-b") == []
 
 
-def test_when_nobody_else_claims_anything_the_graph_is_not_walked(team: Team, graph: CallGraph) -> None:
+def test_when_nobody_else_claims_anything_the_graph_is_not_walked(team: SqliteTeam, graph: CallGraph) -> None:
     dev_a_claims(team, VALIDATE_TOKEN)
     assert team.conflicts(graph, REPO, [CHECKOUT], "dev-a") == []
     assert graph.walks == 0
 
 
-def test_warnings_are_remembered_per_session(home: str, team: Team) -> None:
+def test_warnings_are_remembered_per_session(home: str, team: SqliteTeam) -> None:
     assert not team.warned("codex", "b-1", "checkout-vs-validate_token")
     assert team.mark_warned("codex", "b-1", "checkout-vs-validate_token")
-    with Team.open(home) as another_process:
+    with SqliteTeam.open(home) as another_process:
         assert another_process.warned("codex", "b-1", "checkout-vs-validate_token")
         assert another_process.mark_warned("codex", "b-2", "checkout-vs-validate_token")  # a new session
 
@@ -248,7 +241,7 @@ def test_warnings_are_remembered_per_session(home: str, team: Team) -> None:
 # -- attempts: deduplication and resolves -------------------------------------------------------
 
 
-def test_a_failure_that_comes_back_after_a_fix_is_a_new_attempt(team: Team) -> None:
+def test_a_failure_that_comes_back_after_a_fix_is_a_new_attempt(team: SqliteTeam) -> None:
     intent_id = dev_a_claims(team, VALIDATE_TOKEN)
     first = team.record_attempt(intent_id, "pytest -q", FAILING_REFRESH)
     other = team.record_attempt(intent_id, "pytest -q", TestRun("pytest", "failed", ("tests/test_x.py::test_y",)))
@@ -275,7 +268,7 @@ RUNS = [
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(RUNS), st.sampled_from(["pytest", "pytest -x"])), max_size=25))
 def test_every_run_is_counted_once_and_each_failure_resolved_at_most_once(runs: list[tuple[TestRun, str]]) -> None:
-    with tempfile.TemporaryDirectory() as home, Team.open(home) as team:
+    with tempfile.TemporaryDirectory() as home, SqliteTeam.open(home) as team:
         intent_id = team.create_intent("dev-a", REPO, "add JWT support").id
         for run, command in runs:
             team.record_change(intent_id, [VALIDATE_TOKEN])
@@ -289,7 +282,7 @@ def test_every_run_is_counted_once_and_each_failure_resolved_at_most_once(runs: 
         assert all(a.outcome != "passed" for a in attempts if a.resolved_by is not None)
 
 
-def test_a_pass_resolves_failures_on_the_symbols_it_changed_in_any_intent(team: Team) -> None:
+def test_a_pass_resolves_failures_on_the_symbols_it_changed_in_any_intent(team: SqliteTeam) -> None:
     jwt = dev_a_claims(team, VALIDATE_TOKEN)
     team.record_change(jwt, [VALIDATE_TOKEN])
     broken = team.record_attempt(jwt, "pytest tests/test_auth.py", FAILING_REFRESH)
@@ -302,7 +295,7 @@ def test_a_pass_resolves_failures_on_the_symbols_it_changed_in_any_intent(team: 
     assert team.record_attempt(hotfix.id, "pytest", ALL_PASS).resolves == (broken.id,)
 
 
-def test_a_pass_of_the_same_command_resolves_the_intents_failures_without_changes(team: Team) -> None:
+def test_a_pass_of_the_same_command_resolves_the_intents_failures_without_changes(team: SqliteTeam) -> None:
     intent_id = dev_a_claims(team)
     flaky = team.record_attempt(intent_id, "go test ./...", TestRun("go", "failed", ("shop.TestCheckout",)))
     build = team.record_attempt(intent_id, "go test ./...", TestRun("go", "error", (), ("shop/broken",)))
@@ -312,7 +305,7 @@ def test_a_pass_of_the_same_command_resolves_the_intents_failures_without_change
     assert team.attempts(intent_id)[2] == other_command
 
 
-def test_attempts_keep_the_names_a_real_runner_output_gave(team: Team) -> None:
+def test_attempts_keep_the_names_a_real_runner_output_gave(team: SqliteTeam) -> None:
     output = (Path(__file__).parent / "fixtures" / "test-output" / "pytest" / "pytest-q.txt").read_text()
     attempt = team.record_attempt(dev_a_claims(team), "pytest -q tests/test_calc.py", parse(output, "pytest -q", 1))
     assert attempt.failed == (
@@ -325,7 +318,7 @@ def test_attempts_keep_the_names_a_real_runner_output_gave(team: Team) -> None:
 # -- decisions ----------------------------------------------------------------------------------
 
 
-def test_a_decision_is_superseded_only_on_the_symbols_a_newer_one_covers(team: Team, clock: Clock) -> None:
+def test_a_decision_is_superseded_only_on_the_symbols_a_newer_one_covers(team: SqliteTeam, clock: Clock) -> None:
     both = team.decide("tokens live 15 minutes", [VALIDATE_TOKEN, DECODE_JWT], developer="dev-a", repo=REPO)
     clock.advance(hours=1)
     newer = team.decide("tokens live 5 minutes", [VALIDATE_TOKEN], developer="dev-b", repo=REPO)
@@ -337,7 +330,7 @@ def test_a_decision_is_superseded_only_on_the_symbols_a_newer_one_covers(team: T
     assert team.decisions(REPO, VALIDATE_TOKEN) == [newer] and elsewhere.active
 
 
-def test_a_decision_needs_a_text_and_an_author(team: Team) -> None:
+def test_a_decision_needs_a_text_and_an_author(team: SqliteTeam) -> None:
     with pytest.raises(ValueError, match="needs a text"):
         team.decide("  ", [VALIDATE_TOKEN], developer="dev-a", repo=REPO)
     with pytest.raises(ValueError, match="a developer and a repo"):
@@ -347,7 +340,7 @@ def test_a_decision_needs_a_text_and_an_author(team: Team) -> None:
 # -- queries ------------------------------------------------------------------------------------
 
 
-def test_who_knows_counts_neighbours_less(team: Team, graph: CallGraph) -> None:
+def test_who_knows_counts_neighbours_less(team: SqliteTeam, graph: CallGraph) -> None:
     jwt = dev_a_claims(team, VALIDATE_TOKEN)  # dev-a: a claim on it
     team.decide("current_user returns None for anonymous users", [CURRENT_USER], developer="dev-b", repo=REPO)
     payments = team.create_intent("dev-c", REPO, "payments")
@@ -361,7 +354,7 @@ def test_who_knows_counts_neighbours_less(team: Team, graph: CallGraph) -> None:
     ]
 
 
-def test_history_tells_what_failed_here_before(team: Team, clock: Clock) -> None:
+def test_history_tells_what_failed_here_before(team: SqliteTeam, clock: Clock) -> None:
     jwt = dev_a_claims(team, VALIDATE_TOKEN)
     team.record_change(jwt, [VALIDATE_TOKEN])
     failure = team.record_attempt(jwt, "pytest", FAILING_REFRESH)
@@ -374,7 +367,7 @@ def test_history_tells_what_failed_here_before(team: Team, clock: Clock) -> None
     assert team.history(REPO, [CHECKOUT]).failed == []
 
 
-def test_the_task_board_shows_owner_status_claims_failures_and_the_last_note(team: Team, clock: Clock) -> None:
+def test_the_task_board_shows_owner_status_claims_failures_and_the_last_note(team: SqliteTeam, clock: Clock) -> None:
     jwt = dev_a_claims(team, VALIDATE_TOKEN, CURRENT_USER)
     team.record_attempt(jwt, "pytest", FAILING_REFRESH)
     team.handoff(jwt, "refresh flow half done")
@@ -399,7 +392,7 @@ def test_the_task_board_shows_owner_status_claims_failures_and_the_last_note(tea
 # -- intents and sessions -----------------------------------------------------------------------
 
 
-def test_a_session_keeps_one_intent_per_repo_titled_by_its_first_prompt(team: Team) -> None:
+def test_a_session_keeps_one_intent_per_repo_titled_by_its_first_prompt(team: SqliteTeam) -> None:
     first = team.intent_for_session("claude", "s-1", "dev-a", REPO, "\n  Add   JWT support to the API " + "x" * 200)
     assert len(first.title) == 120 and first.title.startswith("Add JWT support to the API x")
     assert team.intent_for_session("claude", "s-1", "dev-a", REPO, "another prompt") == first
@@ -408,7 +401,7 @@ def test_a_session_keeps_one_intent_per_repo_titled_by_its_first_prompt(team: Te
     assert [intent.id for intent in team.intents(REPO)] == [first.id]
 
 
-def test_resuming_drops_the_empty_intent_the_session_started_with(team: Team) -> None:
+def test_resuming_drops_the_empty_intent_the_session_started_with(team: SqliteTeam) -> None:
     jwt = dev_a_claims(team, VALIDATE_TOKEN)
     scratch = team.intent_for_session("claude", "c-1", "dev-c", REPO, f"resume task {jwt}")
     team.resume(jwt, "dev-c", "claude", "c-1")
@@ -417,7 +410,7 @@ def test_resuming_drops_the_empty_intent_the_session_started_with(team: Team) ->
     assert [intent.id for intent in team.intents(REPO)] == [jwt]
 
 
-def test_an_unknown_intent_is_a_lookup_error(team: Team) -> None:
+def test_an_unknown_intent_is_a_lookup_error(team: SqliteTeam) -> None:
     with pytest.raises(NoSuchIntent):
         team.claim(404, [CHECKOUT])
     with pytest.raises(NoSuchIntent):
@@ -457,13 +450,13 @@ def test_the_global_config_its_includes_and_linked_worktrees_are_read(tmp_path: 
 
 WORKER = """
 import os, sys, time
-from hivelore.team.store import Team
+from hivelore.team.store import SqliteTeam
 from hivelore.team.testruns import TestRun
 home, ready, go, what, times = sys.argv[1:6]
 open(ready, "w").close()
 while not os.path.exists(go):
     time.sleep(0.001)
-team = Team.open(home)
+team = SqliteTeam.open(home)
 for _ in range(int(times)):
     if what == "session":
         print(team.intent_for_session("claude", "shared", "dev-a", "acme/shop", "add JWT support").id)
@@ -490,10 +483,10 @@ def run_together(tmp_path: Path, home: str, processes: int, what: str, times: in
 
 
 def test_parallel_agents_recording_the_same_failure_lose_no_count(tmp_path: Path, home: str) -> None:
-    with Team.open(home) as team:
+    with SqliteTeam.open(home) as team:
         intent = team.create_intent("dev-a", REPO, "add JWT support")
     assert run_together(tmp_path, home, processes=5, what=str(intent.id), times=20) == list(range(1, 101))
-    with Team.open(home) as team:
+    with SqliteTeam.open(home) as team:
         (attempt,) = team.attempts(intent.id)
         assert attempt.count == 100
 
@@ -510,25 +503,25 @@ def test_a_corrupt_team_db_is_a_clear_error(home: str) -> None:
     Path(home).mkdir()
     Path(home, FILENAME).write_bytes(b"this is not a database, it was truncated by a full disk\n" * 100)
     with pytest.raises(TeamUnavailable, match=r"team\.db cannot be used \(file is not a database\); move it away"):
-        Team.open(home)
+        SqliteTeam.open(home)
 
 
 def test_a_team_db_of_another_schema_version_is_refused(home: str) -> None:
-    with Team.open(home) as team:
+    with SqliteTeam.open(home) as team:
         team.conn.execute("UPDATE meta SET value = '0' WHERE name = 'team-schema'")
     with pytest.raises(TeamUnavailable, match="has team schema 0, this hivelore needs 1"):
-        Team.open(home)
+        SqliteTeam.open(home)
 
 
 def test_a_database_that_is_not_a_team_db_is_left_alone(home: str) -> None:
     Path(home).mkdir()
     sqlite3.connect(Path(home, FILENAME)).execute("CREATE TABLE notes (text TEXT)")
     with pytest.raises(TeamUnavailable, match="not a hivelore team database"):
-        Team.open(home)
+        SqliteTeam.open(home)
     assert sqlite3.connect(Path(home, FILENAME)).execute("PRAGMA journal_mode").fetchone() == ("delete",)
 
 
-def test_damage_noticed_after_opening_is_a_clear_error_too(home: str, team: Team) -> None:
+def test_damage_noticed_after_opening_is_a_clear_error_too(home: str, team: SqliteTeam) -> None:
     intent = team.create_intent("dev-a", REPO, "add JWT support")
     sqlite3.connect(Path(home, FILENAME)).execute("DROP TABLE claims")
     with pytest.raises(TeamUnavailable, match="no such table: claims"):
@@ -581,7 +574,7 @@ def test_a_file_claim_names_its_file_and_lines_whatever_the_path(path: str, line
     assert file_claim(CHECKOUT) is None
 
 
-def test_file_claims_become_the_symbols_at_their_lines_or_the_whole_file(team: Team) -> None:
+def test_file_claims_become_the_symbols_at_their_lines_or_the_whole_file(team: SqliteTeam) -> None:
     graph = FileGraph(SHOP_CALLS)
     jwt = team.create_intent("dev-a", REPO, "add JWT support")
     cart = team.create_intent("dev-b", REPO, "fix the total")
@@ -596,7 +589,7 @@ def test_file_claims_become_the_symbols_at_their_lines_or_the_whole_file(team: T
     assert team.upgrade_file_claims(graph, REPO) == 0
 
 
-def test_a_file_claim_conflicts_with_an_edit_of_its_file_and_with_code_near_its_symbols(team: Team) -> None:
+def test_a_file_claim_conflicts_with_an_edit_of_its_file_and_with_code_near_its_symbols(team: SqliteTeam) -> None:
     graph = FileGraph(SHOP_CALLS)
     jwt = team.create_intent("dev-a", REPO, "add JWT support")
     team.claim(jwt.id, file_claim_ids("shop/tokens.py", [3, 12]))
@@ -615,7 +608,7 @@ def test_a_file_claim_conflicts_with_an_edit_of_its_file_and_with_code_near_its_
     assert team.conflicts(None, REPO, [], "dev-a", paths=["shop/tokens.py"]) == []  # one's own claim
 
 
-def test_without_a_graph_an_edited_file_conflicts_with_symbol_claims_in_it(team: Team) -> None:
+def test_without_a_graph_an_edited_file_conflicts_with_symbol_claims_in_it(team: SqliteTeam) -> None:
     """Another worktree of the repository has its graph (and claims symbols); this one has none yet."""
     jwt = team.create_intent("dev-a", REPO, "add JWT support")
     team.claim(jwt.id, [VALIDATE_TOKEN])

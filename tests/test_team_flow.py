@@ -221,11 +221,11 @@ def test_graph_index_of_a_folder_reads_the_files_under_it_and_says_what_it_skipp
 
 def claims_of(home: Path, repo: Path, title: str) -> list[str]:
     """What the task named `title` claims, as team.db holds it (`task resume` would take the task over)."""
-    from hivelore.team.store import Team
+    from hivelore.team.store import SqliteTeam
 
     board = json.loads(cli_as(home, repo, "dev-c", "task", "list", "--json").stdout)
     (task,) = [t for t in board if t["title"] == title]
-    with Team.open(str(home)) as team:
+    with SqliteTeam.open(str(home)) as team:
         return sorted(claim.symbol for claim in team.claims(task["id"]))
 
 

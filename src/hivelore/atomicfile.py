@@ -6,6 +6,9 @@ a crash. A reader sees the old file or the new one, never half of either. Temp n
 `.tmp-<pid>-<12 hex digits><suffix>`; a writer killed mid-write leaves one behind, which the vault
 and the profile skip and, once it is older than `STALE_SECONDS`, remove (`sweep`). Not
 `tempfile.mkstemp`: importing tempfile costs more than a whole write on the hook path.
+
+A file is never overwritten blindly either: a writer keeps the `Stamp` of what it read, and its
+`before_rename` (`check_unchanged`) raises `DriftError` when the file holds something else by then.
 """
 
 from __future__ import annotations
@@ -13,13 +16,51 @@ from __future__ import annotations
 import os
 import stat
 import time
+import zlib
 from collections.abc import Callable, Sequence
+
+from hivelore.errors import Conflict
+from hivelore.records import record
 
 TEMP_PREFIX = ".tmp-"
 # A write takes milliseconds: a temp file this old has no live writer (one would fail its rename
 # and report the write as not done, so nothing acknowledged is lost even then).
 STALE_SECONDS = 60.0
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class DriftError(Conflict):
+    """A file changed on disk between our read and our write; nothing was written."""
+
+
+@record
+class Stamp:
+    """What a file held when it was read. A drift check compares the content, its size and CRC-32:
+    a file only touched (a new mtime, the same bytes) has not drifted, since writing over it loses
+    nothing. The mtime is kept for the index, which goes by it to notice a change unread."""
+
+    mtime_ns: int
+    size: int
+    checksum: str  # CRC-32 of the bytes, 8 hex digits: enough to notice a change, and zlib imports in no time
+
+    @classmethod
+    def of(cls, data: bytes, st: os.stat_result) -> Stamp:
+        """The stamp of a file that holds `data` and stats as `st`."""
+        return cls(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+
+    def same_content(self, other: Stamp | None) -> bool:
+        return other is not None and other.size == self.size and other.checksum == self.checksum
+
+
+def check_unchanged(path: str | os.PathLike[str], expected: Stamp | None, now: Stamp | None) -> None:
+    """Raise DriftError unless the file at `path` still holds what was read: `expected` is the stamp
+    of that read and `now` the file's stamp at this moment, each None for a file that was not there."""
+    if (expected is None and now is None) or (expected is not None and expected.same_content(now)):
+        return
+    raise DriftError(
+        f"{os.fspath(path)} changed on disk since hivelore read it; nothing was written: "
+        "check the file and run the command again."
+    )
 
 
 def replace(

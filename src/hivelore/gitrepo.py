@@ -1,15 +1,21 @@
 """Git facts of a working folder, read straight from `.git` (no `git` subprocess).
 
 A subprocess and its import cost more than the whole hook budget, so this reads HEAD, refs,
-packed-refs and config itself. It understands linked worktrees (`.git` file + `commondir`).
+packed-refs and config itself. It understands linked worktrees (`.git` file + `commondir`). Config
+is parsed here only: origin's URL and, for the team store, the user's identity (`config_values`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from hivelore.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @record
@@ -88,20 +94,91 @@ def _git_dirs(dot_git: Path) -> tuple[Path, Path]:
 
 
 def _origin_url(common: Path) -> str | None:
+    """origin's URL as the repository's own config (and what it includes) sets it."""
+    values: dict[str, str] = {}
+    _read_config(str(common / "config"), _ORIGIN, values, os.path.expanduser("~"), depth=0)
+    return values.get("remote.origin.url")
+
+
+def config_values(folder: str | Path, names: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
+    """The config `names` ("user.email", "remote.origin.url") that git reads for the work tree at
+    `folder`, from its files: the system's, the user's, the repository's and its worktree's, the last
+    to set a name winning. `[include] path` is followed; `[includeIf]` is not (that takes git itself)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    values: dict[str, str] = {}
+    for path in _config_files(Path(folder), env, home):
+        _read_config(path, names, values, home, depth=0)
+    return values
+
+
+def _config_files(folder: Path, env: Mapping[str, str], home: str) -> list[str]:
+    """Git's config files, the one that wins last."""
+    files = [] if env.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
+    if env.get("GIT_CONFIG_GLOBAL"):
+        files.append(env["GIT_CONFIG_GLOBAL"])
+    else:
+        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
     try:
-        lines = (common / "config").read_text(encoding="utf-8", errors="replace").splitlines()
+        dot_git = _find_dot_git(folder.resolve())
+        if dot_git is not None:
+            gitdir, common = _git_dirs(dot_git)
+            files += [str(common / "config"), str(gitdir / "config.worktree")]
+    except OSError:  # an unreadable `.git`: the user's own files still say who they are
+        pass
+    return files
+
+
+_SECTION = re.compile(r'^\s*\[\s*([\w.-]+)(?:\s+"((?:\\.|[^"\\])*)")?\s*\](.*)$')
+_ENTRY = re.compile(r"^\s*([A-Za-z][\w-]*)\s*(?:=(.*))?$")
+_ORIGIN = frozenset({"remote.origin.url"})
+_INCLUDE_DEPTH = 5  # as deep as includes are followed (git stops at 10; a loop must end somewhere)
+
+
+def _read_config(path: str, names: frozenset[str], values: dict[str, str], home: str, depth: int) -> None:
+    """Read `names` from one config file into `values`, in order; `[include] path` is read in place."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            lines = file.read().splitlines()
     except OSError:
-        return None
-    in_origin = False
-    for raw in lines:
-        line = raw.strip()
-        if line.startswith("["):
-            in_origin = re.match(r'^\[\s*remote\s+"origin"\s*\]', line) is not None
-        elif in_origin and "=" in line:
-            name, value = line.split("=", 1)
-            if name.strip().lower() == "url":
-                return value.strip().strip('"')
-    return None
+        return
+    section = ""
+    for line in lines:
+        if match := _SECTION.match(line):
+            section = match.group(1).lower()
+            if match.group(2) is not None:  # a subsection keeps its case: `[remote "origin"]`
+                section += "." + re.sub(r"\\(.)", r"\1", match.group(2))
+            line = match.group(3)
+        match = _ENTRY.match(line)
+        if not match or not section:
+            continue
+        key = f"{section}.{match.group(1).lower()}"
+        if key == "include.path":
+            if depth < _INCLUDE_DEPTH:
+                value = _config_value(match.group(2) or "")
+                included = home + value[1:] if value.startswith("~/") else value
+                _read_config(os.path.join(os.path.dirname(path), included), names, values, home, depth + 1)
+        elif key in names:
+            values[key] = _config_value(match.group(2) or "")
+
+
+def _config_value(raw: str) -> str:
+    """A git config value: quotes removed, backslash escapes read, a `#` or `;` comment cut."""
+    out, quoted, i = [], False, 0
+    while i < len(raw):
+        char = raw[i]
+        if char == "\\" and i + 1 < len(raw):
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        i += 1
+    return "".join(out).strip()
 
 
 def _resolve_ref(common: Path, gitdir: Path, ref: str) -> str | None:

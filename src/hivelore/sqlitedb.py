@@ -1,5 +1,7 @@
-"""What the hooks' SQLite stores (events.db, team.db) share: short write transactions, statements
-that finish at once, switching to WAL while other processes open the same file, and plain records.
+"""What the SQLite stores (events.db, team.db, graph.db) share: opening the file (created with its
+tables when missing, in WAL mode, its schema version checked), one store class with its connection,
+sqlite's errors turned into the store's own, short write transactions, statements that finish at
+once, and plain records.
 
 Stdlib only and cheap to import: every hook process opens at least one of these stores.
 """
@@ -13,11 +15,15 @@ from collections.abc import Callable, Iterator, Sequence
 
 from hivelore.home import private_file, private_folder, private_home
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import Self
+
 
 class Record:
     """A plain record: its `__slots__` are its fields, compared, hashed and shown in that order."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
@@ -104,9 +110,9 @@ def switch_to_wal(conn: sqlite3.Connection, deadline: float) -> None:
             time.sleep(0.002)
 
 
-def guarded(error_for: Callable[[sqlite3.Error, str], Exception]) -> Callable[[Callable], Callable]:
+def guarded(schema: Schema) -> Callable[[Callable], Callable]:
     """A decorator for a store's methods: every text argument made storable, and every sqlite error
-    turned into the store's own exception (`error_for(exc, self.path)`), which a hook can act on."""
+    turned into the store's own exception (`schema.error_for(exc, self.path)`), which a hook can act on."""
 
     def wrap(method: Callable) -> Callable:
         def call(self, *args: object, **kwargs: object) -> object:  # noqa: ANN001 -- any store with a .path
@@ -115,7 +121,7 @@ def guarded(error_for: Callable[[sqlite3.Error, str], Exception]) -> Callable[[C
             try:
                 return method(self, *args, **kwargs)
             except sqlite3.Error as exc:
-                raise error_for(exc, self.path) from exc
+                raise schema.error_for(exc, self.path) from exc
 
         call.__name__, call.__qualname__, call.__doc__ = method.__name__, method.__qualname__, method.__doc__
         return call
@@ -131,11 +137,12 @@ def is_busy(exc: sqlite3.Error) -> bool:
 
 class Schema(Record):
     """What a store's file holds: its tables, and the version it records under `key` in its meta
-    table; `what` names the store in errors ("a hivelore event store"), `error` is the exception a
-    file that cannot be used raises, `advice` ends a version mismatch's message. Every store lives in
-    HIVELORE_HOME and is readable by its owner only."""
+    table; `what` names the store in errors ("a hivelore event store"). `error` is the exception of
+    a file that cannot be used, `busy` of one whose write lock other processes held for the whole
+    busy timeout; `advice` ends the message of a file that cannot be used (how to get a new one).
+    Every store lives in HIVELORE_HOME and is readable by its owner only."""
 
-    __slots__ = ("key", "version", "statements", "what", "error", "advice")
+    __slots__ = ("key", "version", "statements", "what", "error", "busy", "advice")
 
     def __init__(
         self,
@@ -144,17 +151,40 @@ class Schema(Record):
         statements: Sequence[str],
         what: str,
         error: type[Exception],
+        busy: type[Exception],
         advice: str = "",
     ) -> None:
         self.key, self.version, self.statements, self.what = key, version, tuple(statements), what
-        self.error, self.advice = error, advice
+        self.error, self.busy, self.advice = error, busy, advice
+
+    def error_for(self, exc: sqlite3.Error, path: str) -> Exception:
+        """The store's own exception for a sqlite error."""
+        if is_busy(exc):
+            return self.busy(f"{path} is busy ({exc})")
+        return self.error(f"{path} cannot be used ({exc}){self.advice}")
 
 
-def connect(
-    path: str, schema: Schema, timeout: float, error_for: Callable[[sqlite3.Error, str], Exception]
-) -> sqlite3.Connection:
-    """Open a store's file (its folder and tables created when missing) in WAL mode; `schema.error`
-    when it is not this store at this version, `error_for` for any other sqlite error."""
+class Store:
+    """One connection (`conn`) to a store's file (`path`); `with` closes it."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(path: str, schema: Schema, timeout: float) -> sqlite3.Connection:
+    """Open a store's file (its folder and tables created when missing) in WAL mode, waiting up to
+    `timeout` seconds for other writers; `schema.error` when it is not this store at this version,
+    `schema.error_for` of any other sqlite error."""
     try:
         folder = os.path.dirname(path)
         private_folder(folder)
@@ -172,7 +202,7 @@ def connect(
         raise
     except sqlite3.Error as exc:
         conn.close()
-        raise error_for(exc, path) from exc
+        raise schema.error_for(exc, path) from exc
     return conn
 
 

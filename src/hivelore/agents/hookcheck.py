@@ -14,15 +14,15 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from hivelore.hooks.catalog import kind_of
+from hivelore.records import record
 
 TIMEOUT_S = 10
 
 
-@dataclass(frozen=True)
+@record
 class HookCheck:
     event: str
     ok: bool

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import hashlib
 import json
 import os
@@ -77,6 +76,7 @@ from hivelore import atomicfile
 from hivelore.errors import BadInput
 from hivelore.hooks.catalog import AGENTS, events_for
 from hivelore.mcp.answers import FILENAME as ANSWERS_FILE
+from hivelore.records import record, replace
 
 SERVER = "hivelore"
 SKILLS = ("hivelore-memory", "hivelore-setup", "hivelore-groom")
@@ -148,14 +148,14 @@ class Target:
         return (self.hivelore_home or self.home / ".hivelore") / LEDGER
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     path: Path
     action: str  # create | update | unchanged | remove | skip
     summary: str
 
 
-@dataclass(frozen=True)
+@record
 class FileEdit:
     """One planned file: its bytes now (`before`, None: absent) and after (`after`, None: delete)."""
 
@@ -173,7 +173,7 @@ class FileEdit:
         return Change(self.path, self.action, self.summary)
 
 
-@dataclass(frozen=True)
+@record
 class Wired:
     """What of hivelore one agent has: the MCP command line (None: no `hivelore` server), our hook
     commands per wire event, our skills found, and a file that could not be read (`problem`)."""
@@ -680,8 +680,8 @@ def _toml_uninstall(path: Path, text: str) -> tuple[str, list[str]]:
 
 
 def _toml_found(doc: tomlkit.TOMLDocument) -> tuple[str, ...] | None:
-    servers = doc.get("mcp_servers")
-    current = servers.get(SERVER) if hasattr(servers, "keys") else None
+    servers: Any = doc.get("mcp_servers")  # a hand-edited file: any TOML value
+    current: Any = servers.get(SERVER) if hasattr(servers, "keys") else None
     if not hasattr(current, "keys"):
         return None
     return _command_line(current.get("command"), list(current.get("args", [])))
@@ -746,7 +746,7 @@ class _Ledger:
             return None
         summary = "the record of what hivelore install created"
         edit = _file_edit(self.path, self.before, after, summary, _missing_dirs(self.path))
-        return dataclasses.replace(edit, private=True)
+        return replace(edit, private=True)
 
 
 def _missing_dirs(path: Path) -> tuple[Path, ...]:
@@ -888,9 +888,7 @@ def _with_old_dirs(edits: list[FileEdit], ledger: _Ledger) -> list[FileEdit]:
             gone.add(folder)
             ledger.created.pop(str(folder), None)
     return [
-        dataclasses.replace(edit, old_dirs=tuple(p for p in edit.path.parents if p in gone))
-        if edit.action == "remove"
-        else edit
+        replace(edit, old_dirs=tuple(p for p in edit.path.parents if p in gone)) if edit.action == "remove" else edit
         for edit in edits
     ]
 
@@ -943,7 +941,7 @@ def apply(edits: list[FileEdit]) -> list[Change]:
 PREPARE_TIMEOUT_S = 120
 
 
-@dataclass(frozen=True)
+@record
 class Prepared:
     """What `prepare_mcp` did: `ok` False when it could not (install goes on; `line` says why)."""
 

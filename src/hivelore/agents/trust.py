@@ -26,18 +26,18 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hivelore.agents.install import CODEX_SESSION_END_TIMEOUT_S, is_hook_command
+from hivelore.records import record
 
 GEMINI_TRUST = ("TRUST_FOLDER", "TRUST_PARENT", "DO_NOT_TRUST")
 CODEX_DEFAULT_TIMEOUT_S = 600  # what Codex uses for a hook without a timeout
 _CODEX_HASHED = {"type", "command", "timeout", "async"}  # handler keys whose identity we can compute
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     ok: bool | None  # None: the agent's files do not tell
     text: str

@@ -29,7 +29,7 @@ def run_hook(argv: list[str]) -> None:
     try:
         hook(argv)
     except Exception as exc:  # a hook never fails the agent
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"hivelore hook {' '.join(argv)}: {type(exc).__name__}: {exc}")
     _leave(0)

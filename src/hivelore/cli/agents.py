@@ -94,7 +94,7 @@ def uninstall(
 
 def agents_report(service: Hivelore) -> list[dict[str, object]]:
     """For `doctor`: per place and agent, what of hivelore is wired, and whether each hook runs."""
-    report = []
+    report: list[dict[str, object]] = []
     for where in ("project", "global"):
         target = _target(where, "all", "all", service)
         for wired in wiring(target):
@@ -109,14 +109,14 @@ def agents_report(service: Hivelore) -> list[dict[str, object]]:
                     "where": where,
                     "problem": wired.problem,
                     "mcp": mcp,
-                    "mcp_runs": bool(wired.mcp_command) and _found(wired.mcp_command[0]),
+                    "mcp_runs": _found(wired.mcp_command[0]) if wired.mcp_command else False,
                     "hooks_file": str(wired.hooks_file),
                     "hooks": [
                         {"event": c.event, "ok": c.ok, "ms": round(c.seconds * 1000), "detail": c.detail}
                         for c in checks
                     ],
                     "skills": [str(p) for p in wired.skills],
-                    "agent_state": [vars(f) for f in _agent_state(target, wired, cwd, service)],
+                    "agent_state": [{"ok": f.ok, "text": f.text} for f in _agent_state(target, wired, cwd, service)],
                 }
             )
     return report

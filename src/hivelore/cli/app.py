@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -392,9 +392,9 @@ def index_status(as_json: JsonFlag = False) -> None:
         print_json(status)
         return
     for name, value in status.items():
-        if name == "skipped_files":
-            out.print(f"skipped_files: {len(value)}")  # type: ignore[arg-type]
-            for line in value:  # type: ignore[union-attr]
+        if name == "skipped_files" and isinstance(value, list):
+            out.print(f"skipped_files: {len(value)}")
+            for line in value:
                 out.print(f"  {escape(line)}")
         else:
             out.print(f"{name}: {escape(str(value))}")
@@ -438,7 +438,7 @@ def doctor(as_json: JsonFlag = False) -> None:
         service = _service()
         git = service.chain.git
         swept = _sweep(service)  # before the index's refresh, which sweeps the folders it lists on its own
-        report = {
+        report: dict[str, Any] = {  # JSON: each part its own shape
             "version": __version__,
             "mode": service.settings.mode,
             "mode_decided_by": service.settings.mode_source,

@@ -1,7 +1,8 @@
 """`hivelore context --file PATH --symbol NAME`: after the lessons, the history of that code — what
 failed on it before, what was decided, which other developers' tasks are changing it, and the
 lessons that name it. The pre-edit hook tells an agent this when it starts an edit; here it can be
-asked for first.
+asked for first. The team service gathers it (`Coordination.code_history`); this module prints it
+(`context --json` prints `CodeHistory.to_json()`).
 
 Only `context` with those options imports this module, and with it the code graph and the team
 model: the plain `context` runs on every session start and opens neither.
@@ -15,56 +16,14 @@ from collections.abc import Sequence
 
 from hivelore.memory import recall
 from hivelore.memory.service import Hivelore
-from hivelore.sqlitedb import Record
-from hivelore.team.coordination import HISTORY_ATTEMPTS, Coordination, SymbolHistory, cited_name, failed_here_before
-from hivelore.team.store import Intent
-
-CITING_LESSONS = 5
-OUTSIDE_GIT = "no code history here: this folder is not in a git repository"
-NO_GRAPH = "no code graph for this repository yet: run `hivelore graph index`"
-
-
-class CodeHistory(Record):
-    """What `context --file/--symbol` found: the code asked about (`asked`: files and symbol ids as
-    the graph names them), the symbols examined, those with history, the lessons that name them —
-    or, in `problem`, why there is nothing to look at."""
-
-    __slots__ = ("asked", "symbols", "histories", "lessons", "problem")
-
-    def __init__(
-        self,
-        asked: list[str],
-        symbols: list[str],
-        histories: list[SymbolHistory],
-        lessons: list[recall.Ranked],
-        problem: str = "",
-    ) -> None:
-        self.asked, self.symbols, self.histories, self.lessons, self.problem = (
-            asked, symbols, histories, lessons, problem
-        )  # fmt: skip
+from hivelore.team.coordination import HISTORY_ATTEMPTS, Coordination, failed_here_before
+from hivelore.team.history import CodeHistory, SymbolHistory
 
 
 def gather(service: Hivelore, files: Sequence[str], names: Sequence[str]) -> CodeHistory:
-    """The history of the files' symbols and of the named symbols. Raises ValueError for a file
-    outside the repository or a name of several symbols, LookupError for a name of none."""
-    if service.chain.git is None:
-        return CodeHistory([], [], [], [], OUTSIDE_GIT)  # team history is keyed by repository
-    coordination = Coordination.for_service(service)
-    try:
-        return _gather(service, coordination, files, names)
-    finally:
-        coordination.close()
-
-
-def _gather(service: Hivelore, coordination: Coordination, files: Sequence[str], names: Sequence[str]) -> CodeHistory:
-    # A path outside the repository is bad input with or without a graph, so it is checked first.
-    paths = [coordination.repo_path(os.path.abspath(path)) for path in files]
-    if not coordination.graph.is_indexed():
-        return CodeHistory(paths, [], [], [], NO_GRAPH)
-    ids = [coordination.symbol(name) for name in names]
-    symbols = list(dict.fromkeys([*(s for path in paths for s in coordination.graph.symbols_in(path)), *ids]))
-    lessons = service.citing([cited_name(symbol) for symbol in symbols], limit=CITING_LESSONS)
-    return CodeHistory([*paths, *ids], symbols, coordination.code_history(symbols), lessons)
+    """The history of the files (relative to the current folder) and of the named symbols."""
+    with Coordination.for_service(service) as coordination:
+        return coordination.code_history([os.path.abspath(path) for path in files], names)
 
 
 # -- as text ------------------------------------------------------------------------------------
@@ -76,7 +35,7 @@ def render(found: CodeHistory, line_chars: int, now: float | None = None) -> str
         return found.problem
     now = time.time() if now is None else now
     lines = [_header(found)]
-    for history in found.histories:
+    for history in found.history:
         lines += [history.symbol, *(f"  - {line}" for line in _symbol_lines(history, line_chars, now))]
     if found.lessons:
         lines += ["lessons that name this code:", *(recall.line_for(hit.row, line_chars) for hit in found.lessons)]
@@ -87,11 +46,11 @@ def _header(found: CodeHistory) -> str:
     asked = ", ".join(found.asked)
     if not found.symbols:
         return f"code history · {asked}: no symbols in the code graph (not code it reads, or new since it was indexed)"
-    if not found.histories:
+    if not found.history:
         symbols = "its symbol" if len(found.symbols) == 1 else f"its {len(found.symbols)} symbols"
         return f"code history · {asked}: no failed attempts, decisions or other developers' claims on {symbols}"
     return (
-        f"code history · {asked} · {len(found.histories)} of {len(found.symbols)} symbols with history"
+        f"code history · {asked} · {len(found.history)} of {len(found.symbols)} symbols with history"
         " — considerations, not rules"
     )
 
@@ -122,29 +81,3 @@ def _ago(ts: float, now: float) -> str:
         return f"{int(seconds // 3600)} h ago"
     days = int(seconds // 86_400)
     return f"{days} day{'s' if days > 1 else ''} ago"
-
-
-# -- as JSON ------------------------------------------------------------------------------------
-
-
-def as_json(found: CodeHistory) -> dict[str, object]:
-    """The `code` member of `context --json`."""
-    return {
-        "asked": found.asked,
-        "symbols": found.symbols,
-        "history": [
-            {
-                "symbol": history.symbol,
-                "failed": [a.to_dict() for a in history.failed],
-                "decisions": [d.to_dict() for d in history.decisions],
-                "claimed_by": [_claim(intent) for intent in history.claimed_by],
-            }
-            for history in found.histories
-        ],
-        "lessons": [hit.row.memory.to_dict() for hit in found.lessons],
-        "problem": found.problem or None,
-    }
-
-
-def _claim(intent: Intent) -> dict[str, object]:
-    return {"developer": intent.owner, "task": intent.id, "title": intent.title}

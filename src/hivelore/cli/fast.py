@@ -148,7 +148,7 @@ def context(argv: Sequence[str]) -> int:
             "near_duplicates": selection.duplicates,
             "text": service.render_context(selection),
         }
-        print_json(answer if code is None else {**answer, "code": code_history.as_json(code)})
+        print_json(answer if code is None else {**answer, "code": code.to_json()})
     else:
         print(service.render_context(selection))
         if code is not None:

@@ -15,7 +15,7 @@ from rich.markup import escape
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
 from hivelore.memory.service import Hivelore
 from hivelore.team.coordination import Coordination
-from hivelore.team.store import TeamUnavailable
+from hivelore.team.model import Conflict, TeamUnavailable
 
 graph_app = typer.Typer(help="The code graph: symbols, calls, and who is changing what.", no_args_is_help=True)
 task_app = typer.Typer(help="Tasks (intents): claims, attempts, decisions, handoff and resume.", no_args_is_help=True)
@@ -27,12 +27,8 @@ Symbol = Annotated[str, typer.Argument(help="A symbol: its id (shop/orders.py::c
 
 @contextlib.contextmanager
 def coordination() -> Iterator[Coordination]:
-    with reported_errors():
-        found = Coordination.for_service(Hivelore.open())
-        try:
-            yield found
-        finally:
-            found.close()
+    with reported_errors(), Coordination.for_service(Hivelore.open()) as found:
+        yield found
 
 
 @graph_app.command("index")
@@ -45,8 +41,7 @@ def index(
     """Parse the repository (or the given files and folders) into the code graph."""
     try:
         with coordination() as c:
-            c.graph_discarding_unusable()
-            stats = c.graph.index([os.path.abspath(p) for p in paths] if paths else None)
+            stats = c.index([os.path.abspath(p) for p in paths] if paths else None)
             root = c.root
             try:  # the edits made while the graph was missing claimed files: now they claim symbols
                 c.upgrade_file_claims()
@@ -71,7 +66,7 @@ def index(
 def export(as_json: JsonFlag = True) -> None:  # noqa: ARG001 -- `--json` is accepted; JSON is the only form
     """The graph as JSON: symbols, calls (with confidence) and imports."""
     with coordination() as c:
-        print_json(c.graph.export())
+        print_json(c.export())
 
 
 @graph_app.command("blast-radius")
@@ -80,7 +75,7 @@ def blast_radius(
 ) -> None:
     """What calls SYMBOL within N hops, nearest first: what an edit of it may break."""
     with coordination() as c:
-        found = c.graph.blast_radius(c.symbol(symbol), hops=hops)
+        found = c.blast_radius(c.symbol(symbol), hops=hops)
     if as_json:
         print_json([{"symbol": s, "distance": d} for s, d in found])
     else:
@@ -92,7 +87,7 @@ def blast_radius(
 def shortest_path(source: Symbol, target: Symbol, as_json: JsonFlag = False) -> None:
     """The shortest call chain from SOURCE to TARGET."""
     with coordination() as c:
-        found = c.graph.shortest_path(c.symbol(source), c.symbol(target))
+        found = c.shortest_path(c.symbol(source), c.symbol(target))
     if as_json:
         print_json(found)
     else:
@@ -103,7 +98,7 @@ def shortest_path(source: Symbol, target: Symbol, as_json: JsonFlag = False) -> 
 def hotspots(limit: Annotated[int, typer.Option(help="How many.")] = 20, as_json: JsonFlag = False) -> None:
     """The symbols at the centre of the call graph (PageRank, betweenness)."""
     with coordination() as c:
-        found = c.graph.hotspots(limit)
+        found = c.hotspots(limit)
     if as_json:
         print_json([{"symbol": s, "pagerank": p, "betweenness": b} for s, p, b in found])
     else:
@@ -117,8 +112,7 @@ def conflicts(
 ) -> None:
     """Other developers' active tasks that claimed code within 3 call hops of SYMBOLS."""
     with coordination() as c:
-        ids = [c.symbol(s) for s in symbols]
-        found = c.team.conflicts(c.graph, c.repo, ids, c.developer)
+        found = c.conflicts([c.symbol(s) for s in symbols])
     if as_json:
         print_json([_conflict(x) for x in found])
     elif not found:
@@ -131,7 +125,7 @@ def conflicts(
 def who_knows(symbol: Symbol, as_json: JsonFlag = False) -> None:
     """Developers ranked by their claims, attempts and decisions on SYMBOL and its neighbours."""
     with coordination() as c:
-        found = c.team.who_knows(c.graph, c.repo, c.symbol(symbol))
+        found = c.who_knows(c.symbol(symbol))
     rows = [
         {"developer": e.developer, "score": round(e.score, 3), "claims": e.claims, "attempts": e.attempts,
          "decisions": e.decisions}
@@ -149,7 +143,7 @@ def who_knows(symbol: Symbol, as_json: JsonFlag = False) -> None:
 def why(symbol: Symbol, as_json: JsonFlag = False) -> None:
     """SYMBOL's current decision, the ones it superseded, the attempts on it and the people."""
     with coordination() as c:
-        found = c.team.why(c.repo, c.symbol(symbol))
+        found = c.why(c.symbol(symbol))
     answer = {
         "symbol": found.symbol,
         "current": [d.to_dict() for d in found.current],
@@ -173,7 +167,7 @@ def why(symbol: Symbol, as_json: JsonFlag = False) -> None:
 def task_list(as_json: JsonFlag = False) -> None:
     """The task board of this repository: each task, its owner, claims, failed attempts, last note."""
     with coordination() as c:
-        cards = c.team.task_board(c.repo)
+        cards = c.task_board()
     if as_json:
         print_json([{**card.intent.to_dict(), "claims": card.claims, "failed": card.failed,
                      "last_note": card.last_note.text if card.last_note else None} for card in cards])  # fmt: skip
@@ -190,7 +184,7 @@ def task_list(as_json: JsonFlag = False) -> None:
 def create(title: Annotated[str, typer.Argument(help="What the task is, e.g. 'add JWT support'.")]) -> None:
     """Start a task explicitly (a session's first edit or test run starts one from its first prompt)."""
     with coordination() as c:
-        intent = c.team.create_intent(c.developer, c.repo, title)
+        intent = c.create_task(title)
     print(f"task {intent.id}: {intent.title} ({intent.owner})")
 
 
@@ -198,7 +192,7 @@ def create(title: Annotated[str, typer.Argument(help="What the task is, e.g. 'ad
 def done(task_id: Annotated[int, typer.Argument(help="The task.")]) -> None:
     """Mark a task done: its claims no longer warn anyone."""
     with coordination() as c:
-        c.team.done(task_id)
+        c.done(task_id)
     print(f"task {task_id} done")
 
 
@@ -209,7 +203,7 @@ def handoff(
 ) -> None:
     """Leave a task for someone else, with a note."""
     with coordination() as c:
-        c.team.handoff(task_id, note, c.developer)
+        c.handoff(task_id, note)
     print(f"task {task_id} handed off; `hivelore task resume {task_id}` takes it over")
 
 
@@ -217,7 +211,7 @@ def handoff(
 def resume(task_id: Annotated[int, typer.Argument(help="The task.")], as_json: JsonFlag = False) -> None:
     """Take a task over: its claims, failed attempts, active decisions and notes, in one answer."""
     with coordination() as c:
-        found = c.team.resume(task_id, c.developer)
+        found = c.resume(task_id)
     answer = {
         "task": found.intent.to_dict(),
         "claims": [cl.symbol for cl in found.claims],
@@ -229,8 +223,8 @@ def resume(task_id: Annotated[int, typer.Argument(help="The task.")], as_json: J
         print_json(answer)
         return
     out.print(f"[bold]task {found.intent.id}: {escape(found.intent.title)}[/bold] — now yours")
-    for claim in answer["claims"]:
-        out.print(f"  claim: {escape(claim)}")
+    for claim in found.claims:
+        out.print(f"  claim: {escape(claim.symbol)}")
     for note in found.notes:
         out.print(f"  note: {escape(note.text)}")
     for a in found.failed:
@@ -247,12 +241,11 @@ def decide(
 ) -> None:
     """Record a decision about code; a newer one on the same code supersedes it (history kept)."""
     with coordination() as c:
-        ids = [c.symbol(s) for s in symbols or []]
-        found = c.team.decide(text, ids, intent_id=task_id, developer=c.developer, repo=c.repo)
+        found = c.decide(text, [c.symbol(s) for s in symbols or []], task_id)
     print(f"decision {found.id} recorded" + (f" on {', '.join(found.symbols)}" if found.symbols else ""))
 
 
-def _conflict(conflict: object) -> dict[str, object]:
+def _conflict(conflict: Conflict) -> dict[str, object]:
     return {
         "symbol": conflict.symbol,
         "claimed": conflict.claimed,

@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from hivelore import errors
 from hivelore.memory.service import Hivelore
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 EXIT_FAILED = 1  # not found, a damaged store, a busy one
 EXIT_BAD_INPUT = 2
 EXIT_CONFLICT = 3
@@ -29,7 +33,7 @@ EXIT_CODES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
 )
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     print(f"hivelore: {message}", file=sys.stderr)
     raise SystemExit(code)
 

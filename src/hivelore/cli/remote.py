@@ -50,7 +50,6 @@ def _remote(given: str | None) -> credentials.Remote:
             'or put {"endpoint": "https://…"} in your config.json',
             EXIT_BAD_INPUT,
         )
-    assert found is not None
     return found
 
 

@@ -83,7 +83,8 @@ class Graph:
         known = store.stamps()
         full = paths is None
         reparse_all = full and store.meta("parser") != PARSER_VERSION
-        if full:
+        skipped: list[tuple[str, str]]
+        if paths is None:
             wanted = dict(source_files(self.root))
             removed, skipped = [path for path in known if path not in wanted], []
         else:
@@ -115,8 +116,8 @@ class Graph:
                 skipped.append((relative, f"does not parse: {type(exc).__name__}: {exc}"))
         touched: list[str] = []
         with store.transaction():
-            for stamp in stamps:
-                store.stamp(*stamp)
+            for row in stamps:
+                store.stamp(*row)
             changes = [store.write_file(p) for p in parsed] + [store.remove_file(p) for p in removed]
             for change in changes:
                 touched.extend(change.touched)
@@ -365,7 +366,8 @@ class Graph:
 
 
 def _symbol(row: tuple) -> Symbol:
-    return Symbol(*row[:7], bool(row[7]))
+    symbol_id, file, qualname, kind, line, end_line, digest, present = row
+    return Symbol(symbol_id, file, qualname, kind, line, end_line, digest, bool(present))
 
 
 def _by_distance(item: tuple[str, int]) -> tuple[int, str]:

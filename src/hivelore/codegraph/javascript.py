@@ -37,7 +37,7 @@ class _JavaScript(Walker):
         name_node = node.child_by_field_name("name")
         if name is None and name_node is None:
             return scope
-        bases = []
+        bases: list[str] = []
         for heritage in (c for c in node.named_children if c.type == "class_heritage"):
             for clause in heritage.named_children:
                 if clause.type == "extends_clause":
@@ -78,8 +78,8 @@ class _JavaScript(Walker):
         if name is None:
             return scope
         if name.type != "identifier":  # destructuring: `const {a, b} = require("./x")`, or unknown values
-            if value is not None and self._required(value):
-                self._require_pattern(name, self._required(value))
+            if value is not None and (module := self._required(value)):
+                self._require_pattern(name, module)
                 return scope
             for identifier in _identifiers(name):
                 self.variable(scope, self.text(identifier), UNKNOWN)

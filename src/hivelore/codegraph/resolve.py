@@ -31,6 +31,7 @@ import sys
 
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
+from hivelore.records import replace
 
 EXACT, STAR, TYPED, SAME_DIR, UNIQUE, AMBIGUOUS = 1.0, 0.9, 0.8, 0.6, 0.5, 0.3
 MAX_CANDIDATES = 3
@@ -376,11 +377,12 @@ class Resolver:
         known = self._hierarchy.get(cls.key)
         if known is not None:
             return known
-        order, seen, queue = [], {cls.key}, [cls]
+        order: list = []
+        seen, queue = {cls.key}, [cls]
         while queue and len(order) < 32:
             current = queue.pop(0)
             order.append(current)
-            scope = current._replace(qualname=current.qualname.rpartition(".")[0])
+            scope = replace(current, qualname=current.qualname.rpartition(".")[0])
             for base in current.bases.split("\n") if current.bases else []:
                 target, _ = self.resolve_dotted(scope, base)
                 if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
@@ -703,7 +705,7 @@ def _overloads(found: list[tuple], args: int) -> list[tuple]:
     groups: dict[tuple[str, str], list[tuple]] = {}
     for row, confidence in found:
         groups.setdefault((row.file, row.qualname), []).append((row, confidence))
-    chosen = []
+    chosen: list[tuple] = []
     for group in groups.values():
         matching = [(row, c) for row, c in group if row.arity in (args, -1)] if len(group) > 1 else group
         chosen.extend(matching or group)

@@ -12,51 +12,53 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from hivelore import sqlitedb
 from hivelore.codegraph.model import Binding, ParsedFile
 from hivelore.errors import Busy, Unavailable
 from hivelore.records import record
 from hivelore.sqlitedb import Immediate, chunks, remove_database
 
 SCHEMA_VERSION = "1"
+BUSY_TIMEOUT = 30.0  # seconds a writer waits for another: indexing a large repository holds the lock long
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
 PARSER_VERSION = "2"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
-    repo TEXT NOT NULL, path TEXT NOT NULL, language TEXT NOT NULL,
-    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (repo, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS symbols (
-    key INTEGER PRIMARY KEY,
-    repo TEXT NOT NULL, id TEXT NOT NULL, file TEXT NOT NULL, qualname TEXT NOT NULL, name TEXT NOT NULL,
-    kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
-    bases TEXT NOT NULL, returns TEXT NOT NULL, arity INTEGER NOT NULL, present INTEGER NOT NULL,
-    UNIQUE (repo, id)
-);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols (repo, file, line);
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols (repo, name);
-CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols (repo, qualname);
-CREATE TABLE IF NOT EXISTS calls (
-    caller INTEGER NOT NULL, callee INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (caller, callee)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS calls_callee ON calls (callee, caller, confidence);
-CREATE TABLE IF NOT EXISTS sites (
-    caller INTEGER NOT NULL, repo TEXT NOT NULL, name TEXT NOT NULL, receiver TEXT NOT NULL,
-    receiver_type TEXT NOT NULL, line INTEGER NOT NULL, args INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sites_caller ON sites (caller);
-CREATE INDEX IF NOT EXISTS sites_name ON sites (repo, name);
-CREATE TABLE IF NOT EXISTS imports (
-    repo TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL, local TEXT NOT NULL, module TEXT NOT NULL,
-    name TEXT NOT NULL, level INTEGER NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS imports_file ON imports (repo, file);
-CREATE VIEW IF NOT EXISTS call_edges AS
-    SELECT a.repo AS repo, a.id AS caller, b.id AS callee, c.confidence AS confidence
-    FROM calls c JOIN symbols a ON a.key = c.caller JOIN symbols b ON b.key = c.callee;
-"""
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS files (
+        repo TEXT NOT NULL, path TEXT NOT NULL, language TEXT NOT NULL,
+        mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL,
+        PRIMARY KEY (repo, path)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS symbols (
+        key INTEGER PRIMARY KEY,
+        repo TEXT NOT NULL, id TEXT NOT NULL, file TEXT NOT NULL, qualname TEXT NOT NULL, name TEXT NOT NULL,
+        kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash TEXT NOT NULL,
+        bases TEXT NOT NULL, returns TEXT NOT NULL, arity INTEGER NOT NULL, present INTEGER NOT NULL,
+        UNIQUE (repo, id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS symbols_file ON symbols (repo, file, line)",
+    "CREATE INDEX IF NOT EXISTS symbols_name ON symbols (repo, name)",
+    "CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols (repo, qualname)",
+    """CREATE TABLE IF NOT EXISTS calls (
+        caller INTEGER NOT NULL, callee INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (caller, callee)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS calls_callee ON calls (callee, caller, confidence)",
+    """CREATE TABLE IF NOT EXISTS sites (
+        caller INTEGER NOT NULL, repo TEXT NOT NULL, name TEXT NOT NULL, receiver TEXT NOT NULL,
+        receiver_type TEXT NOT NULL, line INTEGER NOT NULL, args INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS sites_caller ON sites (caller)",
+    "CREATE INDEX IF NOT EXISTS sites_name ON sites (repo, name)",
+    """CREATE TABLE IF NOT EXISTS imports (
+        repo TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL, local TEXT NOT NULL, module TEXT NOT NULL,
+        name TEXT NOT NULL, level INTEGER NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS imports_file ON imports (repo, file)",
+    """CREATE VIEW IF NOT EXISTS call_edges AS
+        SELECT a.repo AS repo, a.id AS caller, b.id AS callee, c.confidence AS confidence
+        FROM calls c JOIN symbols a ON a.key = c.caller JOIN symbols b ON b.key = c.callee""",
+)
 
 _ROW = "key, id, file, qualname, name, kind, line, bases, returns, arity"
 
@@ -114,39 +116,22 @@ def discard(path: str) -> None:
     try:
         remove_database(path)
     except OSError as exc:
-        raise GraphUnavailable(exc.strerror, "remove it by hand") from exc
+        raise GraphUnavailable(exc.strerror or str(exc), "remove it by hand") from exc
 
 
-class Store:
-    def __init__(self, conn: sqlite3.Connection, repo: str) -> None:
-        self.conn = conn
+_SCHEMA = sqlitedb.Schema("schema", SCHEMA_VERSION, _TABLES, "a hivelore code graph", GraphUnavailable, GraphBusy)
+
+
+class Store(sqlitedb.Store):
+    """graph.db, as seen for one repository (`repo`: its meta names are the repository's)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str, repo: str) -> None:
+        super().__init__(conn, path)
         self.repo = repo
 
     @classmethod
     def open(cls, path: str, repo: str) -> Store:
-        try:
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            row = None
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
-                row = conn.execute("SELECT value FROM meta WHERE name='schema'").fetchone()
-            if row is None:
-                conn.executescript(_SCHEMA)
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                conn.close()
-                raise GraphUnavailable(f"{path} has schema {row[0]}, this hivelore needs {SCHEMA_VERSION}")
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise GraphBusy(f"{path} is busy ({exc})") from exc
-            raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
-        except sqlite3.DatabaseError as exc:
-            raise GraphUnavailable(f"{path} cannot be read ({exc})") from exc
-        return cls(conn, repo)
-
-    def close(self) -> None:
-        self.conn.close()
+        return cls(sqlitedb.connect(path, _SCHEMA, BUSY_TIMEOUT), path, repo)
 
     def transaction(self) -> Immediate:
         return Immediate(self.conn)
@@ -201,8 +186,10 @@ class Store:
         for definition, symbol_id in zip(parsed.definitions, ids, strict=True):
             name = definition.qualname.rpartition(".")[2]
             bases = "\n".join(definition.bases)
-            values = (definition.qualname, name, definition.kind, definition.line, definition.end_line)
-            values += (definition.hash, bases, definition.returns, definition.arity)
+            values = (
+                definition.qualname, name, definition.kind, definition.line, definition.end_line,
+                definition.hash, bases, definition.returns, definition.arity,
+            )  # fmt: skip
             known = old.get(symbol_id)
             if known is None:
                 cursor = conn.execute(

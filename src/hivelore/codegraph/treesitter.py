@@ -14,6 +14,11 @@ import importlib
 from collections.abc import Callable
 
 from hivelore.codegraph.model import Binding, Definition, ParsedFile, Site
+from hivelore.records import replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 # language → (grammar wheel module, function returning the language pointer)
 _GRAMMARS = {
@@ -74,7 +79,7 @@ class Walker:
         self.path = path
         self.language = language
         self.definitions: list = []
-        self.def_nodes: dict[int, tuple[int, object]] = {}  # node id → (definition index, node)
+        self.def_nodes: dict[int, tuple[int, Node]] = {}  # node id → (definition index, node)
         self.drafts: list[tuple[Scope, int, str, str, str | None, int, int]] = []
         self.bindings: list[Binding] = []
         self.class_attrs: dict[str, dict[str, str]] = {}
@@ -149,7 +154,7 @@ class Walker:
         sites = []
         for scope, caller, name, receiver, given, line, args in self.drafts:
             receiver_type = given
-            if given is None or given == VALUE:
+            if receiver_type is None or receiver_type == VALUE:
                 receiver_type = self._receiver_type(scope, name, receiver)
                 if receiver_type is None:  # a bare call of a variable: nothing to follow
                     continue
@@ -202,7 +207,7 @@ class Walker:
                     tokens.append(kind)
                 stack.extend(reversed(node.children))
             digest = hashlib.blake2b("\x00".join(tokens).encode(), digest_size=8).hexdigest()
-            self.definitions[index] = self.definitions[index]._replace(hash=digest)
+            self.definitions[index] = replace(self.definitions[index], hash=digest)
 
 
 def strip_type(text: str) -> str:

@@ -189,48 +189,34 @@ _FAILURE_COLUMNS = "tool, command, exit_code, fingerprint, summary, seen, fix"
 
 def _failure(row: tuple) -> Failure:
     # a fix is stored as its commands, one a line (normalised commands never contain a newline)
-    *fields, fix = row
-    return Failure(*fields, tuple(fix.split("\n")) if fix else ())
+    tool, command, exit_code, fingerprint, summary, seen, fix = row
+    return Failure(tool, command, exit_code, fingerprint, summary, seen, tuple(fix.split("\n")) if fix else ())
 
 
 # -- the store ----------------------------------------------------------------------------------
 
 
-def _unavailable(exc: sqlite3.Error, path: str) -> EventStoreUnavailable:
-    if sqlitedb.is_busy(exc):
-        return EventStoreBusy(f"{path} is busy ({exc})")
-    return EventStoreUnavailable(f"{path} cannot be used ({exc}); reset discards and recreates it")
-
-
-_guarded = sqlitedb.guarded(_unavailable)
+# it keeps the user's prompts and raw error output as they came
 _SCHEMA = sqlitedb.Schema(
-    "schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable
-)  # it keeps the user's prompts and raw error output as they came
+    "schema", SCHEMA_VERSION, _TABLES, "a hivelore event store", EventStoreUnavailable, EventStoreBusy,
+    "; reset discards and recreates it",
+)  # fmt: skip
+_guarded = sqlitedb.guarded(_SCHEMA)
 
 
-class EventStore:
+class EventStore(sqlitedb.Store):
     """One connection to events.db; every public method is one short transaction (or one statement)."""
 
     def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        self.conn = conn
-        self.path = path
+        super().__init__(conn, path)
         self.clock = clock
 
     @classmethod
     def open(cls, folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:
         """Open folder/events.db, creating the folder and the database when missing."""
         path = os.path.join(folder, FILENAME)
-        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
+        conn = sqlitedb.connect(path, _SCHEMA, timeout)
         return cls(conn, path, clock)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> EventStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -421,6 +407,7 @@ class EventStore:
                 "INSERT INTO runs (agent, session_id, ts, cwd, tool, command, exit_code) VALUES (?, ?, ?, ?, ?, ?, 0)",
                 (agent, session_id, now, cwd, tool, command),
             ).lastrowid
+            assert success is not None  # an INSERT sets it
             opened = sqlitedb.rows(
                 conn,
                 "SELECT signature, min(id) FROM runs WHERE agent = ? AND session_id = ? AND command = ? AND cwd = ?"
@@ -527,7 +514,7 @@ def reset(folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], flo
     try:
         sqlitedb.remove_database(path)
     except OSError as exc:
-        raise EventStoreUnavailable(exc.strerror) from exc
+        raise EventStoreUnavailable(exc.strerror or str(exc)) from exc
     return EventStore.open(folder, timeout=timeout, clock=clock)
 
 

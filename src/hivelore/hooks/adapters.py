@@ -113,7 +113,7 @@ class Event:
             return NotImplemented
         return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
-    __hash__ = None  # mutable, so not hashable
+    __hash__ = None  # type: ignore[assignment]  # mutable, so not hashable
 
 
 _DEFAULTS: dict[str, object] = dict.fromkeys(Event.__slots__, "")

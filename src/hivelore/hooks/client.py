@@ -7,6 +7,8 @@ first event after a while, another system than Linux, or `HIVELORE_HOOK_SERVER=o
 answers the event itself (`hooks.command.respond`, the same code the server runs) and then starts a
 server for the events to come. This module is the part that runs before either: it imports no
 module of hivelore's beyond the two it needs, and nothing from the standard library but `_socket`.
+`hooks.command` needs nothing from here (what both need is in `hooks.wire` and `hooks.log`), so
+the two never import each other.
 
 Before it sends a byte, the hook checks that the server runs as its own user (`wire.peer_uid`):
 one that does not gets nothing, and the event is answered here. It sends only the variables of
@@ -21,6 +23,7 @@ import sys
 from hivelore import __version__
 from hivelore.home import home_path
 from hivelore.hooks.wire import (
+    MAX_PAYLOAD,
     PROTOCOL,
     ForeignServer,
     WireError,
@@ -37,7 +40,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import TextIO
 
-MAX_PAYLOAD = 16 * 1024 * 1024  # read (so the agent is never blocked writing) but not parsed beyond this
 FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 0.12) must not stall the hook
 IDLE_WAIT_S = 0.5  # once the payload came, a pause this long without EOF ends it
 CONNECT_WAIT_S = 1.0
@@ -49,7 +51,7 @@ def main(argv: list[str]) -> int:
     try:
         raw = read_stdin()
     except (OSError, ValueError, AttributeError) as exc:  # no stdin at all: an event without a payload
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"cannot read stdin: {exc}")
         raw = b""
@@ -178,7 +180,7 @@ def start_server(home: str) -> None:
     try:
         os.posix_spawn(sys.executable, argv, hook_environ(os.environ), file_actions=devnull, setsid=True)
     except OSError as exc:
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"could not start the hook server: {exc}")
 
@@ -195,12 +197,12 @@ def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tu
     try:
         answer = exchange(address, message)
     except ForeignServer as exc:
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"{exc}: it was sent nothing, and the event was answered by the hook itself")
         return b"foreign", "", ""
     except (OSError, WireError) as exc:
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"the hook server did not answer ({exc}); the event was left unanswered")
         return b"lost", "", ""
@@ -226,6 +228,6 @@ def _write(stream: TextIO, text: str) -> None:
         stream.write(text)
         stream.flush()
     except OSError as exc:  # the agent stopped listening (a closed pipe): nothing to tell it
-        from hivelore.hooks.command import log
+        from hivelore.hooks.log import log
 
         log("-", "-", f"answer not delivered: {exc}")

@@ -6,7 +6,7 @@ calls it here otherwise.
 
 A hook must never fail or stall the agent: whatever arrives (garbage, nothing, megabytes, the
 wrong agent), it exits 0, prints only what the agent's parser accepts, and writes what went wrong
-to `HIVELORE_HOME/logs/hooks.log` instead.
+to `HIVELORE_HOME/logs/hooks.log` instead (`hooks.log`).
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 import os
 import re  # json imports it anyway
-import time
 
-from hivelore.home import FILE_MODE, home_path, private_folder
+from hivelore.home import home_path
 from hivelore.hooks.adapters import Event, answer, normalise
 from hivelore.hooks.catalog import AGENTS
-from hivelore.hooks.client import MAX_PAYLOAD
+from hivelore.hooks.log import log
+from hivelore.hooks.wire import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.memory.service import Hivelore
 
-LOG_CAP = 1_000_000  # bytes of hooks.log before it is rotated to hooks.log.1
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 
 
@@ -145,18 +144,3 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
             log(event.agent, event.name, f"warning: {warning}")
         if store is not None:
             store.close()
-
-
-def log(agent: str, event_name: str, message: str) -> None:
-    """One line in HIVELORE_HOME/logs/hooks.log: where a hook, which must stay silent, says what went wrong."""
-    path = os.path.join(home_path(os.environ), "logs", "hooks.log")
-    try:
-        private_folder(os.path.dirname(path))
-        if os.path.exists(path) and os.path.getsize(path) > LOG_CAP:
-            os.replace(path, path + ".1")
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-        with open(fd, "a", encoding="utf-8") as log:
-            log.write(f"{stamp} {agent} {event_name}: {' '.join(message.split())[:2000]}\n")
-    except OSError:
-        pass  # nowhere to write: staying silent is all a hook can do

@@ -10,14 +10,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from hivelore.errors import Conflict
 from hivelore.events.store import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event, holds_pre_tool_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from hivelore.memory import recall
     from hivelore.memory.service import Hivelore
     from hivelore.team.coordination import Coordination
+
+    T = TypeVar("T")
 
 PROMPT_LESSONS = 3  # at most this many lessons under a prompt
 FAILURE_LESSONS = 3
@@ -47,7 +52,8 @@ class HookContext:
         read_only: bool,
         heard: bool = True,
     ) -> None:
-        self.event, self._open_service, self._service = event, open_service, None
+        self.event, self._open_service = event, open_service
+        self._service: Hivelore | None = None
         self.store, self.read_only, self.heard = store, read_only, heard
 
     @property
@@ -66,6 +72,12 @@ class HookContext:
     @property
     def recording(self) -> bool:
         return self.store is not None and not self.read_only
+
+    @property
+    def recorder(self) -> EventStore:
+        """The event store, for a handler that checked `recording` first."""
+        assert self.store is not None, "check ctx.recording before recording"
+        return self.store
 
     def shown(self) -> set[str]:
         return self.store.shown(self.event.agent, self.event.session_id) if self.store else set()
@@ -98,7 +110,7 @@ def prompt(ctx: HookContext) -> str:
     event = ctx.event
     said = []
     if ctx.recording and event.prompt and not event.subagent:
-        ctx.store.record_prompt(event.agent, event.session_id, event.prompt, root_session=True)
+        ctx.recorder.record_prompt(event.agent, event.session_id, event.prompt, root_session=True)
         said.append(_promote(ctx))
     hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
     if hits:
@@ -164,7 +176,7 @@ def _hold_for_result(ctx: HookContext, text: str) -> None:
     from hivelore.events.store import EventStoreUnavailable
 
     try:
-        ctx.store.hold_notice(ctx.event.agent, ctx.event.session_id, text)
+        ctx.recorder.hold_notice(ctx.event.agent, ctx.event.session_id, text)
     except EventStoreUnavailable as exc:  # the user still sees it; the model will not
         ctx.service.warnings.append(f"a pre-edit notice was not held for the model: {exc}")
 
@@ -178,7 +190,7 @@ def post_tool(ctx: HookContext) -> str:
         return ""
     if event.action == "shell" and event.command:
         if not event.exit_unknown:
-            ctx.store.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
+            ctx.recorder.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
         _record_test_run(ctx, event.output)
     elif event.action == "edit" and event.paths:
         _coordinate(ctx, lambda c: c.after_edit(event.paths, event.agent, event.session_id))
@@ -268,8 +280,8 @@ def _promote(ctx: HookContext) -> str:
 
     event = ctx.event
     try:
-        outcome = observe(ctx.store, ctx.service.profile(), event.agent, event.session_id, event.prompt)
-    except ValueError as exc:  # over budget, drift, a damaged ledger: the prompt itself goes on
+        outcome = observe(ctx.recorder, ctx.service.profile(), event.agent, event.session_id, event.prompt)
+    except (ValueError, Conflict) as exc:  # over budget, drift, a damaged ledger: the prompt itself goes on
         ctx.service.warnings.append(f"no profile change from this prompt: {exc}")
         return ""
     lines = [f"- {p.line} (said in {len(p.entry['sessions'])} sessions)" for p in outcome.promoted]
@@ -277,7 +289,7 @@ def _promote(ctx: HookContext) -> str:
     return "hivelore: your profile changed:\n" + "\n".join(lines) if lines else ""
 
 
-def _coordinate(ctx: HookContext, work: Callable[[Coordination], object], *, task: bool = True) -> object:
+def _coordinate(ctx: HookContext, work: Callable[[Coordination], T], *, task: bool = True) -> T | None:
     """Run `work` on the team coordination of the event's repository, with the session's task
     created from its first prompt if it has none yet (`task`). Trouble there (a damaged team.db, a
     file the parser chokes on) is logged, and the rest of the hook goes on."""
@@ -316,7 +328,7 @@ def _stage_failure(ctx: HookContext) -> Failure | None:
     _count_call(ctx)
     exit_code = event.exit_code if event.exit_code is not None else -1
     command = event.command or event.tool
-    return ctx.store.record_failure(
+    return ctx.recorder.record_failure(
         event.agent, event.session_id, event.cwd, event.tool, command, exit_code, event.error or event.output
     )
 
@@ -325,7 +337,7 @@ def _count_call(ctx: HookContext) -> None:
     event = ctx.event
     call = event.command or " ".join(event.paths)
     if call:
-        ctx.store.record_call(event.agent, event.session_id, event.tool, call)
+        ctx.recorder.record_call(event.agent, event.session_id, event.tool, call)
 
 
 def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -> str:

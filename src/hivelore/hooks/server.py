@@ -33,7 +33,8 @@ import time
 from collections.abc import Mapping
 
 from hivelore import __version__
-from hivelore.hooks.command import log, respond
+from hivelore.hooks.command import respond
+from hivelore.hooks.log import log
 from hivelore.hooks.wire import (
     MAX_MESSAGE,
     PROTOCOL,
@@ -131,7 +132,7 @@ class HookServer:
                     if key.fileobj is self.listening.sock:
                         self._accept(selector, requests)
                         continue
-                    request = requests[key.fileobj]
+                    request = requests[key.fileobj]  # type: ignore[index]  # the socket registered, typed loosely
                     if not request.read():
                         continue
                     selector.unregister(request.conn)

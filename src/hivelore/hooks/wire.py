@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 PROTOCOL = b"hivelore-hook/1"
+MAX_PAYLOAD = (
+    16 * 1024 * 1024
+)  # an event's stdin is read (so the agent never blocks writing) but not parsed beyond this
 MAX_MESSAGE = 64 * 1024 * 1024  # a request holds at most one capped payload and an environment
 SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) on Linux, less the terminating NUL
 # The variables a hook event is answered with. Everything the code the server runs reads (a test

@@ -7,9 +7,10 @@ for, in HIVELORE_HOME/mcp-answers.json. It is sent again around the new request'
 byte for byte the one the SDK writes for that id (`response_line`); an answer is kept only when the
 SDK's line has exactly that shape, and only for ids whose JSON text is unambiguous.
 
-The file carries a fingerprint of everything the answers depend on: the tools' source, the SDK's and
-pydantic's versions, Python's version. A file with another fingerprint is ignored (and replaced as
-the SDK answers again). Standard library only: this runs before the SDK is imported.
+The file carries a fingerprint of everything the answers depend on: the tools' source and their
+result models (schemas.py), the SDK's and pydantic's versions, Python's version. A file with another
+fingerprint is ignored (and replaced as the SDK answers again). Standard library only: this runs
+before the SDK is imported.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ METHODS = ("initialize", "tools/list", "prompts/list", "resources/list", "resour
 # What decides the bytes of an answer besides the tools' own source: the SDK shapes and serialises
 # them, pydantic turns the signatures into JSON Schemas, Python cleans the docstrings.
 PACKAGES = ("mcp", "mcp-types", "pydantic", "pydantic-core")
-TOOLS_SOURCE = os.path.join(os.path.dirname(__file__), "tools.py")
+# The tools' source: their signatures and docstrings, and the result models (outputSchema).
+SOURCES = (
+    os.path.join(os.path.dirname(__file__), "tools.py"),
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), "schemas.py"),
+)
 DIST_INFO = re.compile(r"(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)\.dist-info")
 PLAIN_ID = re.compile(r"-?[0-9]{1,15}|\"[A-Za-z0-9_.:-]{1,64}\"")
 
@@ -37,8 +42,9 @@ PLAIN_ID = re.compile(r"-?[0-9]{1,15}|\"[A-Za-z0-9_.:-]{1,64}\"")
 def fingerprint() -> str:
     """What the answers were computed from, hashed."""
     parts = [sys.version.split()[0], *installed_versions()]
-    with open(TOOLS_SOURCE, "rb") as source:
-        parts.append(hashlib.sha256(source.read()).hexdigest())
+    for name in SOURCES:
+        with open(name, "rb") as source:
+            parts.append(hashlib.sha256(source.read()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -122,6 +122,8 @@ class Front:
         if "method" in message or ("result" not in message and "error" not in message):
             return line
         rid = id_text(message.get("id"))
+        if rid is None:  # not the id of a request noted as open (see _note)
+            return line
         self._open.discard(rid)
         asked, sent = self._asked.pop(rid, None), self._sent.pop(rid, None)
         if asked is None:

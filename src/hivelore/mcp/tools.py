@@ -2,7 +2,7 @@
 
 This module is what takes seconds to import (the SDK, pydantic): `stdio` answers the handshake while it
 loads. What `initialize` and `tools/list` answer is decided here; the answers kept for a fast start
-are fingerprinted with this file's text (answers.py).
+are fingerprinted with this file's text and that of the result models, `hivelore.schemas` (answers.py).
 
 Results are pydantic models, so clients get an `outputSchema` and `structuredContent`. A refused
 call is re-raised as the SDK's `ToolError`: only that one reaches the client as a tool result with
@@ -18,13 +18,43 @@ from pathlib import Path
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
 
 from hivelore import errors
-from hivelore.memory.model import Memory
 from hivelore.memory.service import Hivelore
+from hivelore.schemas import (
+    AttemptOut,
+    BlastRadiusOut,
+    Card,
+    CodeHistoryOut,
+    ConflictOut,
+    ConflictsOut,
+    DecisionOut,
+    Expert,
+    ForgetOut,
+    Hit,
+    Hotspot,
+    HotspotsOut,
+    ListOut,
+    MemoryOut,
+    Neighbour,
+    PathOut,
+    ProfileFileOut,
+    ProfileLine,
+    ProfileSearchOut,
+    ScopeGroup,
+    ScopesOut,
+    SearchOut,
+    SymbolHistoryOut,
+    TaskBoardOut,
+    TaskOut,
+    TreeKey,
+    TreeOut,
+    WhoKnowsOut,
+    WhyOut,
+    WriteOut,
+)
 from hivelore.team.coordination import Coordination
-from hivelore.team.store import Attempt, Decision, Intent
+from hivelore.team.model import Attempt, Decision, Intent
 
 INSTRUCTIONS = (
     "hivelore is this user's memory of what went wrong and how it was fixed. Search it before "
@@ -33,192 +63,9 @@ INSTRUCTIONS = (
     "instructions come first."
 )
 
-
-class MemoryOut(BaseModel):
-    scope: str
-    key: str
-    value: str
-    kind: str
-    state: str
-    tags: list[str]
-    created: str
-    updated: str
-    seen_count: int
-    expires_at: str | None
-    archived_at: str | None
-    provenance: dict[str, str]
-
-    @classmethod
-    def of(cls, memory: Memory) -> MemoryOut:
-        return cls.model_validate(memory.to_dict())
-
-
-class WriteOut(BaseModel):
-    memory: MemoryOut
-    path: str
-    tier: str
-    created: bool = Field(description="False when an existing memory was updated (its seen_count bumped).")
-
-
-class Hit(BaseModel):
-    memory: MemoryOut
-    score: float
-
-
-WARNINGS = Field(
-    default_factory=list,
-    description="What the read passed over, e.g. a memory file skipped as unreadable (the CLI prints these on stderr).",
-)
-
-
-class SearchOut(BaseModel):
-    scopes: list[str]
-    hits: list[Hit]
-    warnings: list[str] = WARNINGS
-
-
-class ScopeGroup(BaseModel):
-    scope: str
-    memories: list[MemoryOut]
-
-
-class ListOut(BaseModel):
-    groups: list[ScopeGroup]
-    warnings: list[str] = WARNINGS
-
-
-class ForgetOut(BaseModel):
-    forgotten: str
-    path: str
-
-
-class ScopesOut(BaseModel):
-    chain: list[str] = Field(description="This folder's scopes, narrowest first.")
-    counts: dict[str, int] = Field(description="Visible memories per scope, for every scope that has any.")
-
-
-class TreeKey(BaseModel):
-    key: str
-    winner: MemoryOut
-    shadowed: list[MemoryOut]
-
-
-class TreeOut(BaseModel):
-    scopes: list[str]
-    keys: list[TreeKey]
-
-
-class ProfileFileOut(BaseModel):
-    profile: str
-    name: str = Field(description="USER.md, MEMORY.md or SOUL.md")
-    text: str
-
-
-class ProfileLine(BaseModel):
-    file: str = Field(description="USER.md, MEMORY.md, SOUL.md or shared/NAME.md")
-    line: str
-
-
-class ProfileSearchOut(BaseModel):
-    profile: str
-    lines: list[ProfileLine]
-
-
-class Neighbour(BaseModel):
-    symbol: str
-    distance: int = Field(description="Call hops from the symbol asked about.")
-
-
-class BlastRadiusOut(BaseModel):
-    symbol: str
-    callers: list[Neighbour] = Field(description="What calls the symbol within the hops, nearest first.")
-
-
-class PathOut(BaseModel):
-    path: list[str] | None = Field(description="The shortest call chain, caller first; null: no chain.")
-
-
-class Hotspot(BaseModel):
-    symbol: str
-    pagerank: float
-    betweenness: float
-
-
-class HotspotsOut(BaseModel):
-    hotspots: list[Hotspot]
-
-
-class TaskOut(BaseModel):
-    id: int
-    title: str
-    owner: str
-    status: str
-
-
-class ConflictOut(BaseModel):
-    symbol: str = Field(description="The symbol you would edit.")
-    claimed: str = Field(description="The symbol another developer's task claimed.")
-    path: list[str] = Field(description="The shortest call path between them, caller first.")
-    developer: str
-    task: TaskOut
-
-
-class ConflictsOut(BaseModel):
-    conflicts: list[ConflictOut]
-
-
-class Expert(BaseModel):
-    developer: str
-    score: float
-    claims: int
-    attempts: int
-    decisions: int
-
-
-class WhoKnowsOut(BaseModel):
-    symbol: str
-    developers: list[Expert]
-
-
-class DecisionOut(BaseModel):
-    id: int
-    text: str
-    developer: str
-    symbols: list[str]
-
-
-class AttemptOut(BaseModel):
-    command: str
-    outcome: str
-    failed: list[str]
-    developer: str
-    count: int
-    resolved: bool
-
-
-class WhyOut(BaseModel):
-    symbol: str
-    current: list[DecisionOut]
-    superseded: list[DecisionOut]
-    attempts: list[AttemptOut]
-    people: list[str]
-
-
-class Card(BaseModel):
-    task: TaskOut
-    claims: int
-    failed_attempts: int
-    last_note: str | None
-
-
-class TaskBoardOut(BaseModel):
-    repo: str
-    tasks: list[Card]
-
-
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def build_server(cwd: Path | None = None) -> MCPServer:
@@ -342,32 +189,28 @@ def build_server(cwd: Path | None = None) -> MCPServer:
 
     @contextlib.contextmanager
     def coordination() -> Iterator[Coordination]:
-        with service() as svc:
-            found = Coordination.for_service(svc)
-            try:
-                yield found
-            finally:
-                found.close()
+        with service() as svc, Coordination.for_service(svc) as found:
+            yield found
 
     @server.tool(annotations=READ_ONLY)
     def blast_radius(symbol: str, hops: int = 3) -> BlastRadiusOut:
         """What calls a symbol (id like shop/orders.py::checkout, or a name) within N call hops."""
         with coordination() as c:
             sid = c.symbol(symbol)
-            found = c.graph.blast_radius(sid, hops=hops)
+            found = c.blast_radius(sid, hops=hops)
         return BlastRadiusOut(symbol=sid, callers=[Neighbour(symbol=s, distance=d) for s, d in found])
 
     @server.tool(annotations=READ_ONLY)
     def shortest_path(source: str, target: str) -> PathOut:
         """The shortest call chain from one symbol to another."""
         with coordination() as c:
-            return PathOut(path=c.graph.shortest_path(c.symbol(source), c.symbol(target)))
+            return PathOut(path=c.shortest_path(c.symbol(source), c.symbol(target)))
 
     @server.tool(annotations=READ_ONLY)
     def hotspots(limit: int = 20) -> HotspotsOut:
         """The symbols at the centre of the call graph (PageRank and betweenness)."""
         with coordination() as c:
-            found = c.graph.hotspots(limit)
+            found = c.hotspots(limit)
         return HotspotsOut(hotspots=[Hotspot(symbol=s, pagerank=p, betweenness=b) for s, p, b in found])
 
     @server.tool(annotations=READ_ONLY)
@@ -375,7 +218,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Before editing: other developers' active tasks that claimed code within 3 call hops of these
         symbols (callees and callers checked separately), each with the call path. A warning, not a block."""
         with coordination() as c:
-            found = c.team.conflicts(c.graph, c.repo, [c.symbol(s) for s in symbols], c.developer)
+            found = c.conflicts([c.symbol(s) for s in symbols])
         return ConflictsOut(
             conflicts=[
                 ConflictOut(symbol=x.symbol, claimed=x.claimed, path=list(x.path), developer=x.developer,
@@ -389,7 +232,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Developers ranked by their claims, attempts and decisions on a symbol and its neighbours."""
         with coordination() as c:
             sid = c.symbol(symbol)
-            found = c.team.who_knows(c.graph, c.repo, sid)
+            found = c.who_knows(sid)
         return WhoKnowsOut(
             symbol=sid,
             developers=[Expert(developer=e.developer, score=round(e.score, 3), claims=e.claims,
@@ -400,7 +243,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def why(symbol: str) -> WhyOut:
         """A symbol's current decision, the decisions it superseded, the test attempts on it, the people."""
         with coordination() as c:
-            found = c.team.why(c.repo, c.symbol(symbol))
+            found = c.why(c.symbol(symbol))
         return WhyOut(
             symbol=found.symbol,
             current=[_decision(d) for d in found.current],
@@ -413,12 +256,32 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def task_board() -> TaskBoardOut:
         """This repository's tasks: owner, status, claims, failed attempts, last note."""
         with coordination() as c:
-            cards = c.team.task_board(c.repo)
+            cards = c.task_board()
             repo = c.repo
         return TaskBoardOut(
             repo=repo,
             tasks=[Card(task=_task(card.intent), claims=card.claims, failed_attempts=card.failed,
                         last_note=card.last_note.text if card.last_note else None) for card in cards],
+        )  # fmt: skip
+
+    @server.tool(annotations=READ_ONLY)
+    def code_history(files: list[str] | None = None, symbols: list[str] | None = None) -> CodeHistoryOut:
+        """Before editing code: what failed on it before, what was decided, which other developers'
+        tasks are changing it, and the lessons that name it. files: paths relative to the repository
+        root; symbols: ids (shop/orders.py::checkout) or names."""
+        with coordination() as c:
+            found = c.code_history(files or [], symbols or [])
+        return CodeHistoryOut(
+            asked=found.asked,
+            symbols=found.symbols,
+            history=[
+                SymbolHistoryOut(symbol=h.symbol, failed=[_attempt(a) for a in h.failed],
+                                 decisions=[_decision(d) for d in h.decisions],
+                                 claimed_by=[_task(intent) for intent in h.claimed_by])
+                for h in found.history
+            ],
+            lessons=[MemoryOut.of(hit.row.memory) for hit in found.lessons],
+            problem=found.problem or None,
         )  # fmt: skip
 
     return server

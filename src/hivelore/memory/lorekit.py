@@ -76,11 +76,11 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hivelore.memory.scope import try_parse
+from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ _EPOCH_TEXT_RE = re.compile(r"^-?\d+(\.\d+)?$")
 _MS_THRESHOLD = 1e11  # above this an epoch number is milliseconds (1e11 s is the year 5138)
 
 
-@dataclass(frozen=True)
+@record
 class LoreKitRecord:
     source: Path
     scope: str
@@ -116,7 +116,7 @@ class LoreKitRecord:
     provenance: dict[str, str]
 
 
-@dataclass(frozen=True)
+@record
 class LoreKitSkip:
     source: Path
     reason: str

@@ -9,7 +9,11 @@ from datetime import UTC, datetime
 from hivelore.errors import BadInput
 from hivelore.memory.scope import GRAMMAR, Scope, ScopeError, try_parse
 from hivelore.memory.scope import parse as parse_scope
-from hivelore.records import record
+from hivelore.records import record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 KINDS = ("lesson", "fact", "decision", "note")
 STATES = ("staged", "committed")
@@ -146,7 +150,7 @@ class Memory:
         return self.archived_at is None and not self.is_expired(now)
 
     def evolve(self, **changes: object) -> Memory:
-        return self._replace(**changes)
+        return replace(self, **changes)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape used by `--json`, export and MCP."""
@@ -166,7 +170,7 @@ class Memory:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> Memory:
+    def from_dict(cls, data: dict[str, Any]) -> Memory:
         """Rebuild a memory from `to_dict` output (trusted: the index stores it)."""
         scope = try_parse(str(data["scope"]))
         if scope is None:
@@ -177,11 +181,11 @@ class Memory:
             value=str(data["value"]),
             kind=str(data.get("kind", "lesson")),
             state=str(data.get("state", "committed")),
-            tags=tuple(data.get("tags") or ()),  # type: ignore[arg-type]
+            tags=tuple(data.get("tags") or ()),
             created=str(data["created"]),
             updated=str(data["updated"]),
-            seen_count=int(data.get("seen_count", 1)),  # type: ignore[arg-type]
-            expires_at=data.get("expires_at"),  # type: ignore[arg-type]
-            archived_at=data.get("archived_at"),  # type: ignore[arg-type]
-            provenance=dict(data.get("provenance") or {}),  # type: ignore[arg-type]
+            seen_count=int(data.get("seen_count", 1)),
+            expires_at=data.get("expires_at"),
+            archived_at=data.get("archived_at"),
+            provenance=dict(data.get("provenance") or {}),
         )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from hivelore.memory.scope import parse, related
 from hivelore.memory.tier import Candidate
-from hivelore.records import record
+from hivelore.records import record, replace
 
 # Weights of the score's parts. Relevance dominates a search; without a query, the scope and
 # recency decide. Each part is in [0, 1].
@@ -203,7 +203,7 @@ def fit_budget(
         row = fresh(candidate.row)
         if row is None or any((row.origin, row.place) == (r.row.origin, r.row.place) for r in shown):
             continue
-        r = candidate._replace(row=row)
+        r = replace(candidate, row=row)
         cost = len(line_for(r.row, max_value_chars)) + 1
         if used + cost > budget_chars:
             continue

@@ -8,6 +8,7 @@ scopes being read stands in for it (chosen once, on first use), and says so.
 
 from __future__ import annotations
 
+import builtins  # `Hivelore.list` shadows the type in the class body
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +19,7 @@ from hivelore.config import Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
 from hivelore.memory import recall
+from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
 from hivelore.memory.model import (
@@ -39,7 +41,6 @@ from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore.memory.local.index import RebuildStats
     from hivelore.profile.store import Profile
 
 MAX_SEARCH_LIMIT = 1000
@@ -84,10 +85,10 @@ class Hivelore:
         self.session = session
         self.home = Vault(settings.home, "home")
         private_home(str(settings.home))
-        self.project_root = chain.git.root / ".hivelore" if chain.git else None
+        project_root = chain.git.root / ".hivelore" if chain.git else None
+        self.project_root = project_root  # where `--tier project` writes, even before the folder exists
         self.warnings: list[str] = []
-        usable = self.project_root and self._usable(self.project_root)
-        self.project = Vault(self.project_root, "project") if self.project_root and usable else None
+        self.project = Vault(project_root, "project") if project_root and self._usable(project_root) else None
         # Within one scope the project tier (committed with the repository) wins over the home tier.
         self.vaults = [v for v in (self.project, self.home) if v]
         self._local: VaultTier | None = None
@@ -393,7 +394,8 @@ class Hivelore:
     def citing(self, names: Iterable[str], exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
         """Committed memories whose text names one of these symbols (`validate_token`, `Cart.total`)
         as written: the lessons about the code an agent is about to edit."""
-        excluded, found = set(exclude), {}
+        excluded = set(exclude)
+        found: dict[str, recall.Ranked] = {}
         for name in dict.fromkeys(n for n in names if len(n) >= 3):
             for hit in self.search(name, limit=MAX_RELATED_HITS) if recall.query_words(name) else []:
                 memory = hit.row.memory
@@ -424,7 +426,7 @@ class Hivelore:
             grouped[copy.scope].append(copy.memory)
         return {s: sorted(ms, key=lambda m: m.key) for s, ms in grouped.items() if ms}
 
-    def tree(self, scopes: Iterable[str] | None = None) -> list[TreeEntry]:
+    def tree(self, scopes: Iterable[str] | None = None) -> builtins.list[TreeEntry]:
         """Per key: the copy that wins (narrowest scope, then project tier) and the copies it shadows."""
         chosen = self.scopes_for(scopes)
         by_key: dict[str, list[Candidate]] = {}
@@ -436,7 +438,7 @@ class Hivelore:
             entries.append(TreeEntry(key, copies[0].memory, [c.memory for c in copies[1:]]))
         return entries
 
-    def scopes_in_vault(self) -> list[str]:
+    def scopes_in_vault(self) -> builtins.list[str]:
         """Every scope that has memories in any tier, narrowest first."""
         found = {scope for tier in self.tiers for scope in tier.scopes()}
         return self.scopes_for(found) if found else []
@@ -538,8 +540,9 @@ class Hivelore:
         unwritable = self._unwritable([(m, t) for (m, _), t in zip(memories, targets, strict=True)])
         checked: list[tuple[Memory, Target]] = []
         for (memory, source), target in zip(memories, targets, strict=True):
-            problem = target if isinstance(target, ValueError) else unwritable.get((target, memory.address))
-            if problem is not None:
+            if isinstance(target, ValueError):
+                report.rejected.append(f"{source}: {target}")
+            elif (problem := unwritable.get((target, memory.address))) is not None:
                 report.rejected.append(f"{source}: {problem}")
             else:
                 checked.append((memory, target))
@@ -559,13 +562,14 @@ class Hivelore:
     ) -> dict[tuple[Target, str], ValueError]:
         """Why the copy of (target, address) cannot be written, for the targets that have a reason."""
         found: dict[tuple[Target, str], ValueError] = {}
-        for target, group in _grouped((m, t) for m, t in targets if not isinstance(t, ValueError)).items():
+        writable: builtins.list[tuple[Memory, Target]] = [(m, t) for m, t in targets if not isinstance(t, ValueError)]
+        for target, group in _grouped(writable).items():
             where, part = target
             for address, problem in where.unwritable(part, group).items():
                 found[(target, address)] = problem
         return found
 
-    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Target | ValueError]:
+    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> builtins.list[Target | ValueError]:
         """`_tier_for_write` of many memories, the copies of their keys looked up once per scope."""
         if tier is not None:
             try:
@@ -578,19 +582,18 @@ class Hivelore:
             wanted = {m.key for m in memories if str(m.scope) == scope}
             for copy in self._copies_of([scope], wanted):
                 copies.setdefault((copy.scope, copy.key), copy)  # the first is the copy a write updates
-        targets: list[Target | ValueError] = []
+        targets: builtins.list[Target | ValueError] = []
         for memory in memories:
-            copy = copies.get((str(memory.scope), memory.key))
-            targets.append(self._part_of(copy) if copy is not None else self._default_tier(memory.scope))
+            found = copies.get((str(memory.scope), memory.key))
+            targets.append(self._part_of(found) if found is not None else self._default_tier(memory.scope))
         return targets
 
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
-        """Re-read every file into a new index; the next read opens it."""
-        stats = self.local.rebuild()
-        self._local = None
-        return stats
+        """Re-read every file into a new index; the next read chooses the local tier again."""
+        self.close()
+        return rebuild(self.index_path, self.vaults)
 
     def sweep(self) -> Swept:
         """Remove the temp files writers killed mid-write left in the tiers' folders (stale ones only)."""

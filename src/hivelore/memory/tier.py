@@ -61,6 +61,7 @@ class Candidate:
     updated_ts: float
     seen_count: int
     value_chars: int  # of the value with its whitespace collapsed: a line's length without decoding
+    _memory: Memory | None  # None until a subclass decodes it (Candidate.of always sets it)
 
     @classmethod
     def of(cls, memory: Memory, origin: str, place: str) -> Candidate:
@@ -77,6 +78,7 @@ class Candidate:
 
     @property
     def memory(self) -> Memory:
+        assert self._memory is not None, "Candidate.of sets the memory; a subclass decodes it"
         return self._memory
 
     @property
@@ -118,8 +120,9 @@ class Tier:
         raise NotImplementedError
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
-        """At most `limit` visible copies in `scopes` that hold the query's `words` (lower-case), best
-        first, each with its relevance (> 0; comparable only within one call)."""
+        """Visible copies in `scopes` that hold the query's `words` (lower-case), best first, each with
+        its relevance (> 0; comparable only within one call): the best `limit` of them, or more (a
+        tier that has read every match already may give them all, rather than cut between ties)."""
         raise NotImplementedError
 
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:

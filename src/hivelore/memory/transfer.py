@@ -7,6 +7,13 @@ from collections.abc import Mapping
 
 from hivelore.records import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")  # the kind a field must have
+    D = TypeVar("D")  # its default
+
 
 @record
 class ImportReport:
@@ -37,9 +44,11 @@ class ImportRecord:
     @classmethod
     def from_json(cls, data: object, source: str) -> ImportRecord:
         """A record from one parsed JSONL line; ValueError naming the line and field if a type is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: each line must be a JSON object with scope, key and value.")
 
-        def field(name: str, kinds: tuple[type, ...], default: object = None) -> object:
-            value = data.get(name, default)  # type: ignore[union-attr]
+        def field(name: str, kinds: tuple[type[T], ...], default: D) -> T | D:
+            value = data.get(name)
             if value is None:
                 return default
             if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
@@ -47,31 +56,26 @@ class ImportRecord:
                 raise ValueError(f"{source}: '{name}' must be {expected}, not {type(value).__name__}.")
             return value
 
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: each line must be a JSON object with scope, key and value.")
         for required in ("scope", "key", "value"):
             if not isinstance(data.get(required), str):
                 raise ValueError(f"{source}: '{required}' is missing or not a string.")
         tags = field("tags", (list,), [])
         provenance = field("provenance", (dict,), {})
-        if not all(isinstance(t, str) for t in tags) or not all(  # type: ignore[union-attr]
-            isinstance(v, str)
-            for v in provenance.values()  # type: ignore[union-attr]
-        ):
+        if not all(isinstance(t, str) for t in tags) or not all(isinstance(v, str) for v in provenance.values()):
             raise ValueError(f"{source}: 'tags' and the values of 'provenance' must be strings.")
         return cls(
             source=source,
             scope=data["scope"],
             key=data["key"],
             value=data["value"],
-            tags=tuple(tags),  # type: ignore[arg-type]
-            kind=field("kind", (str,), "lesson"),  # type: ignore[arg-type]
-            state=field("state", (str,), "committed"),  # type: ignore[arg-type]
-            ttl_days=field("ttl_days", (int, float)),  # type: ignore[arg-type]
-            created=field("created", (str,)),  # type: ignore[arg-type]
-            updated=field("updated", (str,)),  # type: ignore[arg-type]
-            seen_count=field("seen_count", (int,)),  # type: ignore[arg-type]
-            expires_at=field("expires_at", (str,)),  # type: ignore[arg-type]
-            archived_at=field("archived_at", (str,)),  # type: ignore[arg-type]
-            provenance=provenance,  # type: ignore[arg-type]
+            tags=tuple(tags),
+            kind=field("kind", (str,), "lesson"),
+            state=field("state", (str,), "committed"),
+            ttl_days=field("ttl_days", (int, float), None),
+            created=field("created", (str,), None),
+            updated=field("updated", (str,), None),
+            seen_count=field("seen_count", (int,), None),
+            expires_at=field("expires_at", (str,), None),
+            archived_at=field("archived_at", (str,), None),
+            provenance=provenance,
         )

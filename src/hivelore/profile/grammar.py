@@ -488,7 +488,9 @@ def category(line: str) -> str | None:
         return "test_command"
     if head == "prefer" and re.fullmatch(_VERBOSITY, value):
         return "reply_verbosity"
-    name = re.fullmatch(_VERSION, value)["name"].casefold()  # "pnpm 9", "Python 3.12", "uv@0.4"
+    version = re.fullmatch(_VERSION, value)  # "pnpm 9", "Python 3.12", "uv@0.4"
+    assert version is not None  # any text of one character or more matches
+    name = version["name"].casefold()
     if name in _PACKAGE_MANAGERS:
         return "package_manager"
     if re.fullmatch(_INDENTATION, value):
@@ -547,7 +549,7 @@ def _analyse(message: str, forget: bool, explain: bool) -> tuple[list[Candidate]
         )
         if reason:
             refusals.append(Refusal(_strip_end(msg.shown(start, end)), reason))
-        else:
+        elif candidate is not None:  # no reason to refuse: _parse gave a candidate
             accepted.append((_strip_end(msg.shown(start, end)), candidate))
     safety = _safety_reason(msg, [candidate.line for _, candidate in accepted]) if accepted else None
     if safety:
@@ -630,7 +632,9 @@ def _units(text: str) -> list[tuple[int, int, str | None]]:
 def _fence_after(fence: str, line: str) -> str:
     """The fence still open after `line`: one closes with the same character, at least as long, alone."""
     if not fence:
-        return re.match(_FENCE, line)[1]
+        opening = re.match(_FENCE, line)
+        assert opening is not None  # the caller saw a fence open on this line
+        return opening[1]
     closing = line.strip()
     return "" if closing == fence[0] * len(closing) and len(closing) >= len(fence) else fence
 
@@ -719,7 +723,9 @@ def _parse(sentence: str, forget: bool) -> tuple[Candidate | None, str | None] |
 
 
 def _unfilled(text: str) -> str:
-    return text[re.match(_FILLERS, text).end() :]
+    fillers = re.match(_FILLERS, text)
+    assert fillers is not None  # the fillers may be none at all: it matches every text
+    return text[fillers.end() :]
 
 
 def _trim(text: str) -> str:

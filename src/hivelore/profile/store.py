@@ -6,8 +6,8 @@ keeps the files and the ledger, and keeps them in agreement:
 
 - every write is an atomic replace (temp file in the same folder, fsync, rename, fsync the folder),
   under one lock per profile folder (`.lock`, fcntl) held across the whole read-modify-write;
-- drift detection: an operation remembers what it loaded (mtime_ns, size, CRC-32) and refuses with
-  `DriftError`, writing nothing, if a file changed on disk before it writes;
+- drift detection: an operation remembers what it loaded (its `atomicfile.Stamp`) and refuses with
+  `atomicfile.DriftError`, writing nothing, if a file's content changed on disk before it writes;
 - write-ahead intent: before touching any file, `intent.json` records the old and the new contents of
   every file the operation writes; then the Markdown files are written, then the ledger, then the
   intent is removed. An exception in between restores the old contents in-process; a crash is
@@ -29,14 +29,14 @@ or an intent is read, difflib only by `compact`. See docs/profile.md for the for
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import time
-import zlib
 from collections.abc import Callable
 
 from hivelore import atomicfile, confined
-from hivelore.errors import BadInput, Conflict, Unavailable
+from hivelore.atomicfile import Stamp, check_unchanged
+from hivelore.errors import BadInput, Unavailable
+from hivelore.folderlock import FolderLock
 from hivelore.home import FILE_MODE, FOLDER_MODE, private_folder
 
 USER = "USER.md"
@@ -44,7 +44,6 @@ MEMORY = "MEMORY.md"
 SOUL = "SOUL.md"
 LEDGER = "promotions.json"
 INTENT = "intent.json"
-LOCK = ".lock"
 PROFILE_FILES = (USER, MEMORY, SOUL)
 WRITABLE = (USER, MEMORY)  # the files promotion, forget and compact may write
 BUDGETS = {USER: 1375, MEMORY: 2200}  # characters (code points) of the whole file
@@ -78,34 +77,12 @@ class ProfileError(BadInput):
     """A profile operation was refused; the message says what is wrong and what to do."""
 
 
-class DriftError(ProfileError, Conflict):
-    """A profile file changed on disk since the operation loaded it; nothing was written."""
-
-
 class ProfileUnavailable(ProfileError, Unavailable):
     """promotions.json or an interrupted write's record is damaged; the message says how to repair it."""
 
 
 class BudgetError(ProfileError):
     """The write would make USER.md or MEMORY.md longer than its character budget; nothing was written."""
-
-
-class Stamp:
-    """What a file looked like when it was loaded."""
-
-    __slots__ = ("mtime_ns", "size", "checksum")
-
-    def __init__(self, mtime_ns: int, size: int, checksum: int) -> None:
-        self.mtime_ns = mtime_ns
-        self.size = size
-        self.checksum = checksum
-
-    def same_content(self, other: Stamp | None) -> bool:
-        # A file whose mtime changed but whose bytes did not (a `touch`) has not drifted: nothing is lost.
-        return other is not None and other.size == self.size and other.checksum == self.checksum
-
-    def __repr__(self) -> str:
-        return f"Stamp(mtime_ns={self.mtime_ns}, size={self.size}, checksum={self.checksum:08x})"
 
 
 class Promotion:
@@ -376,8 +353,9 @@ class Profile:
     def _path(self, name: str) -> str:
         return os.path.join(self.folder, name)
 
-    def _lock(self) -> _FolderLock:
-        return _FolderLock(self.home, self.folder)
+    def _lock(self) -> _ProfileLock:
+        parts = os.path.relpath(self.folder, self.home).split(os.sep)
+        return _ProfileLock(self.home, parts, folder_mode=FOLDER_MODE, file_mode=FILE_MODE, prepare=atomicfile.sweep)
 
     def _sources(self, include_protected: bool) -> list[tuple[str, str]]:
         """(label, text) in injection order: shared snippets, USER.md, SOUL.md, MEMORY.md."""
@@ -465,12 +443,7 @@ class Profile:
 
     def _check_drift(self, name: str, expected: Stamp | None) -> None:
         _, now = _load(self._path(name), strict=False)
-        if (now is None and expected is None) or (expected is not None and expected.same_content(now)):
-            return
-        raise DriftError(
-            f"{self._path(name)} changed on disk since hivelore read it; nothing was written: "
-            "check the file and run the command again."
-        )
+        check_unchanged(self._path(name), expected, now)
 
     def _commit(self, loaded: dict, changes: list[tuple[str, str]], operation: str) -> None:
         """Write `changes` (Markdown first, the ledger last) as one transaction. Call under the lock.
@@ -611,45 +584,19 @@ class Profile:
         return files, size
 
 
-class _FolderLock:
-    """The per-profile lock (`.lock`, fcntl.flock), held across every read-modify-write. Taking it checks
-    that no folder between HIVELORE_HOME and the profile is a link (so no write leaves the home), and
-    sweeps the temp files that killed writers left there."""
+class _ProfileLock(FolderLock):
+    """The profile folder's lock (see folderlock.py), held across every read-modify-write; taking it
+    sweeps the temp files that killed writers left there. A link between HIVELORE_HOME and the
+    profile is refused as every refusal of the profile is, with a ProfileError."""
 
-    __slots__ = ("home", "folder", "fd")
+    __slots__ = ()
 
-    def __init__(self, home: str, folder: str) -> None:
-        self.home, self.folder = home, folder
-        self.fd = -1
-
-    def __enter__(self) -> _FolderLock:
-        parts = os.path.relpath(self.folder, self.home).split(os.sep)
+    def __enter__(self) -> _ProfileLock:
         try:
-            folder = confined.open_folder(self.home, parts, create_mode=FOLDER_MODE)
+            super().__enter__()
         except confined.LinkRefused as exc:
             raise ProfileError(str(exc)) from None
-        try:
-            self.fd = confined.open_file(
-                folder, LOCK, os.O_RDWR | os.O_CREAT, FILE_MODE, os.path.join(self.folder, LOCK), self.home
-            )
-            atomicfile.sweep(folder)
-        except confined.LinkRefused as exc:
-            raise ProfileError(str(exc)) from None
-        finally:
-            os.close(folder)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(self.fd)
-            raise
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
-            self.fd = -1
 
 
 # -- lines ------------------------------------------------------------------------------------------
@@ -848,7 +795,7 @@ def _load(path: str, strict: bool = True) -> tuple[str | None, Stamp | None]:
     with open(fd, "rb") as handle:
         data = handle.read()
         st = os.fstat(handle.fileno())
-    stamp = Stamp(st.st_mtime_ns, st.st_size, zlib.crc32(data))
+    stamp = Stamp.of(data, st)
     try:
         return data.decode("utf-8"), stamp
     except UnicodeDecodeError as exc:

@@ -1,10 +1,12 @@
-"""Team coordination over the code graph: what the hooks, `hivelore graph`/`task` and the MCP tools
-share — who is changing which code, what was tried there, and the warning before an edit.
+"""Team coordination over the code graph, the team service: what the hooks, `hivelore graph`/`task`,
+`context --file/--symbol` and the MCP tools share — who is changing which code, what was tried
+there, the warning before an edit, and the graph queries. The surfaces call its methods and never
+the stores under it (tests/test_architecture.py pins that).
 
 `Coordination.for_service(service)` ties the folder's repository (its git root, and the name every
 worktree shares: `owner/repo` from origin, else the project name) to the developer working in it
 (`HIVELORE_DEVELOPER`, else git's user), the code graph (`HIVELORE_HOME/graph.db`) and the team
-model (`HIVELORE_HOME/team.db`). Both stores open on first use.
+store (`SqliteTeam`, `HIVELORE_HOME/team.db`). Both stores open on first use.
 
 A graph that was never built is built in the background (`hivelore graph index`, detached) the
 first time a hook needs it: an edit is never held up by indexing. Until the index exists an edit
@@ -23,8 +25,13 @@ from collections.abc import Mapping, Sequence
 from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
 from hivelore.memory.service import Hivelore
-from hivelore.sqlitedb import Record
-from hivelore.team.store import Attempt, Conflict, Decision, Intent, Team, developer_for, file_claim_ids
+from hivelore.team.history import CITING_LESSONS, NO_GRAPH, OUTSIDE_GIT, CodeHistory, SymbolHistory
+from hivelore.team.model import Attempt, Card, Conflict, Decision, Expert, Intent, Note, Resume, Why, file_claim_ids
+from hivelore.team.store import SqliteTeam, TeamStore, developer_for
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph import Graph  # imported on first use at run time
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
@@ -32,23 +39,16 @@ MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
 
 
-class SymbolHistory(Record):
-    """What an agent about to edit `symbol` should know: the failed attempts on it (latest first),
-    its active decisions (newest first) and the active tasks of other developers that claimed it."""
-
-    __slots__ = ("symbol", "failed", "decisions", "claimed_by")
-
-    def __init__(self, symbol: str, failed: list[Attempt], decisions: list[Decision], claimed_by: list[Intent]) -> None:
-        self.symbol, self.failed, self.decisions, self.claimed_by = symbol, failed, decisions, claimed_by
-
-
 class Coordination:
-    """The repository at `root` (named `repo` in the team model), seen by `developer`."""
+    """The repository at `root` (named `repo` in the team model), seen by `developer` through the
+    memory service `memory` (its folder, and the lessons that name code). Everything the surfaces
+    ask of the team and the code graph is a method here: they never reach the stores."""
 
-    def __init__(self, home: str, root: str, repo: str, developer: str) -> None:
-        self.home, self.root, self.repo, self.developer = home, root, repo, developer
-        self._graph = None
-        self._team: Team | None = None
+    def __init__(self, memory: Hivelore, root: str, repo: str, developer: str) -> None:
+        self.memory, self.home = memory, str(memory.settings.home)
+        self.root, self.repo, self.developer = root, repo, developer
+        self._graph: Graph | None = None
+        self._team: TeamStore | None = None
 
     @classmethod
     def for_service(cls, service: Hivelore, env: Mapping[str, str] | None = None) -> Coordination:
@@ -56,35 +56,32 @@ class Coordination:
         root = str(git.root) if git else os.getcwd()
         projects = [str(s).split("::", 1)[1] for s in service.chain.scopes if str(s).startswith("project::")]
         repo = git.owner_repo if git and git.owner_repo else (projects[0] if projects else os.path.basename(root))
-        return cls(str(service.settings.home), root, repo, developer_for(root, env))
+        return cls(service, root, repo, developer_for(root, env))
 
     @property
-    def graph(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
+    def graph(self) -> Graph:
         if self._graph is None:
             from hivelore.codegraph import Graph
 
             self._graph = Graph.open(self.home, self.root)
         return self._graph
 
-    def graph_discarding_unusable(self):  # noqa: ANN201 -- codegraph.Graph, imported on first use
-        """The graph for `hivelore graph index`: a graph.db that cannot be used is removed and started
-        anew, as indexing rebuilds what it held (the repair an unusable graph.db's error names)."""
-        if self._graph is None:
-            from hivelore.codegraph import Graph
-
-            self._graph = Graph.open(self.home, self.root, discard_unusable=True)
-        return self._graph
-
     @property
-    def team(self) -> Team:
+    def team(self) -> TeamStore:
         if self._team is None:
-            self._team = Team.open(self.home)
+            self._team = SqliteTeam.open(self.home)
         return self._team
 
     def close(self) -> None:
         for store in (self._graph, self._team):
             if store is not None:
                 store.close()
+
+    def __enter__(self) -> Coordination:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def symbol(self, name: str) -> str:
         """The id of the one symbol `name` names (an id, a qualified name or a name); a LookupError
@@ -108,7 +105,64 @@ class Coordination:
             raise BadInput(f"{path} is outside the repository at {self.root}.")
         return relative
 
-    def code_history(self, symbols: Sequence[str]) -> list[SymbolHistory]:
+    # -- the code graph ---------------------------------------------------------------------------
+
+    def index(self, paths: Sequence[str] | None = None):  # noqa: ANN201 -- codegraph.IndexStats, imported on first use
+        """Bring the graph up to date with the repository (or the given absolute files and folders);
+        a graph.db that cannot be used is started anew, as indexing rebuilds what it held (the repair
+        an unusable graph.db's error names)."""
+        if self._graph is None:
+            from hivelore.codegraph import Graph
+
+            self._graph = Graph.open(self.home, self.root, discard_unusable=True)
+        return self._graph.index(list(paths) if paths else None)
+
+    def export(self) -> dict:
+        """The whole graph as JSON-ready data: symbols, calls (with confidence) and imports."""
+        return self.graph.export()
+
+    def blast_radius(self, symbol_id: str, hops: int = HOPS) -> list[tuple[str, int]]:
+        """(caller, distance) within `hops` call hops of the symbol, nearest first."""
+        return self.graph.blast_radius(symbol_id, hops=hops)
+
+    def shortest_path(self, source_id: str, target_id: str) -> list[str] | None:
+        """The shortest call chain from one symbol to the other (None: no chain)."""
+        return self.graph.shortest_path(source_id, target_id)
+
+    def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
+        """(symbol, PageRank, betweenness) of the most depended-on symbols."""
+        return self.graph.hotspots(limit)
+
+    # -- the team over the graph ----------------------------------------------------------------
+
+    def conflicts(self, symbol_ids: Sequence[str]) -> list[Conflict]:
+        """Other developers' active tasks that claimed code within HOPS call hops of the symbols."""
+        return self.team.conflicts(self.graph, self.repo, symbol_ids, self.developer)
+
+    def who_knows(self, symbol_id: str) -> list[Expert]:
+        """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
+        return self.team.who_knows(self.graph, self.repo, symbol_id)
+
+    def why(self, symbol_id: str) -> Why:
+        """The symbol's current decision, the ones it superseded, the attempts on it and the people."""
+        return self.team.why(self.repo, symbol_id)
+
+    def code_history(self, files: Sequence[str], names: Sequence[str]) -> CodeHistory:
+        """The history of the files' symbols (paths absolute, or relative to the repository root)
+        and of the named symbols, with the lessons that name them. BadInput for a file outside the
+        repository or a name of several symbols, NotFound for a name of none."""
+        if self.memory.chain.git is None:
+            return CodeHistory([], [], [], [], OUTSIDE_GIT)  # team history is keyed by repository
+        # A path outside the repository is bad input with or without a graph, so it is checked first.
+        paths = [self.repo_path(path) for path in files]
+        if not self.graph.is_indexed():
+            return CodeHistory(paths, [], [], [], NO_GRAPH)
+        ids = [self.symbol(name) for name in names]
+        symbols = list(dict.fromkeys([*(s for path in paths for s in self.graph.symbols_in(path)), *ids]))
+        lessons = self.memory.citing([cited_name(symbol) for symbol in symbols], limit=CITING_LESSONS)
+        return CodeHistory([*paths, *ids], symbols, self._symbol_histories(symbols), lessons)
+
+    def _symbol_histories(self, symbols: Sequence[str]) -> list[SymbolHistory]:
         """The history of those symbols that have one, in the order given: what the pre-edit hook
         says about failed attempts, plus every active decision and other developers' claims on them
         (by the conflict check's rule: active tasks, not idle)."""
@@ -121,6 +175,31 @@ class Coordination:
             if history.failed or history.decisions or symbol in claimed:
                 found.append(SymbolHistory(symbol, history.failed, history.decisions, claimed.get(symbol, [])))
         return found
+
+    # -- tasks ----------------------------------------------------------------------------------
+
+    def task_board(self) -> list[Card]:
+        """The repository's tasks: active, handed off, then done; latest first."""
+        return self.team.task_board(self.repo)
+
+    def create_task(self, title: str) -> Intent:
+        """A task started explicitly, owned by this developer."""
+        return self.team.create_intent(self.developer, self.repo, title)
+
+    def done(self, task_id: int) -> Intent:
+        return self.team.done(task_id)
+
+    def handoff(self, task_id: int, note: str) -> Note:
+        return self.team.handoff(task_id, note, self.developer)
+
+    def resume(self, task_id: int) -> Resume:
+        """Take the task over: its claims, failed attempts, active decisions and notes."""
+        return self.team.resume(task_id, self.developer)
+
+    def decide(self, text: str, symbol_ids: Sequence[str], task_id: int | None = None) -> Decision:
+        """A decision about code, by this developer (in a task, if given); it supersedes the
+        decisions current on those symbols."""
+        return self.team.decide(text, symbol_ids, intent_id=task_id, developer=self.developer, repo=self.repo)
 
     # -- the session's task ---------------------------------------------------------------------
 
@@ -246,7 +325,7 @@ def _anchor_lines(path: str, anchors: Sequence[str]) -> list[tuple[int, int]]:
             text = handle.read()
     except OSError:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     for anchor in anchors:
         # Every place the text occurs: an Edit with replace_all changes each, and a patch's context
         # lines may repeat; claiming one more symbol beats missing the one being changed.

@@ -1,11 +1,12 @@
-"""The team model: who is changing which code, what was tried there, what was decided — in `team.db`.
+"""Where the team model (model.py) is kept: `TeamStore`, what every team store offers, and
+`SqliteTeam`, the store in `team.db` (a remote and a PostgreSQL store will implement TeamStore too).
 
-Several agents on one machine (parallel sessions, git worktrees of one repository) share it: SQLite in
-WAL mode, each public method one short transaction (`BEGIN IMMEDIATE` wherever it reads before it
-writes). Every sqlite error surfaces as `TeamUnavailable` (a damaged file, another schema version, or
-not hivelore's: move it away to start afresh — unlike events.db it holds decisions, so nothing resets
-it silently) or its subclass `TeamBusy` (the write lock stayed taken for the whole busy timeout).
-An unknown intent id raises `NoSuchIntent`.
+Several agents on one machine (parallel sessions, git worktrees of one repository) share team.db:
+SQLite in WAL mode, each public method one short transaction (`BEGIN IMMEDIATE` wherever it reads
+before it writes). Every sqlite error surfaces as `TeamUnavailable` (a damaged file, another schema
+version, or not hivelore's: move it away to start afresh — unlike events.db it holds decisions, so
+nothing resets it silently) or its subclass `TeamBusy` (the write lock stayed taken for the whole busy
+timeout). An unknown intent id raises `NoSuchIntent`.
 
 Entities. A *developer* is an id string: `HIVELORE_DEVELOPER`, else git's `user.email`, else
 `user.name`, else the OS user (`developer_for`). An *intent* is a task (title, repo, owner, status
@@ -19,9 +20,9 @@ a *change* is a symbol an edit touched, pending until the intent's next test run
 belong to an intent. `repo` is a name every worktree of a repository shares (e.g. `acme/shop`), and
 symbol ids (`shop/orders.py::checkout`) are relative to it.
 
-API:
+API (every TeamStore):
 
-    team = Team.open(home)                          # home/team.db, created when missing
+    team = SqliteTeam.open(home)                    # home/team.db, created when missing
     developer_for(repo_root, env=None, use_git=False) -> str
     team.intent_for_session(agent, session_id, developer, repo, first_prompt) -> Intent
     team.create_intent(developer, repo, title) -> Intent ; team.intent(id) ; team.intents(repo, status=None)
@@ -43,7 +44,7 @@ API:
     team.why(repo, symbol_id) -> Why ; team.history(repo, symbol_ids) -> History
     team.task_board(repo, status=None) -> list[Card]
 
-Rules:
+Rules (every TeamStore; the pure ones are model.py's functions):
 
 - Deduplication: an attempt with the same outcome, failed tests and errors as an earlier *unresolved*
   attempt of the same intent adds 1 to its `count` (and its `last_ts`, latest command, and the
@@ -69,12 +70,7 @@ Rules:
 - who_knows scores each developer 1 per claim, 2 per attempt and 3 per decision on the symbol, and
   that divided by 1 + distance for its neighbours within `hops` call hops (both directions).
 
-The code graph is duck-typed: any object with `within(symbol_id, hops, direction) -> {id: path}`,
-where direction is "callees" (what symbol_id calls, transitively) or "callers" (what calls it), and
-path is a shortest call chain between the two in call order, caller first: `[symbol_id, …, id]` for
-callees, `[id, …, symbol_id]` for callers (symbol_id itself is not a key); for file claims, also
-`symbols_in(path)` and `symbols_at(path, first, last)` (innermost first). That is all this module
-asks of `codegraph.Graph`, which answers exactly that.
+The code graph is the duck type model.py describes.
 
 The hook path imports this module: stdlib only (and eventstore's sqlite helpers); opening costs one
 query; git config is read from the files unless `use_git=True` asks the `git` binary.
@@ -83,28 +79,51 @@ query; git config is read from the files unless `use_git=True` asks the `git` bi
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from hivelore import sqlitedb
-from hivelore.errors import Busy, NotFound, Unavailable
+from hivelore import gitrepo, sqlitedb
 from hivelore.events.store import normalise_command
-from hivelore.sqlitedb import Immediate, Record
+from hivelore.sqlitedb import Immediate
+from hivelore.team.model import (
+    COMMAND_CAP,
+    FILE_CLAIM,
+    HOPS,
+    IDLE_DAYS,
+    NOTE_KINDS,
+    TEXT_CAP,
+    Attempt,
+    Card,
+    Claim,
+    Conflict,
+    Decision,
+    Expert,
+    History,
+    Intent,
+    NoSuchIntent,
+    Note,
+    Resume,
+    TeamBusy,
+    TeamUnavailable,
+    Why,
+    distances,
+    file_claim,
+    file_claim_symbols,
+    find_conflicts,
+    rank_experts,
+    title_from,
+    valid_status,
+)
 from hivelore.team.testruns import TestRun
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph.graph import Graph  # for checkers: the duck type's model
 
 SCHEMA_VERSION = "1"
 FILENAME = "team.db"
 BUSY_TIMEOUT = 5.0
-HOPS = 3
-IDLE_DAYS = 7.0
-TITLE_CAP = 120
-TEXT_CAP = 8_000
-COMMAND_CAP = 2_000
-STATUSES = ("active", "handed_off", "done")
-NOTE_KINDS = ("progress", "handoff")
-WEIGHTS = {"claim": 1.0, "attempt": 2.0, "decision": 3.0}
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -165,238 +184,152 @@ _TABLES = (
 )
 
 
-class TeamUnavailable(Unavailable):
-    """team.db cannot be used: damaged, from another schema version, or not hivelore's."""
+class TeamStore:
+    """What a team store offers: the team model of model.py, kept somewhere (team.db here; a remote
+    and a PostgreSQL store implement the same methods). The rules in this module's docstring hold for
+    every store; tests/test_team_store_contract.py runs one suite over each.
 
+    Every method may raise `TeamUnavailable` (`TeamBusy` when retrying later may work); one naming an
+    unknown intent raises `NoSuchIntent`; bad input (an empty title, text or unknown status) raises
+    ValueError. `graph` arguments are the duck-typed code graph of model.py."""
 
-class TeamBusy(TeamUnavailable, Busy):
-    """Other processes held the write lock for the whole busy timeout; retrying later may work."""
+    def close(self) -> None:
+        raise NotImplementedError
 
+    def __enter__(self) -> TeamStore:
+        return self
 
-class NoSuchIntent(NotFound):
-    """No intent has this id."""
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
+    # -- intents and sessions
 
-# -- records ------------------------------------------------------------------------------------
+    def intent_for_session(
+        self, agent: str, session_id: str, developer: str, repo: str, first_prompt: str = ""
+    ) -> Intent:
+        """The session's intent in the repo; the first call creates it, titled by the first prompt."""
+        raise NotImplementedError
 
+    def session_intent(self, agent: str, session_id: str, repo: str) -> Intent | None:
+        """The session's intent in the repo, if it has one yet (nothing is created)."""
+        raise NotImplementedError
 
-class Intent(Record):
-    __slots__ = ("id", "repo", "title", "owner", "status", "created_ts", "updated_ts")
+    def create_intent(self, developer: str, repo: str, title: str) -> Intent:
+        """A new active intent, titled by the first line of `title`."""
+        raise NotImplementedError
 
-    def __init__(
-        self, id: int, repo: str, title: str, owner: str, status: str, created_ts: float, updated_ts: float
-    ) -> None:
-        self.id, self.repo, self.title, self.owner, self.status = id, repo, title, owner, status
-        self.created_ts, self.updated_ts = created_ts, updated_ts
+    def intent(self, intent_id: int) -> Intent:
+        raise NotImplementedError
 
-    @property
-    def label(self) -> str:
-        """How a warning names it: `task 7: "add JWT support"`."""
-        return f'task {self.id}: "{self.title}"'
+    def intents(self, repo: str, status: str | None = None) -> list[Intent]:
+        """The repo's intents (with a status: only those), most recently active first."""
+        raise NotImplementedError
 
+    def done(self, intent_id: int) -> Intent:
+        """Mark the intent done: its claims stop warning others, its history stays."""
+        raise NotImplementedError
 
-class Claim(Record):
-    __slots__ = ("intent_id", "symbol", "developer", "ts")
+    # -- claims and changes
 
-    def __init__(self, intent_id: int, symbol: str, developer: str, ts: float) -> None:
-        self.intent_id, self.symbol, self.developer, self.ts = intent_id, symbol, developer, ts
+    def claim(self, intent_id: int, symbol_ids: Iterable[str]) -> int:
+        """Claim symbols (or file claims) for the intent; how many were not claimed yet."""
+        raise NotImplementedError
 
+    def claims(self, intent_id: int) -> list[Claim]:
+        """The intent's claims, oldest first."""
+        raise NotImplementedError
 
-class Attempt(Record):
-    """A test run of an intent (`count` identical ones); `resolves`: the failed attempts it resolved."""
+    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+        """The repo's file claims (or one intent's) turned into the symbols they stand for; how many."""
+        raise NotImplementedError
 
-    __slots__ = (
-        "id", "intent_id", "developer", "command", "outcome", "failed", "errors", "symbols", "count",
-        "first_ts", "last_ts", "resolved_by", "resolves",
-    )  # fmt: skip
+    def active_claims(
+        self, repo: str, idle_days: float = IDLE_DAYS, other_than: str = ""
+    ) -> list[tuple[str, Intent, str]]:
+        """(symbol, intent, developer) for each claim of the repo's active intents that are not idle
+        (with `other_than`: only of intents someone else owns)."""
+        raise NotImplementedError
 
-    def __init__(
+    def record_change(self, intent_id: int, symbol_ids: Iterable[str]) -> None:
+        """Symbols an edit touched; the intent's next test run is linked to them."""
+        raise NotImplementedError
+
+    # -- attempts, decisions, notes
+
+    def record_attempt(self, intent_id: int, command: str, run: TestRun) -> Attempt:
+        """A test run of the intent: deduplicated, linked to its changes, resolving what it fixed."""
+        raise NotImplementedError
+
+    def attempts(self, intent_id: int) -> list[Attempt]:
+        """The intent's attempts, oldest first."""
+        raise NotImplementedError
+
+    def decide(
+        self, text: str, symbol_ids: Iterable[str], *, intent_id: int | None = None, developer: str = "", repo: str = ""
+    ) -> Decision:
+        """A decision about symbols, in an intent (or by a developer in a repo); it supersedes the
+        decisions current on those symbols."""
+        raise NotImplementedError
+
+    def decisions(self, repo: str, symbol_id: str, include_superseded: bool = False) -> list[Decision]:
+        """Decisions on a symbol, newest first: the current ones (and the superseded ones, if asked)."""
+        raise NotImplementedError
+
+    def note(self, intent_id: int, text: str, kind: str = "progress", developer: str = "") -> Note:
+        """A note on the intent, "progress" or "handoff"."""
+        raise NotImplementedError
+
+    def notes(self, intent_id: int) -> list[Note]:
+        """The intent's notes, oldest first."""
+        raise NotImplementedError
+
+    def handoff(self, intent_id: int, text: str, developer: str = "") -> Note:
+        """Leave a handoff note and mark the intent handed off."""
+        raise NotImplementedError
+
+    def resume(self, intent_id: int, developer: str, agent: str = "", session_id: str = "") -> Resume:
+        """Take the intent over (owner, active, and the session's, if given) and get what it holds."""
+        raise NotImplementedError
+
+    # -- warnings and queries
+
+    def conflicts(
         self,
-        id: int,
-        intent_id: int,
-        developer: str,
-        command: str,
-        outcome: str,
-        failed: tuple[str, ...],
-        errors: tuple[str, ...],
-        symbols: tuple[str, ...],
-        count: int,
-        first_ts: float,
-        last_ts: float,
-        resolved_by: int | None,
-        resolves: tuple[int, ...],
-    ) -> None:
-        self.id, self.intent_id, self.developer, self.command = id, intent_id, developer, command
-        self.outcome, self.failed, self.errors, self.symbols = outcome, failed, errors, symbols
-        self.count, self.first_ts, self.last_ts = count, first_ts, last_ts
-        self.resolved_by, self.resolves = resolved_by, resolves
-
-
-class Decision(Record):
-    """`current`: the symbols this decision still holds for (the others were superseded)."""
-
-    __slots__ = ("id", "repo", "intent_id", "developer", "text", "ts", "symbols", "current")
-
-    def __init__(
-        self,
-        id: int,
+        graph: object | None,
         repo: str,
-        intent_id: int | None,
+        symbol_ids: Iterable[str],
         developer: str,
-        text: str,
-        ts: float,
-        symbols: tuple[str, ...],
-        current: tuple[str, ...],
-    ) -> None:
-        self.id, self.repo, self.intent_id, self.developer, self.text = id, repo, intent_id, developer, text
-        self.ts, self.symbols, self.current = ts, symbols, current
+        hops: int = HOPS,
+        idle_days: float = IDLE_DAYS,
+        paths: Iterable[str] = (),
+    ) -> list[Conflict]:
+        """Other developers' active claims an edit of the symbols (in files `paths`) conflicts with:
+        `model.find_conflicts` over `active_claims(repo, idle_days, other_than=developer)`."""
+        raise NotImplementedError
 
-    @property
-    def active(self) -> bool:
-        return bool(self.current) or not self.symbols
+    def mark_warned(self, agent: str, session_id: str, key: str) -> bool:
+        """Remember a warning shown to the session; True the first time (show it), False after that."""
+        raise NotImplementedError
 
+    def warned(self, agent: str, session_id: str, key: str) -> bool:
+        raise NotImplementedError
 
-class Note(Record):
-    __slots__ = ("id", "intent_id", "developer", "kind", "text", "ts")
+    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+        """Developers ranked (`model.rank_experts`) by their claims, attempts and decisions on the
+        symbol and its neighbours within `hops`."""
+        raise NotImplementedError
 
-    def __init__(self, id: int, intent_id: int, developer: str, kind: str, text: str, ts: float) -> None:
-        self.id, self.intent_id, self.developer, self.kind, self.text, self.ts = (
-            id,
-            intent_id,
-            developer,
-            kind,
-            text,
-            ts,
-        )
+    def why(self, repo: str, symbol_id: str) -> Why:
+        """The symbol's current decisions, the superseded ones, its attempts and its people."""
+        raise NotImplementedError
 
+    def history(self, repo: str, symbol_ids: Iterable[str], limit: int = 10) -> History:
+        """The latest failed attempts on the symbols (`limit` -1: all) and their active decisions."""
+        raise NotImplementedError
 
-class Conflict(Record):
-    """`claimed` (by `developer`'s `intent`) is `len(path) - 1` call hops from the edited `symbol`.
-
-    direction: "callees" (the edited symbol calls towards the claimed one), "callers" (the claimed
-    one calls towards the edited one) or "same" (the edited symbol itself is claimed); `path` is in
-    call order, caller first.
-    """
-
-    __slots__ = ("symbol", "claimed", "path", "direction", "developer", "intent")
-
-    def __init__(
-        self, symbol: str, claimed: str, path: tuple[str, ...], direction: str, developer: str, intent: Intent
-    ) -> None:
-        self.symbol, self.claimed, self.path, self.direction = symbol, claimed, path, direction
-        self.developer, self.intent = developer, intent
-
-    @property
-    def distance(self) -> int:
-        return len(self.path) - 1
-
-    @property
-    def key(self) -> str:
-        """What makes two warnings the same one (for `mark_warned`)."""
-        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}"
-
-    def describe(self) -> str:
-        """One line for a warning: the call path, who, and their intent; a file claim says it is one."""
-        path = " → ".join(_short(symbol) for symbol in self.path)
-        claimed_file = file_claim(self.claimed)
-        if claimed_file is not None:
-            where = f"{path}: " if len(self.path) > 1 else ""
-            return (
-                f"{where}{self.developer}'s {self.intent.label} is changing {claimed_file[0]}"
-                " (file-level claim: the code graph was still being built)"
-            )
-        if not self.path:  # an edit of the file, seen before this repository's graph exists
-            return f"{self.claimed} is being changed by {self.developer} ({self.intent.label})"
-        return f"{path}: {_short(self.claimed)} is being changed by {self.developer} ({self.intent.label})"
-
-
-class Resume(Record):
-    """What a session taking over an intent needs, in one answer."""
-
-    __slots__ = ("intent", "claims", "failed", "decisions", "notes")
-
-    def __init__(
-        self,
-        intent: Intent,
-        claims: list[Claim],
-        failed: list[Attempt],
-        decisions: list[Decision],
-        notes: list[Note],
-    ) -> None:
-        self.intent, self.claims, self.failed, self.decisions, self.notes = intent, claims, failed, decisions, notes
-
-
-class Expert(Record):
-    __slots__ = ("developer", "score", "claims", "attempts", "decisions")
-
-    def __init__(self, developer: str, score: float, claims: int, attempts: int, decisions: int) -> None:
-        self.developer, self.score, self.claims, self.attempts, self.decisions = (
-            developer, score, claims, attempts, decisions
-        )  # fmt: skip
-
-
-class Why(Record):
-    """A symbol's current decisions, the ones they superseded, its attempts, and the people involved."""
-
-    __slots__ = ("symbol", "current", "superseded", "attempts", "people")
-
-    def __init__(
-        self,
-        symbol: str,
-        current: list[Decision],
-        superseded: list[Decision],
-        attempts: list[Attempt],
-        people: list[str],
-    ) -> None:
-        self.symbol, self.current, self.superseded, self.attempts, self.people = (
-            symbol, current, superseded, attempts, people
-        )  # fmt: skip
-
-
-class History(Record):
-    """What failed here before: failed attempts on the symbols (resolved or not) and their active decisions."""
-
-    __slots__ = ("failed", "decisions")
-
-    def __init__(self, failed: list[Attempt], decisions: list[Decision]) -> None:
-        self.failed, self.decisions = failed, decisions
-
-
-class Card(Record):
-    """One intent on the task board: its claims, its unresolved failed attempts and its last note."""
-
-    __slots__ = ("intent", "claims", "failed", "last_note")
-
-    def __init__(self, intent: Intent, claims: int, failed: int, last_note: Note | None) -> None:
-        self.intent, self.claims, self.failed, self.last_note = intent, claims, failed, last_note
-
-
-def _short(symbol: str) -> str:
-    return symbol.rsplit("::", 1)[-1]
-
-
-FILE_CLAIM = "file:"
-
-
-def file_claim_ids(path: str, lines: Iterable[int] = ()) -> list[str]:
-    """The claim rows that stand for an edit of `path` (relative to the repository) before the code
-    graph exists: one per line a replaced text starts at, or one for the whole file."""
-    found = sorted({line for line in lines if line > 0})
-    return [f"{FILE_CLAIM}{line}:{path}" for line in found] or [f"{FILE_CLAIM}:{path}"]
-
-
-def file_claim(claim: str) -> tuple[str, int | None] | None:
-    """(path, line or None for the whole file) of a file claim row; None for a symbol id."""
-    if not claim.startswith(FILE_CLAIM):
-        return None
-    line, _, path = claim[len(FILE_CLAIM) :].partition(":")
-    return path, int(line) if line.isdigit() else None
-
-
-def _claimed_file(claim: str) -> str:
-    """The file a claim row is in: a file claim's path, or the file part of a symbol id."""
-    found = file_claim(claim)
-    return found[0] if found is not None else claim.split("::", 1)[0]
+    def task_board(self, repo: str, status: str | None = None) -> list[Card]:
+        """The repo's intents (active, handed off, done; latest first) with what they hold."""
+        raise NotImplementedError
 
 
 def _lines(text: str | None) -> tuple[str, ...]:
@@ -419,21 +352,6 @@ def _chunks(items: list[str]) -> Iterable[tuple[list[str], str]]:
     """Items in slices that fit an IN (…) list, each with its placeholders."""
     for chunk in sqlitedb.chunks(items):
         yield chunk, ", ".join("?" * len(chunk))
-
-
-def _status(status: str | None) -> str | None:
-    if status is not None and status not in STATUSES:
-        raise ValueError(f"a task is {', '.join(STATUSES)}, not {status!r}")
-    return status
-
-
-def _title(prompt: str) -> str:
-    """The first non-empty line of a prompt, whitespace collapsed, cut at 120 characters."""
-    for line in prompt.splitlines():
-        words = " ".join(line.split())
-        if words:
-            return words if len(words) <= TITLE_CAP else words[: TITLE_CAP - 1].rstrip() + "…"
-    return ""
 
 
 _INTENT_COLUMNS = "id, repo, title, owner, status, created_ts, updated_ts"
@@ -460,49 +378,34 @@ def _attempt(row: tuple) -> Attempt:
 
 
 def _decision(row: tuple) -> Decision:
-    *fields, symbols, current = row
-    return Decision(*fields, _lines(symbols), _lines(current))
+    id, repo, intent_id, developer, text, ts, symbols, current = row
+    return Decision(id, repo, intent_id, developer, text, ts, _lines(symbols), _lines(current))
 
 
 # -- the store ----------------------------------------------------------------------------------
 
 
-def _unavailable(exc: sqlite3.Error, path: str) -> TeamUnavailable:
-    if sqlitedb.is_busy(exc):
-        return TeamBusy(f"{path} is busy ({exc})")
-    return TeamUnavailable(f"{path} cannot be used ({exc}); move it away to start a new team database")
-
-
-_guarded = sqlitedb.guarded(_unavailable)
 _SCHEMA = sqlitedb.Schema(
-    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable,
+    "team-schema", SCHEMA_VERSION, _TABLES, "a hivelore team database", TeamUnavailable, TeamBusy,
     "; move it away to start a new one",
 )  # fmt: skip
+_guarded = sqlitedb.guarded(_SCHEMA)
 
 
-class Team:
-    """One connection to team.db; every public method is one short transaction (or one statement)."""
+class SqliteTeam(sqlitedb.Store, TeamStore):
+    """The team store in team.db: one connection (closed by `sqlitedb.Store`); every public method is
+    one short transaction (or one statement)."""
 
     def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        self.conn = conn
-        self.path = path
+        super().__init__(conn, path)
         self.clock = clock
 
     @classmethod
-    def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> Team:
+    def open(cls, home: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> SqliteTeam:
         """Open home/team.db, creating the folder and the database when missing."""
         path = os.path.join(home, FILENAME)
-        conn = sqlitedb.connect(path, _SCHEMA, timeout, _unavailable)
+        conn = sqlitedb.connect(path, _SCHEMA, timeout)
         return cls(conn, path, clock)
-
-    def close(self) -> None:
-        self.conn.close()
-
-    def __enter__(self) -> Team:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- intents and sessions ---------------------------------------------------------------------
 
@@ -522,7 +425,7 @@ class Team:
             found = self._session_intent(conn, agent, session_id, repo)  # another hook may have been first
             if found is not None:
                 return found
-            title = _title(first_prompt) or f"untitled ({agent} session {session_id[:8]})"
+            title = title_from(first_prompt) or f"untitled ({agent} session {session_id[:8]})"
             intent = self._insert_intent(conn, developer, repo, title)
             self._attach(conn, agent, session_id, developer, intent)
             return intent
@@ -534,10 +437,10 @@ class Team:
 
     @_guarded
     def create_intent(self, developer: str, repo: str, title: str) -> Intent:
-        if not _title(title):
+        if not title_from(title):
             raise ValueError("an intent needs a title")
         with Immediate(self.conn) as conn:
-            return self._insert_intent(conn, developer, repo, _title(title))
+            return self._insert_intent(conn, developer, repo, title_from(title))
 
     @_guarded
     def intent(self, intent_id: int) -> Intent:
@@ -550,7 +453,7 @@ class Team:
             self.conn,
             f"SELECT {_INTENT_COLUMNS} FROM intents WHERE repo = ? AND status = coalesce(?, status)"
             " ORDER BY updated_ts DESC, id DESC",
-            (repo, _status(status)),
+            (repo, valid_status(status)),
         )
         return [Intent(*row) for row in rows]
 
@@ -585,6 +488,7 @@ class Team:
             "INSERT INTO intents (repo, title, owner, status, created_ts, updated_ts) VALUES (?, ?, ?, 'active', ?, ?)",
             (repo, title, developer, now, now),
         )
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return self._intent(conn, cursor.lastrowid)
 
     def _attach(self, conn: sqlite3.Connection, agent: str, session_id: str, developer: str, intent: Intent) -> None:
@@ -641,7 +545,7 @@ class Team:
         return [Claim(*row) for row in rows]
 
     @_guarded
-    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+    def upgrade_file_claims(self, graph: Graph, repo: str, intent_id: int | None = None) -> int:
         """Turn the file claims of the repo's intents (or of one intent) into symbol claims, now that the
         code graph exists: the innermost symbol at each claimed line, or every symbol of the file when
         no line is known or none is found; a file the graph has no symbols for is no longer claimed.
@@ -663,7 +567,7 @@ class Team:
         claims = []
         for (claim_intent, path), lines in wanted.items():
             developer, ts = owner[claim_intent, path]
-            claims += [(claim_intent, symbol, developer, ts) for symbol in _file_symbols(graph, path, lines)]
+            claims += [(claim_intent, symbol, developer, ts) for symbol in file_claim_symbols(graph, path, lines)]
         with Immediate(self.conn) as conn:
             conn.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)", claims)
             conn.executemany(
@@ -838,6 +742,7 @@ class Team:
             (intent_id, developer or intent.owner, kind, text, now),
         )
         self._touch(conn, intent_id)
+        assert cursor.lastrowid is not None  # an INSERT sets it
         return Note(cursor.lastrowid, intent_id, developer or intent.owner, kind, text, now)
 
     @_guarded
@@ -908,7 +813,7 @@ class Team:
     @_guarded
     def conflicts(
         self,
-        graph: object,
+        graph: Graph | None,
         repo: str,
         symbol_ids: Iterable[str],
         developer: str,
@@ -919,38 +824,7 @@ class Team:
         """Symbols within `hops` call hops of the edited ones that other developers' active intents claimed,
         and file claims (see the module docstring); `paths`: the edited files, relative to the repository.
         `graph` None: the repository has no graph yet, so only the edited files are compared."""
-        claimed: dict[str, list[tuple[Intent, str]]] = {}
-        files: dict[str, list[tuple[Intent, str]]] = {}
-        for symbol, intent, owner in self._active_claims(repo, developer, idle_days):
-            found = file_claim(symbol)
-            if found is None:
-                claimed.setdefault(symbol, []).append((intent, owner))
-            elif (intent, owner) not in files.setdefault(f"{FILE_CLAIM}:{found[0]}", []):
-                files[f"{FILE_CLAIM}:{found[0]}"].append((intent, owner))  # one per file and intent, whatever its lines
-        if not claimed and not files:  # the usual case: nobody else is editing this repo
-            return []
-        best: dict[tuple[str, int], Conflict] = {}
-        edited = set(paths)
-        for claim, holders in [*files.items(), *claimed.items()]:
-            if _claimed_file(claim) in edited and (graph is None or claim in files):  # the same file
-                for intent, owner in holders:
-                    best[(claim, intent.id)] = Conflict(_claimed_file(claim), claim, (), "same", owner, intent)
-        if graph is None:
-            return sorted(best.values(), key=lambda c: (c.claimed, c.intent.id))
-        for claim in files:  # a file claim is reached through any symbol of its file
-            for symbol in graph.symbols_in(_claimed_file(claim)):
-                claimed.setdefault(symbol, []).extend((intent, owner, claim) for intent, owner in files[claim])
-        for symbol in _symbols(symbol_ids):
-            for direction, reached in _neighbourhoods(graph, symbol, hops):
-                for target in reached.keys() & claimed.keys():  # paths are built only for the hits
-                    path = tuple(reached[target])
-                    for intent, owner, *via_file in claimed[target]:
-                        what = via_file[0] if via_file else target  # a file claim reached through its symbol
-                        found = Conflict(symbol, what, path, direction, owner, intent)
-                        known = best.get((what, intent.id))
-                        if known is None or found.distance < known.distance:
-                            best[(what, intent.id)] = found
-        return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
+        return find_conflicts(self._active_claims(repo, developer, idle_days), graph, _symbols(symbol_ids), hops, paths)
 
     @_guarded
     def mark_warned(self, agent: str, session_id: str, key: str) -> bool:
@@ -970,22 +844,10 @@ class Team:
     # -- queries ----------------------------------------------------------------------------------
 
     @_guarded
-    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+    def who_knows(self, graph: Graph, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
-        distance: dict[str, int] = {}
-        for _direction, reached in _neighbourhoods(graph, symbol_id, hops):
-            for target, path in reached.items():
-                distance[target] = min(distance.get(target, len(path)), len(path) - 1)
-        scores: dict[str, float] = {}
-        counts: dict[tuple[str, str], int] = {}
-        for kind, developer, symbol in self._involvement(repo, sorted(distance)):
-            scores[developer] = scores.get(developer, 0.0) + WEIGHTS[kind] / (1 + distance[symbol])
-            counts[developer, kind] = counts.get((developer, kind), 0) + 1
-        experts = [
-            Expert(dev, round(score, 3), *(counts.get((dev, kind), 0) for kind in ("claim", "attempt", "decision")))
-            for dev, score in scores.items()
-        ]
-        return sorted(experts, key=lambda expert: (-expert.score, expert.developer))
+        distance = distances(graph, symbol_id, hops)
+        return rank_experts(distance, self._involvement(repo, sorted(distance)))
 
     def _involvement(self, repo: str, symbols: list[str]) -> list[tuple[str, str, str]]:
         """(kind, developer, symbol) for every claim, attempt and decision on the symbols."""
@@ -1059,33 +921,15 @@ class Team:
             " WHERE i.repo = ? AND i.status = coalesce(?, i.status)"
             " ORDER BY CASE i.status WHEN 'active' THEN 0 WHEN 'handed_off' THEN 1 ELSE 2 END,"
             " i.updated_ts DESC, i.id DESC",
-            (repo, _status(status)),
+            (repo, valid_status(status)),
         )
         return [Card(Intent(*row[:7]), row[7], row[8], Note(*row[9:]) if row[9] is not None else None) for row in rows]
 
 
-def _file_symbols(graph: object, path: str, lines: list[int | None]) -> list[str]:
-    """The symbols a file claim stands for: the innermost at each known line, else all of the file's."""
-    found: dict[str, None] = {}
-    if None not in lines:
-        for line in lines:
-            found.update(dict.fromkeys(graph.symbols_at(path, line, line)[:1]))
-    return list(found) or graph.symbols_in(path)
-
-
-def _neighbourhoods(graph: object, symbol: str, hops: int) -> list[tuple[str, dict]]:
-    """(direction, {reached symbol: call path}) for the symbol itself, then each direction separately."""
-    return [
-        ("same", {symbol: [symbol]}),
-        ("callees", graph.within(symbol, hops, "callees")),
-        ("callers", graph.within(symbol, hops, "callers")),
-    ]
-
-
-# -- schema -------------------------------------------------------------------------------------
-
-
 # -- developers ---------------------------------------------------------------------------------
+
+
+_IDENTITY = frozenset({"user.name", "user.email"})
 
 
 def developer_for(repo_root: str, env: Mapping[str, str] | None = None, *, use_git: bool = False) -> str:
@@ -1101,7 +945,7 @@ def developer_for(repo_root: str, env: Mapping[str, str] | None = None, *, use_g
         return override
     values = _git_config_by_git(repo_root, env) if use_git else None
     if values is None:
-        values = _git_config_from_files(repo_root, env)
+        values = gitrepo.config_values(repo_root, _IDENTITY, env)
     return values.get("user.email") or values.get("user.name") or env.get("USER") or env.get("USERNAME") or "unknown"
 
 
@@ -1119,99 +963,3 @@ def _git_config_by_git(repo_root: str, env: Mapping[str, str]) -> dict[str, str]
             return None
         values[key] = done.stdout.strip()
     return values
-
-
-def _git_config_from_files(repo_root: str, env: Mapping[str, str]) -> dict[str, str]:
-    values: dict[str, str] = {}
-    home = env.get("HOME") or os.path.expanduser("~")
-    for path in _config_files(repo_root, env, home):
-        _read_config(path, values, home, depth=0)
-    return values
-
-
-def _config_files(repo_root: str, env: Mapping[str, str], home: str) -> list[str]:
-    """Git's config files, the one that wins last."""
-    files = [] if env.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
-    if env.get("GIT_CONFIG_GLOBAL"):
-        files.append(env["GIT_CONFIG_GLOBAL"])
-    else:
-        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    gitdir, common = _git_dirs(repo_root)
-    if common:
-        files += [os.path.join(common, "config"), os.path.join(gitdir, "config.worktree")]
-    return files
-
-
-def _git_dirs(start: str) -> tuple[str, str]:
-    """(this worktree's git dir, the common git dir), or ("", "") outside a repository."""
-    folder = os.path.abspath(start)
-    while True:
-        dot_git = os.path.join(folder, ".git")
-        if os.path.isdir(dot_git):
-            return dot_git, dot_git
-        if os.path.isfile(dot_git):
-            return _linked_worktree(dot_git)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return "", ""
-        folder = parent
-
-
-def _linked_worktree(dot_git: str) -> tuple[str, str]:
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as file:
-            text = file.read().strip()
-        gitdir = os.path.join(os.path.dirname(dot_git), text.removeprefix("gitdir:").strip())
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as file:
-            return gitdir, os.path.normpath(os.path.join(gitdir, file.read().strip()))
-    except OSError:
-        return "", ""
-
-
-_SECTION = r'^\s*\[\s*([\w.-]+)(?:\s+"((?:\\.|[^"\\])*)")?\s*\](.*)$'
-_ENTRY = r"^\s*([A-Za-z][\w-]*)\s*(?:=(.*))?$"
-_WANTED = frozenset({"user.name", "user.email", "include.path"})
-
-
-def _read_config(path: str, values: dict[str, str], home: str, depth: int) -> None:
-    """Read the wanted keys of one config file into `values`, in order; `[include] path` is read in place."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            lines = file.read().splitlines()
-    except OSError:
-        return
-    section = ""
-    for line in lines:
-        if match := re.match(_SECTION, line):
-            section = match.group(1).lower() if match.group(2) is None else ""  # subsections are not wanted
-            line = match.group(3)
-        match = re.match(_ENTRY, line)
-        key = f"{section}.{match.group(1).lower()}" if match and section else ""
-        if key not in _WANTED:
-            continue
-        value = _config_value(match.group(2) or "")
-        if key == "include.path" and depth < 5:
-            included = home + value[1:] if value.startswith("~/") else value
-            _read_config(os.path.join(os.path.dirname(path), included), values, home, depth + 1)
-        elif key != "include.path":
-            values[key] = value
-
-
-def _config_value(raw: str) -> str:
-    """A git config value: quotes removed, backslash escapes read, a `#` or `;` comment cut."""
-    out, quoted, i = [], False, 0
-    while i < len(raw):
-        char = raw[i]
-        if char == "\\" and i + 1 < len(raw):
-            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i + 1], raw[i + 1]))
-            i += 2
-            continue
-        if char == '"':
-            quoted = not quoted
-        elif char in "#;" and not quoted:
-            break
-        else:
-            out.append(char)
-        i += 1
-    return "".join(out).strip()

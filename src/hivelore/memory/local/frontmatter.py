@@ -211,7 +211,7 @@ def _parsed_yaml(head: str) -> object:
 def parse(text: str, fallback_time: str) -> Memory:
     """Read a memory file's text. `fallback_time` fills a missing created/updated."""
     head, body = _split(text)
-    data = _rendered(head)
+    data: object = _rendered(head)
     if data is None:
         data = _parsed_yaml(head)
     if not isinstance(data, dict):

@@ -29,6 +29,10 @@ from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Candidate, value_chars
 from hivelore.records import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from typing import Any
+
 SCHEMA_VERSION = "7"
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
@@ -120,8 +124,9 @@ class Row(Candidate):
     mtime_ns: int
     size: int
     checksum: str
+    _doc: str | None
 
-    def __init__(self, *columns: object) -> None:
+    def __init__(self, *columns: Any) -> None:
         """The columns in `_COLUMNS` order: root, relpath, mtime_ns, size, checksum, scope, key, kind,
         state, updated_ts, seen_count, value_chars and the memory's JSON."""
         (
@@ -346,7 +351,7 @@ class Index:
         for path, memory, stamp in vault.load_folder(folder, [e.name for e in listing.files]):
             if isinstance(memory, Memory) and stamp is not None:
                 loaded.append((path, memory, stamp))
-            elif not isinstance(memory, FileNotFoundError):  # one deleted since the listing has no row
+            elif isinstance(memory, Exception) and not isinstance(memory, FileNotFoundError):  # deleted since: no row
                 self._record_unreadable(vault, path, memory)
         self.upsert_many(vault, loaded, replace=False)
         return len(loaded)
@@ -478,14 +483,6 @@ class Index:
         if visible:
             where += f" AND {alias}.archived = 0 AND ({alias}.expires_ts IS NULL OR {alias}.expires_ts > :now)"
         return where, params
-
-    def by_key(self, vaults: Sequence[Vault], scopes: Sequence[str], key: str) -> list[Row]:
-        where, params = self._where(vaults, scopes, visible=False)
-        params["key"] = key
-        return [
-            _row(r)
-            for r in self.conn.execute(f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.key = :key", params)
-        ]
 
     def by_keys(self, vaults: Sequence[Vault], scopes: Sequence[str], keys: Iterable[str]) -> list[Row]:
         """Every row (hidden ones too) in `scopes` whose key is one of `keys`."""

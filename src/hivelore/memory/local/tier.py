@@ -17,15 +17,11 @@ from pathlib import Path
 
 from hivelore.confined import LinkRefused
 from hivelore.memory import recall
-from hivelore.memory.local.index import Index, IndexUnavailable, folder_mtime, fts_query, rebuild
+from hivelore.memory.local.index import Index, IndexUnavailable, Row, folder_mtime, fts_query
 from hivelore.memory.local.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 from hivelore.memory.model import Memory
 from hivelore.memory.scope import Scope, parse
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
-if TYPE_CHECKING:
-    from hivelore.memory.local.index import RebuildStats
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has more
@@ -262,11 +258,6 @@ class VaultTier(Tier):
             total += vault.sweep()
         return total
 
-    def rebuild(self) -> RebuildStats:
-        """Re-read every file into a new index (the tier is closed: open the local tier again after)."""
-        self.close()
-        return rebuild(self.index_path, self.vaults)
-
     def status(self, scopes: Sequence[str]) -> dict[str, object]:
         """The index's file, and whether it is used (with what is wrong if not); `scopes` are refreshed
         first."""
@@ -307,7 +298,7 @@ class LocalTier(VaultTier):
         self._refresh(scopes)
         rows = self.index.verified(self.vaults, self.index.rows(self.vaults, scopes, visible=not include_hidden))
         self._collect()
-        return rows if include_hidden else [r for r in rows if r.memory.is_visible()]
+        return list(rows) if include_hidden else [r for r in rows if r.memory.is_visible()]
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
         """Memories with every word first (a small set, quick to rank); then, if that is too few, with any
@@ -355,7 +346,8 @@ class LocalTier(VaultTier):
     def fresh(self, candidate: Candidate) -> Candidate | None:
         """The row as its file is now, if it is still visible (an in-place edit may have archived it;
         an unchanged file need not be decoded to know)."""
-        fresh = self.index.verify(self.vaults, candidate)  # type: ignore[arg-type] -- this tier's candidates are rows
+        assert isinstance(candidate, Row), "this tier's candidates are the index's rows"
+        fresh = self.index.verify(self.vaults, candidate)
         return fresh if fresh is candidate or (fresh is not None and fresh.memory.is_visible()) else None
 
     def counts(self, scopes: Sequence[str]) -> dict[str, int]:
@@ -472,10 +464,10 @@ class ScanTier(VaultTier):
         return self._scan(scopes) if include_hidden else self._visible(scopes)
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
-        """Relevance without an index: how many of the words a memory holds."""
+        """Every match, its relevance how many of the words it holds: with every file read already, a
+        cut would only drop copies tied with the ones kept (many hold all the words of a query)."""
         scored = [(c, recall.word_overlap(c, words)) for c in self._visible(scopes)]
-        found = [(c, s) for c, s in scored if s > 0]
-        return sorted(found, key=lambda pair: -pair[1])[:limit]
+        return sorted([(c, s) for c, s in scored if s > 0], key=lambda pair: -pair[1])
 
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:
         """Every visible copy is a candidate: the files are read already."""

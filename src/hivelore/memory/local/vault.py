@@ -8,7 +8,6 @@ overwritten blindly.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import zlib
@@ -16,7 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hivelore import atomicfile, confined
-from hivelore.errors import Conflict
+from hivelore.atomicfile import Stamp, check_unchanged
+from hivelore.folderlock import FolderLock
 from hivelore.home import FILE_MODE, FOLDER_MODE
 from hivelore.memory.local.frontmatter import FrontmatterError, parse, render
 from hivelore.memory.model import Memory, iso_from_epoch
@@ -26,19 +26,6 @@ from hivelore.records import record
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
 # What `Vault.load` raises for a file that cannot be used as a memory: catch these to skip it.
 UNREADABLE = (OSError, UnicodeDecodeError, FrontmatterError, confined.LinkRefused)
-
-
-class DriftError(Conflict):
-    """A file changed on disk between our read and our write."""
-
-
-@record
-class Stamp:
-    """What a file looked like when we read it."""
-
-    mtime_ns: int
-    size: int
-    checksum: str  # CRC-32 of the bytes: enough to notice a change, and zlib imports in no time
 
 
 def slug(key: str, hashed: bool = False) -> str:
@@ -73,7 +60,7 @@ class Swept:
     files: int = 0
     bytes: int = 0
 
-    def __add__(self, other: Swept) -> Swept:  # type: ignore[override]
+    def __add__(self, other: Swept) -> Swept:
         return Swept(self.files + other.files, self.bytes + other.bytes)
 
 
@@ -134,27 +121,16 @@ class Vault:
         finally:
             os.close(fd)
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> FolderLock:
         """Exclusive per-vault lock, held across read-modify-write of any memory file."""
-        fd = self._open((), create=True)
-        try:
-            if self.tier == "project":
-                self._ignore_own_files(fd)
-            mode = FILE_MODE if self.private else 0o666
-            lock = confined.open_file(
-                fd, ".lock", os.O_RDWR | os.O_CREAT, mode, str(self.root / ".lock"), str(self.root)
-            )
-        finally:
-            os.close(fd)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-        finally:
-            os.close(lock)
+        return FolderLock(
+            str(self.root),
+            (),
+            folder_mode=FOLDER_MODE if self.private else 0o777,
+            file_mode=FILE_MODE if self.private else 0o666,
+            root_may_link=self.tier == "home",
+            prepare=self._ignore_own_files if self.tier == "project" else None,
+        )
 
     def _ignore_own_files(self, root: int) -> None:
         """The project tier is committed with the repository; its lock and temp files are not."""
@@ -203,7 +179,7 @@ class Vault:
 
     def _read_in(self, fd: int, path: Path) -> tuple[bytes, Stamp]:
         data, st = confined.read_file(fd, path.name, str(path), str(self.root))
-        return data, Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+        return data, Stamp.of(data, st)
 
     def current_stamp(self, path: Path) -> Stamp | None:
         try:
@@ -216,13 +192,7 @@ class Vault:
             now = (self._read(path) if fd is None else self._read_in(fd, path))[1]
         except FileNotFoundError:
             now = None
-        if now is None and expected is None:
-            return
-        if now is None or expected is None or now.checksum != expected.checksum:
-            raise DriftError(
-                f"{path} changed on disk while hivelore was writing it; nothing was written: "
-                "check the file and run the command again."
-            )
+        check_unchanged(path, expected, now)
 
     def save(self, path: Path, memory: Memory, expected: Stamp | None) -> Stamp:
         """Atomically write `memory` to `path`, refusing if the file is not as `expected`, or if the
@@ -241,7 +211,7 @@ class Vault:
                 dir_fd=fd,
             )
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        return Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+        return Stamp.of(data, st)
 
     def delete(self, path: Path, expected: Stamp | None) -> None:
         """Remove a memory file, refusing if it changed since it was read. Call under `lock()`."""
@@ -271,7 +241,7 @@ class Vault:
                 )
                 for path, data, _ in rendered:
                     st = os.stat(path.name, dir_fd=fd, follow_symlinks=False)
-                    stamps[path] = Stamp(st.st_mtime_ns, st.st_size, f"{zlib.crc32(data):08x}")
+                    stamps[path] = Stamp.of(data, st)
             finally:
                 os.close(fd)
         return [stamps[path] for path, _, _ in writes]
@@ -291,7 +261,7 @@ class Vault:
 
     def listings(self) -> Iterator[tuple[Path, int, Listing]]:
         """`walk_folders` with each folder's listing: its files' stats and what was swept there."""
-        pending = [(name,) for name in SCOPE_ROOTS]
+        pending: list[tuple[str, ...]] = [(name,) for name in SCOPE_ROOTS]
         while pending:
             parts = pending.pop()
             try:

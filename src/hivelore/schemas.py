@@ -1,0 +1,211 @@
+"""The JSON shapes of hivelore's records, as pydantic models: what the MCP tools answer.
+
+The SDK turns each tool's result model into its `outputSchema` and `structuredContent`. A model
+restates its record's fields (tests/test_schemas.py holds the two equal, naming what a model leaves
+out on purpose), so a field added to a record fails that test until its shape says it too.
+
+Only the JSON surfaces import this module (pydantic is slow to import); nothing below them does.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from hivelore.memory.model import Memory
+
+
+class MemoryOut(BaseModel):
+    scope: str
+    key: str
+    value: str
+    kind: str
+    state: str
+    tags: list[str]
+    created: str
+    updated: str
+    seen_count: int
+    expires_at: str | None
+    archived_at: str | None
+    provenance: dict[str, str]
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        return cls.model_validate(memory.to_dict())
+
+
+class WriteOut(BaseModel):
+    memory: MemoryOut
+    path: str
+    tier: str
+    created: bool = Field(description="False when an existing memory was updated (its seen_count bumped).")
+
+
+class Hit(BaseModel):
+    memory: MemoryOut
+    score: float
+
+
+WARNINGS: list[str] = Field(
+    default_factory=list,
+    description="What the read passed over, e.g. a memory file skipped as unreadable (the CLI prints these on stderr).",
+)
+
+
+class SearchOut(BaseModel):
+    scopes: list[str]
+    hits: list[Hit]
+    warnings: list[str] = WARNINGS
+
+
+class ScopeGroup(BaseModel):
+    scope: str
+    memories: list[MemoryOut]
+
+
+class ListOut(BaseModel):
+    groups: list[ScopeGroup]
+    warnings: list[str] = WARNINGS
+
+
+class ForgetOut(BaseModel):
+    forgotten: str
+    path: str
+
+
+class ScopesOut(BaseModel):
+    chain: list[str] = Field(description="This folder's scopes, narrowest first.")
+    counts: dict[str, int] = Field(description="Visible memories per scope, for every scope that has any.")
+
+
+class TreeKey(BaseModel):
+    key: str
+    winner: MemoryOut
+    shadowed: list[MemoryOut]
+
+
+class TreeOut(BaseModel):
+    scopes: list[str]
+    keys: list[TreeKey]
+
+
+class ProfileFileOut(BaseModel):
+    profile: str
+    name: str = Field(description="USER.md, MEMORY.md or SOUL.md")
+    text: str
+
+
+class ProfileLine(BaseModel):
+    file: str = Field(description="USER.md, MEMORY.md, SOUL.md or shared/NAME.md")
+    line: str
+
+
+class ProfileSearchOut(BaseModel):
+    profile: str
+    lines: list[ProfileLine]
+
+
+class Neighbour(BaseModel):
+    symbol: str
+    distance: int = Field(description="Call hops from the symbol asked about.")
+
+
+class BlastRadiusOut(BaseModel):
+    symbol: str
+    callers: list[Neighbour] = Field(description="What calls the symbol within the hops, nearest first.")
+
+
+class PathOut(BaseModel):
+    path: list[str] | None = Field(description="The shortest call chain, caller first; null: no chain.")
+
+
+class Hotspot(BaseModel):
+    symbol: str
+    pagerank: float
+    betweenness: float
+
+
+class HotspotsOut(BaseModel):
+    hotspots: list[Hotspot]
+
+
+class TaskOut(BaseModel):
+    id: int
+    title: str
+    owner: str
+    status: str
+
+
+class ConflictOut(BaseModel):
+    symbol: str = Field(description="The symbol you would edit.")
+    claimed: str = Field(description="The symbol another developer's task claimed.")
+    path: list[str] = Field(description="The shortest call path between them, caller first.")
+    developer: str
+    task: TaskOut
+
+
+class ConflictsOut(BaseModel):
+    conflicts: list[ConflictOut]
+
+
+class Expert(BaseModel):
+    developer: str
+    score: float
+    claims: int
+    attempts: int
+    decisions: int
+
+
+class WhoKnowsOut(BaseModel):
+    symbol: str
+    developers: list[Expert]
+
+
+class DecisionOut(BaseModel):
+    id: int
+    text: str
+    developer: str
+    symbols: list[str]
+
+
+class AttemptOut(BaseModel):
+    command: str
+    outcome: str
+    failed: list[str]
+    developer: str
+    count: int
+    resolved: bool
+
+
+class WhyOut(BaseModel):
+    symbol: str
+    current: list[DecisionOut]
+    superseded: list[DecisionOut]
+    attempts: list[AttemptOut]
+    people: list[str]
+
+
+class Card(BaseModel):
+    task: TaskOut
+    claims: int
+    failed_attempts: int
+    last_note: str | None
+
+
+class TaskBoardOut(BaseModel):
+    repo: str
+    tasks: list[Card]
+
+
+class SymbolHistoryOut(BaseModel):
+    symbol: str
+    failed: list[AttemptOut] = Field(description="Failed test runs on the symbol, latest first.")
+    decisions: list[DecisionOut] = Field(description="Its active decisions, newest first.")
+    claimed_by: list[TaskOut] = Field(description="Other developers' active tasks that claimed it.")
+
+
+class CodeHistoryOut(BaseModel):
+    asked: list[str] = Field(description="The files and symbol ids asked about, as the code graph names them.")
+    symbols: list[str] = Field(description="The symbols looked at: those of the files, and the named ones.")
+    history: list[SymbolHistoryOut] = Field(description="The symbols with failed attempts, decisions or claims.")
+    lessons: list[MemoryOut] = Field(description="Lessons that name these symbols.")
+    problem: str | None = Field(description="Why there is nothing to look at (no git repository, no graph yet).")
