@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from hivelore.atomicfile import DriftError
 from hivelore.memory import service
 from hivelore.memory.guard import GuardError
+from hivelore.memory.local.index import Index, IndexBusy, open_or_recreate
 from hivelore.memory.local.tier import LocalTier, rarest
 from hivelore.memory.local.vault import slug
 from hivelore.memory.service import Hivelore, NotFound
@@ -149,6 +151,23 @@ def test_a_corrupt_index_falls_back_then_rebuilds(hl: Hivelore, home: Path, repo
     assert broken.index_problem and "cannot be read" in broken.index_problem
     broken.rebuild_index()
     assert Hivelore.open(repo).search("ECONNREFUSED")
+
+
+def test_a_busy_index_is_not_taken_for_a_damaged_one_and_deleted(hl: Hivelore, home: Path) -> None:
+    """Another process holding the index (here: in exclusive locking mode) makes a rebuild wait and
+    then say so; the index and its rows are still there after."""
+    hl.write(*ADDRESS, LESSON)
+    hl.close()
+    holder = sqlite3.connect(home / "index.db")
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(IndexBusy, match="is busy"):
+            open_or_recreate(home / "index.db", timeout=0.2)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert Index.open(home / "index.db", create=False).stats()["memories"] == 1
 
 
 def test_hand_edits_and_deletions_are_seen(hl: Hivelore) -> None:

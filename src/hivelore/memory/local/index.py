@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hivelore import sqlitedb
 from hivelore.confined import LinkRefused
-from hivelore.errors import Unavailable
+from hivelore.errors import Busy, Unavailable
 from hivelore.home import private_file, private_folder
 from hivelore.memory.local.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 from hivelore.memory.model import Memory, epoch_from_iso
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = "7"
+BUSY_TIMEOUT = 30.0  # seconds to wait for another process's lock on the index
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
 SMALL_FOLDER = 256
@@ -110,6 +111,13 @@ class IndexUnavailable(Unavailable):
     """The index file is missing, corrupt or from another version."""
 
     repair = "run `hivelore index rebuild` (the files are untouched)"
+
+
+class IndexBusy(IndexUnavailable, Busy):
+    """Another process kept the index locked for the whole wait. Reads fall back to the files as for
+    any unusable index; a rebuild must not take it for a damaged one and delete it."""
+
+    repair = "try again in a moment"
 
 
 class Row(Candidate):
@@ -226,14 +234,14 @@ class Index:
         self.warnings: list[str] = []
 
     @classmethod
-    def open(cls, path: Path, *, create: bool) -> Index:
+    def open(cls, path: Path, *, create: bool, timeout: float = BUSY_TIMEOUT) -> Index:
         """Open the index; create it only when asked (a missing index on a full vault is a fallback case)."""
         if not create and not path.exists():
             raise IndexUnavailable(f"the index {path} does not exist")
         try:
             private_folder(str(path.parent))
             private_file(str(path))
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             version = cls._version(conn)
@@ -245,6 +253,10 @@ class Index:
                 conn.close()
                 raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
             conn.execute("SELECT count(*) FROM memories_fts WHERE rowid = 0").fetchone()
+        except sqlite3.OperationalError as exc:
+            if sqlitedb.is_busy(exc):
+                raise IndexBusy(f"the index {path} is busy: another hivelore process holds it") from exc
+            raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
         except (OSError, sqlite3.DatabaseError) as exc:
             raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
         return cls(conn, path)
@@ -685,12 +697,14 @@ def folder_mtime(folder: Path) -> int:
         return 0
 
 
-def open_or_recreate(path: Path, discard: bool = False) -> Index:
+def open_or_recreate(path: Path, discard: bool = False, timeout: float = BUSY_TIMEOUT) -> Index:
     """Open the index for a rebuild; a corrupt or outdated one (or any, with `discard`) is deleted
-    first: it is derived from the files."""
+    first: it is derived from the files. A busy one is not damaged, and is left alone (IndexBusy)."""
     if not discard:
         try:
-            return Index.open(path, create=True)
+            return Index.open(path, create=True, timeout=timeout)
+        except IndexBusy:
+            raise
         except IndexUnavailable:
             pass
     for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
