@@ -89,7 +89,19 @@ ARGS: dict[str, list[list[str]]] = {
     "uninstall": [["uninstall", "--project", "--agent", "claude", "--yes"]],
 }
 # Commands this test does not run in-process, and why.
-NOT_HERE = {"mcp": "it is the MCP server, which test_every_mcp_tool_on_a_junk_store drives with a real client"}
+NOT_HERE = {
+    "mcp": "it is the MCP server, which test_every_mcp_tool_on_a_junk_store drives with a real client",
+    "serve": "it is the team server, on PostgreSQL: tests/server/ runs it",
+    **dict.fromkeys(
+        [
+            *(f"remote {c}" for c in ("status", "trust", "login")),
+            *(f"org {c}" for c in ("create", "list", "show", "invite", "join", "role", "remove", "share", "unshare")),
+            *(f"org {c}" for c in ("rename", "delete")),
+            *(f"token {c}" for c in ("create", "list", "revoke")),
+        ],
+        "it opens none of these stores, only the team server: tests/server/test_remote_cli.py runs it against one",
+    ),
+}
 
 # Run as real subprocesses too, with the exit code each must end with: a damaged graph.db or team.db
 # is an error with its repair; the index falls back to reading the files (with a warning), and

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import Account, Server, free_port, unique
 from harness import make_repo
@@ -136,3 +137,40 @@ def test_a_server_that_is_down_is_one_sentence_soon(tmp_path: Path) -> None:
     refused = hivelore(tmp_path, tmp_path, "org", "list", "--endpoint", down, HIVELORE_TOKEN="hl_rw_" + "x" * 43)
     assert refused.returncode == 1
     assert f"the team server at {down} cannot be reached" in one_sentence(refused.stderr)
+
+
+def test_an_owner_runs_the_org_from_login_to_delete(
+    server: Server, make_user: Callable[..., Account], db: psycopg.Connection, tmp_path: Path
+) -> None:
+    owner, bob = make_user("owner"), make_user("bob")
+    home, org, env = tmp_path / "o", unique("shop"), {"HIVELORE_ENDPOINT": server.url}
+    logged = subprocess.run(
+        [sys.executable, "-m", "hivelore", "remote", "login", "--token", "-"],
+        input=owner.token + "\n",
+        env={**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": "off", **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert logged.stdout.strip() == f"logged in to {server.url} as {owner.name}", logged.stderr
+    assert hivelore(home, tmp_path, "org", "create", org, **env).returncode == 0
+    bob_in = hivelore(home, tmp_path, "org", "invite", org, f"{bob.name}@example.com", **env).stdout.strip()
+    db.execute("UPDATE users SET email = %s WHERE id = %s", (f"{bob.name}@example.com", bob.id))
+    joined = hivelore(tmp_path / "b", tmp_path, "org", "join", bob_in, HIVELORE_TOKEN=bob.token, **env)
+    assert joined.stdout.strip() == f"joined {org} as member ({bob.name})", joined.stderr
+
+    steps = [
+        (["org", "role", org, bob.name, "admin"], f"{bob.name} is admin in {org}"),
+        (["org", "share", org, "project::shop"], f"project::shop is shared by {org}"),
+        (["org", "unshare", org, "project::shop"], f"project::shop is no longer shared by {org}"),
+        (["org", "remove", org, bob.name], f"{bob.name} is no longer in {org}"),
+        (["org", "rename", org, f"{org}-2"], f"{org} is now {org}-2"),
+    ]
+    for args, said in steps:
+        done = hivelore(home, tmp_path, *args, **env)
+        assert done.stdout.strip() == said, done.stderr
+    refused = hivelore(home, tmp_path, "org", "delete", f"{org}-2", **env)
+    assert refused.returncode == 2 and "add --yes" in one_sentence(refused.stderr)
+    assert hivelore(home, tmp_path, "org", "delete", f"{org}-2", "--yes", **env).stdout.strip() == f"deleted {org}-2"
+    assert json.loads(hivelore(home, tmp_path, "org", "list", "--json", **env).stdout) == []
