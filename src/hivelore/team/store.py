@@ -239,7 +239,7 @@ class TeamStore:
         """The intent's claims, oldest first."""
         raise NotImplementedError
 
-    def upgrade_file_claims(self, graph: object, repo: str, intent_id: int | None = None) -> int:
+    def upgrade_file_claims(self, graph: Graph, repo: str, intent_id: int | None = None) -> int:
         """The repo's file claims (or one intent's) turned into the symbols they stand for; how many."""
         raise NotImplementedError
 
@@ -295,7 +295,7 @@ class TeamStore:
 
     def conflicts(
         self,
-        graph: object | None,
+        graph: Graph | None,
         repo: str,
         symbol_ids: Iterable[str],
         developer: str,
@@ -314,7 +314,7 @@ class TeamStore:
     def warned(self, agent: str, session_id: str, key: str) -> bool:
         raise NotImplementedError
 
-    def who_knows(self, graph: object, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
+    def who_knows(self, graph: Graph, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
         """Developers ranked (`model.rank_experts`) by their claims, attempts and decisions on the
         symbol and its neighbours within `hops`."""
         raise NotImplementedError
