@@ -75,86 +75,69 @@ class TreeEntry:
     shadowed: list[Memory]
 
 
-class Hivelore:
-    """One user's memory as seen from one working folder."""
+@record
+class Budgets:
+    """How much a read gives: the session-start block's characters, one line's, and search hits."""
 
-    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli", session: str = "") -> None:
-        self.settings = settings
+    context_budget_chars: int
+    context_line_chars: int
+    search_limit: int
+
+
+class MemoryService:
+    """The rules of memory over some tiers, seen from one chain of scopes: validation, the guard,
+    where a write goes, which copy of a key wins, and ranking. `Hivelore` composes it over one
+    machine's tiers; the team server composes it over PostgreSQL (server/memories.py).
+
+    A composition says which tiers are read (`tiers`, the winning one first), which names a caller
+    may give a part of them (`tier_names`), where a new memory goes (`_default_tier`), what a write
+    records of where it came from (`_provenance`), and whether the caller may change a copy
+    (`_check_change`)."""
+
+    tier_names: tuple[str, ...] = ()
+
+    def __init__(self, chain: Chain, budgets: Budgets, agent: str = "cli", session: str = "") -> None:
         self.chain = chain
+        self.budgets = budgets
         self.agent = agent
         self.session = session
-        self.home = Vault(settings.home, "home")
-        private_home(str(settings.home))
-        project_root = chain.git.root / ".hivelore" if chain.git else None
-        self.project_root = project_root  # where `--tier project` writes, even before the folder exists
         self.warnings: list[str] = []
-        self.project = Vault(project_root, "project") if project_root and self._usable(project_root) else None
-        # Within one scope the project tier (committed with the repository) wins over the home tier.
-        self.vaults = [v for v in (self.project, self.home) if v]
-        self._local: VaultTier | None = None
-
-    def _usable(self, project_root: Path) -> bool:
-        """Whether the repository has a project tier: a real `.hivelore` folder. A link there (which
-        could lead anywhere on the disk) is not read, and writing to it is refused."""
-        if project_root.is_symlink():
-            self.warnings.append(f"skipped {LinkRefused(str(project_root), str(project_root.parent))}")
-            return False
-        return project_root.is_dir()
-
-    @classmethod
-    def open(
-        cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli", session: str = ""
-    ) -> Hivelore:
-        env = os.environ if env is None else env
-        chain = chain_for(cwd or Path.cwd())
-        settings = load_settings(chain.git.root if chain.git else None, env)
-        session = session or env.get("HIVELORE_SESSION", "")
-        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent), session=session)
-
-    def profile(self, profile_id: str | None = None) -> Profile:
-        """The user's profile (USER.md, MEMORY.md, SOUL.md, the ledger): `profile_id`, else the one
-        the settings name. Opening it finishes a write an earlier process was killed in."""
-        from hivelore.profile.store import Profile, check_profile_id
-
-        return Profile.open(str(self.settings.home), check_profile_id(profile_id or self.settings.profile))
-
-    @property
-    def index_path(self) -> Path:
-        return self.settings.home / "index.db"
 
     @property
     def scopes(self) -> list[str]:
         return [str(s) for s in self.chain.scopes]
 
-    # -- the tiers ----------------------------------------------------------------------------
-
-    @property
-    def local(self) -> VaultTier:
-        """The local tier: read through the index, or (when it cannot be used) by scanning the
-        files, decided on first use and kept."""
-        if self._local is None:
-            self._local = open_local(self.vaults, self.project_root, self.index_path, self.warnings)
-        return self._local
-
     @property
     def tiers(self) -> list[Tier]:
         """The tiers read, the winning one first."""
-        return [self.local]
+        raise NotImplementedError
+
+    def _named_tier(self, tier: str) -> Target:
+        """The tier and part a caller named (`--tier home`); ValueError for a name it does not know."""
+        raise NotImplementedError
+
+    def _default_tier(self, scope: Scope) -> Target:
+        """Where a new memory under `scope` goes."""
+        raise NotImplementedError
+
+    def _provenance(self) -> dict[str, str]:
+        """What a write records of where it came from."""
+        raise NotImplementedError
+
+    def _check_change(self, action: str, tier: Tier, part: str) -> None:
+        """Raise (an errors.HiveloreError) when the caller may not `action` ("archive", "restore" or
+        "forget") a copy in this part of this tier. On one machine the user may change anything."""
+
+    def close(self) -> None:
+        for tier in self.tiers:
+            tier.close()
+
+    # -- the tiers ----------------------------------------------------------------------------
 
     @property
     def roots(self) -> list[str]:
         """The origins of the tiers' parts (the local tier's folders), the winning one first."""
         return [origin for tier in self.tiers for origin in tier.parts.values()]
-
-    @property
-    def index_problem(self) -> str | None:
-        """Why reads fall back to the files, or None when they go through the index."""
-        return self.local.problem
-
-    def close(self) -> None:
-        if self._local is not None:
-            self._local.close()
-            self._local = None
 
     def _part_of(self, copy: Candidate) -> tuple[Tier, str]:
         """The tier a copy came from, and the name of its part there ("project", "home")."""
@@ -183,39 +166,12 @@ class Hivelore:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _named_tier(self, tier: str) -> tuple[Tier, str]:
-        if tier == "home":
-            return self.local, "home"
-        if tier == "project":
-            if not self.chain.git:
-                raise ValueError("the project tier needs a git repository: run this inside one, or use --tier home.")
-            return self.local, "project"
-        raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
-
-    def _default_tier(self, scope: Scope) -> tuple[Tier, str]:
-        """Where a new memory goes: the project tier for the scopes of this folder's chain below global,
-        when the repository has one; else home."""
-        if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
-            return self.local, "project"
-        return self.local, "home"
-
     def _tier_for_write(self, scope: Scope, key: str, tier: str | None) -> tuple[Tier, str]:
         if tier is not None:
             return self._named_tier(tier)
         for copy in self._copies_of([str(scope)], {key}):  # a re-write updates the copy that exists
             return self._part_of(copy)
         return self._default_tier(scope)
-
-    def _provenance(self) -> dict[str, str]:
-        git = self.chain.git
-        found = {
-            "agent": self.agent,
-            "session": self.session,
-            "repo": git.owner_repo if git and git.owner_repo else "",
-            "branch": git.branch if git and git.branch else "",
-            "commit": git.commit if git and git.commit else "",
-        }
-        return {k: v for k, v in found.items() if v}
 
     def write(
         self,
@@ -280,8 +236,8 @@ class Hivelore:
         first, or only the given tier's."""
         target = str(parse(scope))
         validate_key(key)
-        if tier not in (None, "home", "project"):
-            raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+        if tier is not None and tier not in self.tier_names:
+            raise ValueError(f"tier '{tier}' is not {' or '.join(repr(n) for n in self.tier_names)}.")
         copies = self._copies_of([target], {key})
         return target, [c for c in copies if tier in (None, self._part_of(c)[1])]
 
@@ -292,21 +248,22 @@ class Hivelore:
             f"no memory {target}::{key}{where}{hidden}: see `hivelore list` or `hivelore search`{self._unread()}."
         )
 
-    def _modify(self, copy: Candidate, change: dict[str, object]) -> Memory:
+    def _modify(self, action: str, copy: Candidate, change: dict[str, object]) -> Memory:
         """Change fields of the copy a read found (`_find`), under the lock, with `updated` bumped."""
+        tier, part = self._part_of(copy)
+        self._check_change(action, tier, part)
 
         def build(existing: Memory | None) -> Memory:
             if existing is None:
                 raise NotFound(f"{copy.memory.address} was deleted while hivelore was changing it.")
             return existing.evolve(**change, updated=now_iso())
 
-        tier, part = self._part_of(copy)
         _, _, memory = tier.store(part, copy.memory.scope, copy.key, build, prefer=copy)
         return memory  # type: ignore[return-value]
 
     def archive(self, scope: str, key: str, tier: str | None = None) -> Memory:
         """Hide the first visible copy (project tier first, or the given tier's)."""
-        return self._modify(self._find(scope, key, visible=True, tier=tier), {"archived_at": now_iso()})
+        return self._modify("archive", self._find(scope, key, visible=True, tier=tier), {"archived_at": now_iso()})
 
     def restore(self, scope: str, key: str, tier: str | None = None) -> Memory:
         """Make an archived or expired memory visible again: the first hidden copy, project tier first
@@ -314,7 +271,7 @@ class Hivelore:
         target, copies = self._copies(scope, key, tier)
         hidden = [c for c in copies if not c.memory.is_visible()]
         if hidden:
-            return self._modify(hidden[0], {"archived_at": None, "expires_at": None})
+            return self._modify("restore", hidden[0], {"archived_at": None, "expires_at": None})
         if copies:
             raise ValueError(f"{target}::{key} is not archived or expired: nothing to restore.")
         raise self._not_found(target, key, tier, visible=False)
@@ -323,7 +280,9 @@ class Hivelore:
         """Delete the memory's file (archived and expired ones too): the first copy, project tier
         first, or the given tier's."""
         copy = self._find(scope, key, visible=False, tier=tier)
-        if not self._part_of(copy)[0].delete(copy, lambda memory: True):
+        where, part = self._part_of(copy)
+        self._check_change("forget", where, part)
+        if not where.delete(copy, lambda memory: True):
             raise NotFound(f"{copy.memory.address} changed while hivelore was deleting it; nothing was deleted.")
         return copy.path
 
@@ -333,6 +292,8 @@ class Hivelore:
         hidden = [c for c in self._listed(self.scopes, include_hidden=True) if not c.memory.is_visible()]
         if dry_run:
             return [c.memory for c in hidden]
+        for copy in hidden:
+            self._check_change("forget", *self._part_of(copy))
         return [c.memory for c in hidden if self._part_of(c)[0].delete(c, lambda m: not m.is_visible())]
 
     # -- reads --------------------------------------------------------------------------------
@@ -359,11 +320,12 @@ class Hivelore:
         chosen = self.scopes_for(scopes)
         if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ValueError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}.")
-        limit = limit or self.settings.search_limit
+        limit = limit or self.budgets.search_limit
         words = recall.query_words(query)
         if not words:
             raise ValueError("the query has no words to search for.")
-        pairs = [pair for tier in self.tiers for pair in tier.match(chosen, words, max(limit * 5, 50))]
+        # Each tier's relevance is comparable only within that tier: each is scaled to its best.
+        pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
@@ -454,7 +416,7 @@ class Hivelore:
 
     def context(self, budget_chars: int | None = None) -> recall.Selection:
         """The ranked, budgeted, de-duplicated memories for this folder's chain, and what was left out."""
-        budget = budget_chars or self.settings.context_budget_chars
+        budget = budget_chars or self.budgets.context_budget_chars
         scopes = self.scopes
         surveys = [tier.survey(scopes, CANDIDATES_PER_SCOPE) for tier in self.tiers]
         per_scope = _summed(s.counts for s in surveys)
@@ -463,7 +425,7 @@ class Hivelore:
         ranked = recall.rank([(c, 0.0) for c in candidates], scopes, recall.CONTEXT_WEIGHTS)
         generations = [tier.generation() for tier in self.tiers]
         shown, duplicates = recall.fit_budget(
-            ranked, budget, self.settings.context_line_chars, lambda copy: self._winner(scopes, copy)
+            ranked, budget, self.budgets.context_line_chars, lambda copy: self._winner(scopes, copy)
         )
         if [tier.generation() for tier in self.tiers] != generations:  # a file edited or deleted in place was re-read
             surveys = [tier.survey(scopes, CANDIDATES_PER_SCOPE) for tier in self.tiers]
@@ -478,7 +440,7 @@ class Hivelore:
         )
 
     def render_context(self, selection: recall.Selection) -> str:
-        return recall.render(selection, str(self.chain.narrowest), self.settings.context_line_chars)
+        return recall.render(selection, str(self.chain.narrowest), self.budgets.context_line_chars)
 
     # -- import / export ------------------------------------------------------------------------
 
@@ -588,6 +550,105 @@ class Hivelore:
             targets.append(self._part_of(found) if found is not None else self._default_tier(memory.scope))
         return targets
 
+
+class Hivelore(MemoryService):
+    """One user's memory as seen from one working folder: the repository's `.hivelore/` and the
+    user's home, read through the SQLite index."""
+
+    tier_names = ("home", "project")
+
+    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli", session: str = "") -> None:
+        budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
+        super().__init__(chain, budgets, agent, session)
+        self.settings = settings
+        self.home = Vault(settings.home, "home")
+        private_home(str(settings.home))
+        project_root = chain.git.root / ".hivelore" if chain.git else None
+        self.project_root = project_root  # where `--tier project` writes, even before the folder exists
+        self.project = Vault(project_root, "project") if project_root and self._usable(project_root) else None
+        # Within one scope the project tier (committed with the repository) wins over the home tier.
+        self.vaults = [v for v in (self.project, self.home) if v]
+        self._local: VaultTier | None = None
+
+    def _usable(self, project_root: Path) -> bool:
+        """Whether the repository has a project tier: a real `.hivelore` folder. A link there (which
+        could lead anywhere on the disk) is not read, and writing to it is refused."""
+        if project_root.is_symlink():
+            self.warnings.append(f"skipped {LinkRefused(str(project_root), str(project_root.parent))}")
+            return False
+        return project_root.is_dir()
+
+    @classmethod
+    def open(
+        cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli", session: str = ""
+    ) -> Hivelore:
+        env = os.environ if env is None else env
+        chain = chain_for(cwd or Path.cwd())
+        settings = load_settings(chain.git.root if chain.git else None, env)
+        session = session or env.get("HIVELORE_SESSION", "")
+        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent), session=session)
+
+    def profile(self, profile_id: str | None = None) -> Profile:
+        """The user's profile (USER.md, MEMORY.md, SOUL.md, the ledger): `profile_id`, else the one
+        the settings name. Opening it finishes a write an earlier process was killed in."""
+        from hivelore.profile.store import Profile, check_profile_id
+
+        return Profile.open(str(self.settings.home), check_profile_id(profile_id or self.settings.profile))
+
+    @property
+    def index_path(self) -> Path:
+        return self.settings.home / "index.db"
+
+    @property
+    def local(self) -> VaultTier:
+        """The local tier: read through the index, or (when it cannot be used) by scanning the
+        files, decided on first use and kept."""
+        if self._local is None:
+            self._local = open_local(self.vaults, self.project_root, self.index_path, self.warnings)
+        return self._local
+
+    @property
+    def tiers(self) -> list[Tier]:
+        """The tiers read, the winning one first."""
+        return [self.local]
+
+    @property
+    def index_problem(self) -> str | None:
+        """Why reads fall back to the files, or None when they go through the index."""
+        return self.local.problem
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+    def _named_tier(self, tier: str) -> tuple[Tier, str]:
+        if tier == "home":
+            return self.local, "home"
+        if tier == "project":
+            if not self.chain.git:
+                raise ValueError("the project tier needs a git repository: run this inside one, or use --tier home.")
+            return self.local, "project"
+        raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+
+    def _default_tier(self, scope: Scope) -> tuple[Tier, str]:
+        """Where a new memory goes: the project tier for the scopes of this folder's chain below global,
+        when the repository has one; else home."""
+        if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
+            return self.local, "project"
+        return self.local, "home"
+
+    def _provenance(self) -> dict[str, str]:
+        git = self.chain.git
+        found = {
+            "agent": self.agent,
+            "session": self.session,
+            "repo": git.owner_repo if git and git.owner_repo else "",
+            "branch": git.branch if git and git.branch else "",
+            "commit": git.commit if git and git.commit else "",
+        }
+        return {k: v for k, v in found.items() if v}
+
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
@@ -638,6 +699,11 @@ def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
     if (existing.value, existing.kind, existing.tags) == (incoming.value, incoming.kind, incoming.tags):
         return None
     return incoming.evolve(created=existing.created, seen_count=max(existing.seen_count, incoming.seen_count))
+
+
+def _scaled(pairs: builtins.list[tuple[Candidate, float]]) -> builtins.list[tuple[Candidate, float]]:
+    best = max((relevance for _, relevance in pairs), default=0.0) or 1.0
+    return [(candidate, relevance / best) for candidate, relevance in pairs]
 
 
 def _grouped(items: Iterable[tuple[Memory, Target]]) -> dict[Target, list[Memory]]:
