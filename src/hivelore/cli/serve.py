@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, reported_errors
-from hivelore.server.limits import REQUESTS_PER_MINUTE, Limits
+from hivelore.server.limits import ACTIVE_MEMORIES, REQUESTS_PER_MINUTE, Limits
 
 DEFAULT_PORT = 8765
 DbOption = Annotated[
@@ -33,6 +33,9 @@ def serve(
     requests_per_minute: Annotated[
         int, typer.Option(min=1, help="Requests a minute per token; more get 429 with Retry-After.")
     ] = REQUESTS_PER_MINUTE,
+    active_memories: Annotated[
+        int, typer.Option(min=1, help="Active memories an account may hold (archived ones do not count).")
+    ] = ACTIVE_MEMORIES,
     add_user: Annotated[
         str | None, typer.Option("--add-user", help="Create this user, print their first hl_rw_ token, and exit.")
     ] = None,
@@ -59,7 +62,7 @@ def serve(
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}): is PostgreSQL running, and is the URL right?", EXIT_FAILED)
-    _run(url, host, port, Limits(requests_per_minute=requests_per_minute))
+    _run(url, host, port, Limits(requests_per_minute=requests_per_minute, active_memories=active_memories))
 
 
 def _run(url: str, host: str, port: int, limits: Limits) -> None:

@@ -18,11 +18,11 @@ from starlette.exceptions import HTTPException
 
 from hivelore import __version__, errors
 from hivelore.server import auth
-from hivelore.server.limits import Limits, RateLimited
+from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import RequestLog, request_id
 from hivelore.server.postgres import migrate
 from hivelore.server.postgres.pool import open_pool
-from hivelore.server.routes import accounts, health
+from hivelore.server.routes import accounts, health, memories
 
 log = logging.getLogger("hivelore.server")
 
@@ -30,6 +30,7 @@ log = logging.getLogger("hivelore.server")
 STATUSES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
     (auth.Unauthenticated, 401),
     (auth.Forbidden, 403),
+    (QuotaExceeded, 403),
     (RateLimited, 429),
     (errors.Conflict, 409),
     (errors.Unavailable, 503),
@@ -72,6 +73,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(RequestLog, max_body_bytes=settings.limits.max_body_bytes)
     app.include_router(health.router)
     app.include_router(accounts.router)
+    app.include_router(memories.router)
     _add_error_handlers(app)
     return app
 
@@ -91,6 +93,16 @@ def _add_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, auth.Unauthenticated):
             headers = {"WWW-Authenticate": "Bearer"}
         return _error(request, status_of(exc), exc.sentence(), headers)
+
+    @app.exception_handler(ValueError)
+    @app.exception_handler(LookupError)
+    async def meant(request: Request, exc: Exception) -> JSONResponse:
+        """A plain ValueError or LookupError of the service's rules is what the user gave, or asked for:
+        answered here, as the catch-all below runs after the response is started."""
+        reported = errors.reported(exc)
+        if reported is None:
+            return await failed(request, exc)
+        return _error(request, status_of(reported), reported.sentence())
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

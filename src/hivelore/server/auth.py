@@ -59,8 +59,12 @@ class Caller:
         if self.kind != "rw":
             raise Forbidden(f"this token is hl_{self.kind}_: managing organisations and tokens needs an hl_rw_ token")
 
+    def allows(self, scope: str) -> bool:
+        """Whether the token's scope allow-list admits `scope`."""
+        return not self.scopes or any(fnmatch.fnmatchcase(scope, pattern) for pattern in self.scopes)
+
     def may_use_scope(self, scope: str) -> None:
-        if self.scopes and not any(fnmatch.fnmatchcase(scope, pattern) for pattern in self.scopes):
+        if not self.allows(scope):
             allowed = ", ".join(self.scopes)
             raise Forbidden(f"this token is limited to the scopes {allowed}; {scope} is not among them")
 

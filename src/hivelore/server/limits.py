@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hivelore.errors import Busy
+from hivelore.errors import Busy, HiveloreError
 
 TYPE_CHECKING = False  # the CLI reads the defaults without the server's libraries
 if TYPE_CHECKING:
@@ -12,12 +12,18 @@ if TYPE_CHECKING:
 
 REQUESTS_PER_MINUTE = 120
 MAX_BODY_BYTES = 1_048_576
+ACTIVE_MEMORIES = 5000  # per account; archived and expired ones do not count
 
 
 @dataclass(frozen=True)
 class Limits:
     requests_per_minute: int = REQUESTS_PER_MINUTE
     max_body_bytes: int = MAX_BODY_BYTES
+    active_memories: int = ACTIVE_MEMORIES
+
+
+class QuotaExceeded(HiveloreError):
+    """The account holds as many active memories as it may (HTTP 403: retrying will not help)."""
 
 
 class RateLimited(Busy):

@@ -6,36 +6,18 @@ the caller's role in the org (`require_role`) — before it touches anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
 
 import psycopg
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from hivelore.memory.scope import parse as parse_scope
-from hivelore.server import auth, limits
+from hivelore.server import auth
 from hivelore.server.postgres import accounts
+from hivelore.server.routes.dependencies import Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
-
-
-def connection(request: Request) -> Iterator[psycopg.Connection]:
-    with request.app.state.pool.connection() as conn:
-        yield conn
-
-
-Conn = Annotated[psycopg.Connection, Depends(connection)]
-
-
-def caller(request: Request, conn: Conn) -> auth.Caller:
-    who = accounts.caller(conn, request.headers.get("authorization"))
-    limits.count_request(conn, who.token_id, request.app.state.limits.requests_per_minute)
-    return who
-
-
-Caller = Annotated[auth.Caller, Depends(caller)]
 
 
 class OrgRole(BaseModel):

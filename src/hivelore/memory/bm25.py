@@ -1,0 +1,94 @@
+"""Relevance as SQLite FTS5 computes it, in Python: so a tier that is not SQLite (the team server's
+PostgreSQL) gives a search the same relevance as the local index, and the same query gives the same
+order locally and remotely.
+
+Two parts, each pinned against FTS5 itself by tests/test_bm25.py:
+
+- `tokens`: FTS5's `unicode61` tokenizer with `remove_diacritics 2`, the local index's: letters and
+  digits make tokens, everything else separates them (the underscore too), case and diacritics are
+  folded.
+- `score`: FTS5's `bm25()` with the column weights the local index ranks with (key 3, value 1,
+  tags 2), over a query of phrases that are all required (an every-word search) or any of them.
+
+Stdlib only: the tier contract suite and the hook path may import it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from hivelore.records import record
+
+K1 = 1.2
+B = 0.75
+WEIGHTS = (3.0, 1.0, 2.0)  # key, value, tags: as the local index's bm25(memories_fts, 3.0, 1.0, 2.0)
+PREFIX_FROM = 4  # a query word of this many characters or more also matches longer words
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens FTS5's unicode61 tokenizer (remove_diacritics 2) makes of `text`."""
+    folded = unicodedata.normalize("NFKD", text.lower())
+    stripped = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return _TOKEN.findall(stripped)
+
+
+def columns(key: str, value: str, tags: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """A memory's three indexed columns as tokens, the way the local index stores them."""
+    return tokens(key.replace("-", " ").replace("_", " ")), tokens(value), tokens(" ".join(tags))
+
+
+@record
+class Phrase:
+    """One query word as FTS5 reads `"word"*`: its tokens in a row, the last one a prefix when the
+    word is long enough."""
+
+    parts: tuple[str, ...]
+    prefix: bool
+
+    @classmethod
+    def of(cls, word: str) -> Phrase:
+        return cls(tuple(tokens(word)), len(word) >= PREFIX_FROM)
+
+    def count(self, words: Sequence[str]) -> int:
+        """How many times the phrase occurs in one column's tokens."""
+        n = len(self.parts)
+        if n == 0:
+            return 0
+        found = 0
+        for start in range(len(words) - n + 1):
+            head, last = words[start : start + n - 1], words[start + n - 1]
+            if tuple(head) == self.parts[:-1] and (
+                last.startswith(self.parts[-1]) if self.prefix else last == self.parts[-1]
+            ):
+                found += 1
+        return found
+
+
+@record
+class Corpus:
+    """What FTS5's bm25 knows of the whole table: its rows, their tokens, and per phrase the rows
+    that hold it."""
+
+    rows: int
+    total_tokens: int
+    holding: tuple[int, ...]  # per phrase of the query, the rows that hold it
+
+    def idf(self, i: int) -> float:
+        n = self.holding[i]
+        value = math.log((self.rows - n + 0.5) / (n + 0.5))
+        return value if value > 0 else 1e-6
+
+
+def score(phrases: Sequence[Phrase], row: tuple[list[str], list[str], list[str]], corpus: Corpus) -> float:
+    """FTS5's bm25 of one row (as a relevance: higher is better; FTS5 gives its negative)."""
+    length = sum(len(column) for column in row)
+    average = corpus.total_tokens / corpus.rows if corpus.rows else 1.0
+    total = 0.0
+    for i, phrase in enumerate(phrases):
+        frequency = sum(weight * phrase.count(column) for weight, column in zip(WEIGHTS, row, strict=True))
+        total += corpus.idf(i) * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / average))
+    return total

@@ -1,0 +1,153 @@
+"""One caller's memory on the team server: the memory service (memory/service.py) composed over
+PostgreSQL, so validation, the guard, scope precedence and ranking are the very rules a machine runs.
+
+What differs from one machine is who may do what, and where a write goes:
+
+- The caller reads their own space (`personal`) and the shared space of every organisation they
+  belong to (`org:NAME`), the organisations' first: an org's shared copy of a key wins over a
+  personal one, as a repository's committed copy wins over the home's on one machine.
+- A write under a scope an organisation shares (the scope itself, or a branch of a shared
+  repository) by a member of it (role member or above) goes to that organisation's one shared row;
+  any other write goes to the caller's personal space, and the answer says so.
+- Archive and restore in an organisation's space need the role member; forget needs admin.
+- A token's scope allow-list is checked by the routes before the service is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from hivelore.errors import BadInput
+from hivelore.memory.scope import Chain, Level, Scope, parse
+from hivelore.memory.service import Budgets, MemoryService, Target
+from hivelore.memory.tier import Candidate, Tier
+from hivelore.server import auth
+from hivelore.server.postgres.tier import PostgresTier
+
+PERSONAL = "personal"
+PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")  # what a client may say of a write
+BUDGETS = Budgets(context_budget_chars=2000, context_line_chars=240, search_limit=10)  # config.DEFAULTS
+CHANGE_ROLES = {"archive": "member", "restore": "member", "forget": "admin"}
+
+
+@dataclass(frozen=True)
+class Membership:
+    org_id: int
+    org: str
+    role: str
+    shared: frozenset[str]  # the scopes the organisation shares
+
+    @property
+    def part(self) -> str:
+        return f"org:{self.org}"
+
+    def shares(self, scope: Scope) -> bool:
+        """Whether a write under `scope` belongs to this organisation: a shared scope, or a branch of
+        a shared repository."""
+        if str(scope) in self.shared:
+            return True
+        if scope.level is Level.BRANCH:
+            owner_repo = str(scope).split("::")[1]
+            return f"repo::{owner_repo}" in self.shared
+        return False
+
+
+def memberships(conn: psycopg.Connection, user_id: int) -> list[Membership]:
+    rows = conn.execute(
+        """
+        SELECT o.id, o.name, m.role, coalesce(array_agg(s.scope) FILTER (WHERE s.scope IS NOT NULL), '{}')
+        FROM members m JOIN orgs o ON o.id = m.org_id LEFT JOIN shared_scopes s ON s.org_id = o.id
+        WHERE m.user_id = %s GROUP BY o.id, o.name, m.role ORDER BY o.name
+        """,
+        (user_id,),
+    ).fetchall()
+    return [Membership(org_id, org, role, frozenset(scopes)) for org_id, org, role, scopes in rows]
+
+
+class TeamMemories(MemoryService):
+    """The memory service over the caller's spaces in PostgreSQL."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        caller: auth.Caller,
+        scopes: Sequence[str],
+        quota: int,
+        provenance: dict[str, str] | None = None,
+    ) -> None:
+        chain = Chain(tuple(parse(s) for s in scopes) or (parse("global"),), None)
+        given = provenance or {}
+        super().__init__(chain, BUDGETS, agent=given.get("agent", ""), session=given.get("session", ""))
+        self.caller = caller
+        self.memberships = memberships(conn, caller.user_id)
+        self.given = {k: v for k, v in given.items() if k in PROVENANCE_KEYS and v}
+        parts = {m.part: f"org:{m.org_id}" for m in self.memberships}
+        parts[PERSONAL] = f"user:{caller.user_id}"
+        self.tier = PostgresTier(conn, parts, self.warnings, owner=caller.user_id, quota=quota)
+        self.tier_names = tuple(parts)
+        self.notices: list[str] = []  # where a write went, when the caller may not expect it
+        self.changed_part = ""  # the space the last archive, restore or forget acted in
+
+    @property
+    def tiers(self) -> list[Tier]:
+        return [self.tier]
+
+    def part_of_space(self, space: str) -> str:
+        """The name the caller knows a space by (`org:acme`, `personal`)."""
+        return next(name for name, origin in self.tier.parts.items() if origin == space)
+
+    def _role(self, part: str) -> str | None:
+        return next((m.role for m in self.memberships if m.part == part), None)
+
+    def _named_tier(self, tier: str) -> Target:
+        if tier not in self.tier.parts:
+            known = ", ".join(self.tier.parts)
+            raise BadInput(f"'{tier}' is none of your spaces ({known})")
+        if tier != PERSONAL:
+            membership = next(m for m in self.memberships if m.part == tier)
+            auth.require_role(membership.role, "member", membership.org)
+        return self.tier, tier
+
+    def _tier_for_write(self, scope: Scope, key: str, tier: str | None) -> Target:
+        """Where a write goes is decided by the scope's sharing alone (never by an older copy)."""
+        return self._named_tier(tier) if tier is not None else self._default_tier(scope)
+
+    def _default_tier(self, scope: Scope) -> Target:
+        sharing = [m for m in self.memberships if m.shares(scope)]
+        writers = [m for m in sharing if auth.ROLES.index(m.role) >= auth.ROLES.index("member")]
+        if len(writers) > 1:
+            names = ", ".join(m.org for m in writers)
+            raise BadInput(f"{scope} is shared by several of your organisations ({names}): name one with org")
+        if writers:
+            return self.tier, writers[0].part
+        if sharing:
+            viewer = sharing[0].org
+            self.notices.append(
+                f"{scope} is shared by {viewer}, where you are a viewer: this memory went to your personal space"
+            )
+        else:
+            self.notices.append(
+                f"{scope} is shared by none of your organisations: this memory went to your personal space"
+            )
+        return self.tier, PERSONAL
+
+    def _provenance(self) -> dict[str, str]:
+        return {**self.given, "user": self.caller.user}
+
+    def find(self, scope: str, key: str) -> Candidate:
+        """The copy of scope::key reads show."""
+        return self._find(scope, key, visible=True)
+
+    def listed(self, scopes: Sequence[str], include_hidden: bool = False) -> list[Candidate]:
+        """Every copy in `scopes` (the hidden ones too, if asked), by scope and key."""
+        return sorted(self._listed(scopes, include_hidden), key=lambda c: (scopes.index(c.scope), c.key, c.origin))
+
+    def _check_change(self, action: str, tier: Tier, part: str) -> None:
+        self.changed_part = part
+        if part == PERSONAL:
+            return
+        membership = next(m for m in self.memberships if m.part == part)
+        auth.require_role(membership.role, CHANGE_ROLES[action], membership.org)

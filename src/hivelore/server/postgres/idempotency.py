@@ -1,0 +1,50 @@
+"""Requests sent with an `Idempotency-Key`: the first one's answer is kept (a day), and the same key
+with the same request gets that answer again instead of a second write. A client's outbox replays
+a write it never heard back about with the key it was first sent with, so the write lands once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from hivelore.errors import BadInput, Conflict
+
+MAX_KEY_CHARS = 200
+KEPT = "1 day"
+
+
+def fingerprint(method: str, path: str, body: object) -> str:
+    text = json.dumps([method, path, body], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def once(
+    conn: psycopg.Connection, user_id: int, key: str | None, print_: str, run: Callable[[], dict[str, object]]
+) -> dict[str, object]:
+    """`run()`'s answer, run at most once per (user, key): in one transaction with what it writes."""
+    if key is None:
+        return run()
+    if not 1 <= len(key) <= MAX_KEY_CHARS or not key.isprintable():
+        raise BadInput(f"an Idempotency-Key is 1 to {MAX_KEY_CHARS} printable characters")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"idempotency\n{user_id}\n{key}",))
+        row = conn.execute(
+            "SELECT fingerprint, body FROM idempotent_requests WHERE user_id = %s AND key = %s", (user_id, key)
+        ).fetchone()
+        if row is not None:
+            if row[0] != print_:
+                raise Conflict("this Idempotency-Key came with another request before: use a new key for a new request")
+            return dict(row[1])
+        answer = run()
+        conn.execute(
+            f"DELETE FROM idempotent_requests WHERE user_id = %s AND created < now() - interval '{KEPT}'", (user_id,)
+        )
+        conn.execute(
+            "INSERT INTO idempotent_requests (user_id, key, fingerprint, body) VALUES (%s, %s, %s, %s)",
+            (user_id, key, print_, Jsonb(answer)),
+        )
+        return answer

@@ -1,0 +1,332 @@
+"""Memories on the team server (`/v1/memories…`): write, read, search, list, context, archive, restore,
+forget, import, and the change feed a client's mirror follows.
+
+Every route checks the token's power (`may_read`, `may_write`) and its scope allow-list, then calls
+the memory service composed over the caller's spaces (server/memories.py): the rules are the ones a
+machine runs. A read names the scopes it reads, narrowest first (a client sends its folder's chain);
+with none, every scope the caller's spaces hold. Writes sent with an `Idempotency-Key` header are
+applied once however often they are retried.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel, Field
+
+from hivelore.errors import BadInput
+from hivelore.memory.model import Memory, now_iso
+from hivelore.memory.scope import Chain, parse
+from hivelore.memory.transfer import ImportRecord
+from hivelore.records import replace
+from hivelore.schemas import MemoryOut
+from hivelore.server import auth
+from hivelore.server.memories import PROVENANCE_KEYS, TeamMemories
+from hivelore.server.postgres import idempotency
+from hivelore.server.routes.dependencies import Caller, Conn
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+MAX_IMPORT = 500  # records per import request
+MAX_CHANGES = 1000  # rows per page of the change feed
+Scopes = Annotated[list[str] | None, Query(alias="scope", description="scopes to read, narrowest first")]
+ChainScopes = Annotated[
+    list[str] | None, Query(alias="chain", description="the folder's chain, narrowest first (default: the scopes)")
+]
+IdempotencyKey = Annotated[str | None, Header(description="a write retried with the same key is applied once")]
+
+
+class Provenance(BaseModel):
+    agent: str = ""
+    session: str = ""
+    repo: str = ""
+    branch: str = ""
+    commit: str = ""
+
+
+class WriteIn(BaseModel):
+    scope: str
+    key: str
+    value: str
+    tags: list[str] = Field(default_factory=list)
+    kind: str | None = None
+    ttl_days: float | None = None
+    state: str = "committed"
+    space: str | None = Field(default=None, description="org:NAME or personal; by default the scope's sharing decides")
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class Stored(BaseModel):
+    memory: MemoryOut
+    space: str = Field(description="org:NAME (an organisation's shared space) or personal")
+
+
+class WriteOut(Stored):
+    created: bool
+    revived: bool
+    notices: list[str]
+
+
+class AddressIn(BaseModel):
+    scope: str
+    key: str
+    space: str | None = Field(default=None, description="org:NAME or personal; by default the copy reads show")
+
+
+class HitOut(Stored):
+    score: float
+    relevance: float
+
+
+class SearchOut(BaseModel):
+    scopes: list[str]
+    hits: list[HitOut]
+
+
+class ListOut(BaseModel):
+    scopes: list[str]
+    memories: list[Stored]
+
+
+class ContextOut(BaseModel):
+    scopes: list[str]
+    text: str
+    shown: list[Stored]
+    total: int
+
+
+class ForgetOut(BaseModel):
+    forgotten: str
+    space: str
+
+
+class ImportIn(BaseModel):
+    records: list[dict[str, object]] = Field(description=f"export records (JSONL lines), at most {MAX_IMPORT}")
+    space: str | None = None
+    skip_invalid: bool = False
+
+
+class ImportOut(BaseModel):
+    written: list[str]
+    unchanged: list[str]
+    rejected: list[str]
+
+
+class Gone(BaseModel):
+    space: str
+    scope: str
+    key: str
+
+
+class Change(Stored):
+    seq: int
+
+
+class ChangesOut(BaseModel):
+    cursor: int = Field(description="pass it as `since` to get what changes next")
+    more: bool = Field(description="true when another page is waiting: ask again at once")
+    spaces: list[str] = Field(description="every space the caller reads now; a mirror drops any other")
+    shared: dict[str, list[str]] = Field(description="per organisation space, the scopes it shares")
+    memories: list[Change]
+    gone: list[Gone]
+
+
+def _service(
+    request: Request, conn: Conn, who: auth.Caller, scopes: list[str], provenance: Provenance | None = None
+) -> TeamMemories:
+    return TeamMemories(
+        conn,
+        who,
+        scopes,
+        quota=request.app.state.limits.active_memories,
+        provenance=provenance.model_dump() if provenance else None,
+    )
+
+
+def _reading(
+    request: Request, conn: Conn, who: auth.Caller, scopes: list[str] | None, chain: list[str] | None
+) -> tuple[TeamMemories, list[str]]:
+    """The service for a read, and the scopes it reads: `scopes` (every scope the caller's spaces
+    hold when none are given), seen from the folder `chain` (which decides which copy of a key
+    shadows another; the scopes read when none is given). Only what the token may see is read."""
+    who.may_read()
+    asked = [str(parse(s)) for s in scopes or []]
+    service = _service(request, conn, who, [str(parse(s)) for s in chain or []])
+    if not asked:
+        asked = service.scopes_in_vault()
+    allowed = [s for s in asked if who.allows(s)]
+    if asked and not allowed:
+        who.may_use_scope(asked[0])
+    if not chain:
+        service.chain = Chain(tuple(parse(s) for s in allowed or ["global"]), None)
+    return service, allowed
+
+
+def _stored(service: TeamMemories, memory: Memory, space: str) -> Stored:
+    return Stored(memory=MemoryOut.of(memory), space=service.part_of_space(space))
+
+
+@router.post("")
+def write(body: WriteIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None) -> WriteOut:
+    who.may_write()
+    who.may_use_scope(str(parse(body.scope)))
+
+    def run() -> dict[str, object]:
+        service = _service(request, conn, who, [body.scope], body.provenance)
+        result = service.write(
+            body.scope,
+            body.key,
+            body.value,
+            tags=body.tags,
+            kind=body.kind,
+            ttl_days=body.ttl_days,
+            state=body.state,
+            tier=body.space,
+        )
+        return WriteOut(
+            memory=MemoryOut.of(result.memory),
+            space=result.tier,
+            created=result.created,
+            revived=result.revived,
+            notices=service.notices,
+        ).model_dump(mode="json")
+
+    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
+    return WriteOut.model_validate(idempotency.once(conn, who.user_id, idempotency_key, print_, run))
+
+
+@router.get("/read")
+def read(scope: str, key: str, request: Request, who: Caller, conn: Conn) -> Stored:
+    who.may_read()
+    who.may_use_scope(str(parse(scope)))
+    service = _service(request, conn, who, [scope])
+    copy = service.find(scope, key)
+    return _stored(service, copy.memory, copy.origin)
+
+
+@router.get("/search")
+def search(
+    q: str,
+    request: Request,
+    who: Caller,
+    conn: Conn,
+    scopes: Scopes = None,
+    chain: ChainScopes = None,
+    limit: int | None = None,
+) -> SearchOut:
+    service, read = _reading(request, conn, who, scopes, chain)
+    hits = service.search(q, read, limit)
+    return SearchOut(
+        scopes=read,
+        hits=[
+            HitOut(**_stored(service, h.row.memory, h.row.origin).model_dump(), score=h.score, relevance=h.relevance)
+            for h in hits
+        ],
+    )
+
+
+@router.get("")
+def list_memories(
+    request: Request, who: Caller, conn: Conn, scopes: Scopes = None, include_hidden: bool = False
+) -> ListOut:
+    service, read = _reading(request, conn, who, scopes, None)
+    copies = service.listed(read, include_hidden)
+    return ListOut(scopes=read, memories=[_stored(service, c.memory, c.origin) for c in copies])
+
+
+@router.get("/context")
+def context(
+    request: Request, who: Caller, conn: Conn, scopes: Scopes = None, budget_chars: int | None = None
+) -> ContextOut:
+    """The session-start block for a folder whose chain is `scopes`."""
+    service, _ = _reading(request, conn, who, scopes, None)
+    selection = service.context(budget_chars)
+    return ContextOut(
+        scopes=service.scopes,
+        text=service.render_context(selection),
+        shown=[_stored(service, r.row.memory, r.row.origin) for r in selection.shown],
+        total=selection.total,
+    )
+
+
+def _changing(request: Request, conn: Conn, who: auth.Caller, body: AddressIn) -> TeamMemories:
+    who.may_write()
+    who.may_use_scope(str(parse(body.scope)))
+    return _service(request, conn, who, [body.scope])
+
+
+@router.post("/archive")
+def archive(body: AddressIn, request: Request, who: Caller, conn: Conn) -> Stored:
+    service = _changing(request, conn, who, body)
+    memory = service.archive(body.scope, body.key, tier=body.space)
+    return Stored(memory=MemoryOut.of(memory), space=service.changed_part)
+
+
+@router.post("/restore")
+def restore(body: AddressIn, request: Request, who: Caller, conn: Conn) -> Stored:
+    service = _changing(request, conn, who, body)
+    memory = service.restore(body.scope, body.key, tier=body.space)
+    return Stored(memory=MemoryOut.of(memory), space=service.changed_part)
+
+
+@router.post("/forget")
+def forget(body: AddressIn, request: Request, who: Caller, conn: Conn) -> ForgetOut:
+    service = _changing(request, conn, who, body)
+    service.forget(body.scope, body.key, tier=body.space)
+    return ForgetOut(forgotten=f"{parse(body.scope)}::{body.key}", space=service.changed_part)
+
+
+@router.post("/import")
+def import_records(
+    body: ImportIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None
+) -> ImportOut:
+    """Records as `hivelore export` writes them. The server keeps `created`, and derives `updated` and
+    `seen_count` itself; a record equal to what is stored changes nothing (a second run is a no-op)."""
+    who.may_write()
+    if len(body.records) > MAX_IMPORT:
+        raise BadInput(f"an import request holds at most {MAX_IMPORT} records, not {len(body.records)}")
+
+    def run() -> dict[str, object]:
+        service = _service(request, conn, who, [])
+        records, rejected = [], []
+        for n, raw in enumerate(body.records, start=1):
+            try:
+                record = ImportRecord.from_json(raw, f"record {n}")
+                who.may_use_scope(str(parse(record.scope)))
+            except ValueError as exc:
+                rejected.append(str(exc))
+                continue
+            except auth.Forbidden as exc:
+                rejected.append(f"record {n}: {exc.sentence()}")
+                continue
+            provenance = {k: v for k, v in record.provenance.items() if k in PROVENANCE_KEYS}
+            records.append(replace(record, updated=now_iso(), seen_count=None, provenance=provenance))
+        report = service.import_records(
+            records, skip_invalid=body.skip_invalid or not records, tier=body.space, unreadable=rejected
+        )
+        return ImportOut(written=report.written, unchanged=report.unchanged, rejected=report.rejected).model_dump()
+
+    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
+    return ImportOut.model_validate(idempotency.once(conn, who.user_id, idempotency_key, print_, run))
+
+
+@router.get("/changes")
+def changes(request: Request, who: Caller, conn: Conn, since: int = 0) -> ChangesOut:
+    """What changed in the caller's spaces after `since` (0: everything), oldest first, a page at a time."""
+    who.may_read()
+    service = _service(request, conn, who, [])
+    found = service.tier.changes(since, MAX_CHANGES)
+    memories = [
+        Change(**_stored(service, memory, space).model_dump(), seq=seq)
+        for space, memory, seq in found.written
+        if who.allows(str(memory.scope))
+    ]
+    return ChangesOut(
+        cursor=found.cursor,
+        more=found.more,
+        spaces=list(service.tier.parts),
+        shared={m.part: sorted(m.shared) for m in service.memberships},
+        memories=memories,
+        gone=[Gone(space=service.part_of_space(space), scope=scope, key=key) for space, scope, key in found.gone],
+    )
