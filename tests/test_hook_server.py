@@ -54,6 +54,7 @@ from hivelore.hooks.client import server_state, start_server, stop_server
 from hivelore.hooks.wire import (
     HOOK_ENVIRON,
     HOOK_ENVIRON_PREFIXES,
+    HOOK_ENVIRON_WITHHELD,
     WireError,
     hook_environ,
     pack,
@@ -651,7 +652,11 @@ def test_a_slow_client_of_our_own_delays_no_other_hook_and_is_cut_off_at_the_dea
 # --- 7. the environment a hook passes on -------------------------------------------------------------------------
 
 
-SECRETS = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "GITHUB_TOKEN": "ghp_" + "a1" * 18}
+SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "GITHUB_TOKEN": "ghp_" + "a1" * 18,
+    "HIVELORE_TOKEN": "hl_rw_" + "b2" * 20,  # hivelore's own, though its name has the prefix hooks pass on
+}
 
 
 def test_a_hook_sends_the_server_only_the_variables_hooks_read(home: Path, repo: Path, server_on: None) -> None:
@@ -716,6 +721,8 @@ def test_every_variable_the_hook_path_reads_is_passed_to_the_server() -> None:
     assert {"HIVELORE_HOME", "USER_PROMPT", "GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "HOME"} <= set(read)  # not vacuous
     left_out = {n: m for n, m in read.items() if n not in HOOK_ENVIRON and not n.startswith(HOOK_ENVIRON_PREFIXES)}
     assert left_out == {}
+    withheld_but_read = {n: m for n, m in read.items() if n in HOOK_ENVIRON_WITHHELD}
+    assert withheld_but_read == {}
 
 
 def module_file(name: str) -> Path | None:

@@ -34,6 +34,9 @@ HOOK_ENVIRON = frozenset({
     "USER_PROMPT",  # Kiro IDE 0.12's payload (hooks/command.py)
 })  # fmt: skip
 HOOK_ENVIRON_PREFIXES = ("HIVELORE_", "LC_", "PYTHON")
+# hivelore's own secrets, which the prefix would let through: no code the server runs reads them (a test
+# checks), and a server that lives for hours must not hold the team server's token.
+HOOK_ENVIRON_WITHHELD = frozenset({"HIVELORE_TOKEN"})
 
 
 class WireError(BadInput):
@@ -76,7 +79,11 @@ def peer_uid(sock: object) -> int:
 
 def hook_environ(environ: Mapping[str, str]) -> dict[str, str]:
     """The part of a hook process's environment that travels to the server (HOOK_ENVIRON)."""
-    return {k: v for k, v in environ.items() if k in HOOK_ENVIRON or k.startswith(HOOK_ENVIRON_PREFIXES)}
+    return {
+        k: v
+        for k, v in environ.items()
+        if (k in HOOK_ENVIRON or k.startswith(HOOK_ENVIRON_PREFIXES)) and k not in HOOK_ENVIRON_WITHHELD
+    }
 
 
 def pack(fields: list[bytes]) -> bytes:

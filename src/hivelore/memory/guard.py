@@ -561,13 +561,23 @@ def _content_violation(field: str, rule: str, what: str, advice: str) -> GuardVi
     return GuardViolation(rule, field, f"{field} {what} (rule {rule}): {advice}")
 
 
-# Cyrillic and Greek letters that render like Latin ones; NFKC leaves them alone, so "ignоre" with a
+# Letters of other scripts that render like Latin ones; NFKC leaves them alone, so "ignоre" with a
 # Cyrillic о would read as "ignore" to a model and as something else to a regex. A skeleton in the sense
-# of Unicode TR39, restricted to the letters that matter for English phrasing and token prefixes.
-_SKELETON = str.maketrans(
+# of Unicode TR39, restricted to what matters for English phrasing and token prefixes: first the common
+# Cyrillic and Greek look-alikes, by hand; then every other single code point that Unicode's
+# confusables.txt (TR39, as packaged by confusable-homoglyphs 3.3.1) says looks like an ASCII letter, that
+# NFKC leaves as it is, and whose script is Latin (ı, ɑ, ɪ, small capitals ᴏ ᴄ …), Cyrillic, Greek,
+# Coptic, Armenian or Cherokee. Scripts users write prose in that look unlike Latin (Arabic, Hebrew …)
+# are left out: folding them would only make false positives.
+_SKELETON_BY_HAND = (
     "аАвВеЕёЁкКмМнНоОрРсСтТуУхХіІјЈѕЅԁһӏɡαΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖ",
     "aABBeEeEkKmMHHoOpPcCtTyYxXiIjJsSdhlgaABBeEnHiIkKuMvNoOpPtTuYxXzZ",
 )
+_SKELETON_TR39 = (
+    "ıƄƍƖƦƽǀɑɣɩɪɯʋʏͿγσϜϳϺЬгѡѴѵҮүҽӀԌԛԜԝՍՏՕագզհոռսցքօᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴᴄᴏᴑᴜᴠᴡᴢᴦᶃᶌẝỿⲅⲎⲒⲔⲘⲚⲞⲟⲢⲣⲤⲥⲦⲨⲬⳐꙇꜱꞘꞙꞟꞲꞳꞴꬲꬵꬽꭇꭈꭎꭒꭚꭵꮁꮃꮓꮩꮪꮯ𐋵𝈍𝈓𝈖𝈪",
+    "ibglRslayiiwuyJyoFjMbrwVvYyelGqWwUSOwqqhnnugfoDRTiYAJEWMHYGhZbRWSVSLCPKdGBcoouvwzrgyfyrHlKMNOoPpCcTYXLisFfuJXBeforruuyirwzvscZVFRL",
+)
+_SKELETON = str.maketrans(_SKELETON_BY_HAND[0] + _SKELETON_TR39[0], _SKELETON_BY_HAND[1] + _SKELETON_TR39[1])
 
 
 def _skeleton(text: str, hidden: Sequence[tuple[int, str]]) -> str:
