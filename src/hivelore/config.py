@@ -22,7 +22,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from pathlib import Path
 
-MODES = ("local",)
+MODES = ("local", "remote")
+REMOTE_WRITES = ("shared", "all")
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
 MAXIMA = {"context_budget_chars": 1_000_000, "context_line_chars": 100_000, "search_limit": 1000}
 
@@ -41,6 +42,7 @@ class Settings:
     context_line_chars: int
     search_limit: int
     profile: str = "default"
+    remote_writes: str = "shared"  # in remote mode, which writes go to the team server
     decided_by: tuple[tuple[str, str], ...] = ()  # (key, the file or variable that set it), for doctor
 
 
@@ -102,9 +104,10 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
                 mode, mode_source = str(data["mode"]), str(path)
                 break
     if mode not in MODES:
-        raise ConfigError(f"mode '{mode}' (set by {mode_source}) is not available in this version: use \"local\".")
+        raise ConfigError(f"mode '{mode}' (set by {mode_source}) is not one of {', '.join(MODES)}.")
     limits = {name: _int_setting(name, repo, user) for name in DEFAULTS}
     profile, profile_source = _profile_setting(env, sources)
+    remote_writes, remote_writes_source = _remote_writes(env, user)
     return Settings(
         home=home,
         mode=mode,
@@ -114,12 +117,27 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
         context_line_chars=limits["context_line_chars"][0],
         search_limit=limits["search_limit"][0],
         profile=profile,
+        remote_writes=remote_writes,
         decided_by=(
             ("mode", mode_source),
             *((name, source) for name, (_, source) in limits.items()),
             ("profile", profile_source),
+            ("remote_writes", remote_writes_source),
         ),
     )
+
+
+def _remote_writes(env: Mapping[str, str], user: tuple[Path, dict[str, object]]) -> tuple[str, str]:
+    """Which writes go to the team server in remote mode: those under shared scopes, or all. The
+    user's setting only: a repository does not decide that someone's memories leave their machine."""
+    value, source = "shared", "default"
+    if env.get("HIVELORE_REMOTE_WRITES"):
+        value, source = env["HIVELORE_REMOTE_WRITES"], "HIVELORE_REMOTE_WRITES environment variable"
+    elif "remote_writes" in user[1]:
+        value, source = str(user[1]["remote_writes"]), str(user[0])
+    if value not in REMOTE_WRITES:
+        raise ConfigError(f"remote_writes '{value}' (set by {source}) is not one of {', '.join(REMOTE_WRITES)}.")
+    return value, source
 
 
 def _profile_setting(env: Mapping[str, str], sources: list[tuple[Path, dict[str, object]]]) -> tuple[str, str]:

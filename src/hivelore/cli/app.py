@@ -23,7 +23,7 @@ from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory.model import Memory, looks_like_address, parse_address
-from hivelore.memory.service import Hivelore
+from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.memory.transfer import ImportRecord
 
 app = typer.Typer(
@@ -62,7 +62,7 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help
 
 
 def _service() -> Hivelore:
-    return Hivelore.open()
+    return Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S)
 
 
 def _show(memory: Memory) -> None:

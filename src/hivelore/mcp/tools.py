@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from hivelore import errors
-from hivelore.memory.service import Hivelore
+from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.schemas import (
     AttemptOut,
     BlastRadiusOut,
@@ -76,7 +76,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def service() -> Iterator[Hivelore]:
         svc = None
         try:
-            svc = Hivelore.open(cwd, agent="mcp")
+            svc = Hivelore.open(cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S)
             yield svc
         except Exception as exc:
             refused = tool_error(exc)

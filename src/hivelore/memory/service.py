@@ -42,6 +42,7 @@ from hivelore.records import record
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.profile.store import Profile
+    from hivelore.remote.tier import RemoteTier
 
 MAX_SEARCH_LIMIT = 1000
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
@@ -49,6 +50,8 @@ CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a b
 # Imported records written under one lock, one index transaction and one fsync per folder: large
 # enough that those costs vanish per record, small enough that other writers wait a moment only.
 IMPORT_BATCH = 500
+# How long a command (CLI, MCP) waits for the team server in remote mode before it reads the mirror.
+COMMAND_NETWORK_BUDGET_S = 3.0
 
 
 # A tier, and the name of the part of it a write goes to ("project", "home").
@@ -236,9 +239,9 @@ class MemoryService:
         first, or only the given tier's."""
         target = str(parse(scope))
         validate_key(key)
+        copies = self._copies_of([target], {key})  # first: it opens the tiers, which name their parts
         if tier is not None and tier not in self.tier_names:
             raise ValueError(f"tier '{tier}' is not {' or '.join(repr(n) for n in self.tier_names)}.")
-        copies = self._copies_of([target], {key})
         return target, [c for c in copies if tier in (None, self._part_of(c)[1])]
 
     def _not_found(self, target: str, key: str, tier: str | None, visible: bool) -> NotFound:
@@ -553,11 +556,24 @@ class MemoryService:
 
 class Hivelore(MemoryService):
     """One user's memory as seen from one working folder: the repository's `.hivelore/` and the
-    user's home, read through the SQLite index."""
+    user's home, read through the SQLite index; in remote mode, the team server's memories beside
+    them (remote/tier.py), read from this machine's mirror of them.
 
-    tier_names = ("home", "project")
+    `network_budget_s` is how long a read may wait for the team server to bring the mirror up to
+    date (and a write for the server's answer); 0 — a hook — never asks it: reads take the mirror
+    as it is, and writes wait in the outbox for the hook server to send them."""
 
-    def __init__(self, settings: Settings, chain: Chain, agent: str = "cli", session: str = "") -> None:
+    tier_names: tuple[str, ...] = ("home", "project")
+
+    def __init__(
+        self,
+        settings: Settings,
+        chain: Chain,
+        agent: str = "cli",
+        session: str = "",
+        env: Mapping[str, str] | None = None,
+        network_budget_s: float = 0.0,
+    ) -> None:
         budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
         super().__init__(chain, budgets, agent, session)
         self.settings = settings
@@ -569,6 +585,10 @@ class Hivelore(MemoryService):
         # Within one scope the project tier (committed with the repository) wins over the home tier.
         self.vaults = [v for v in (self.project, self.home) if v]
         self._local: VaultTier | None = None
+        self.env = os.environ if env is None else env
+        self.network_budget_s = network_budget_s
+        self._remote: RemoteTier | None = None
+        self.remote_problem: str | None = None  # why remote mode reads and writes only this machine
 
     def _usable(self, project_root: Path) -> bool:
         """Whether the repository has a project tier: a real `.hivelore` folder. A link there (which
@@ -580,13 +600,19 @@ class Hivelore(MemoryService):
 
     @classmethod
     def open(
-        cls, cwd: Path | None = None, env: Mapping[str, str] | None = None, agent: str = "cli", session: str = ""
+        cls,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        agent: str = "cli",
+        session: str = "",
+        network_budget_s: float = 0.0,
     ) -> Hivelore:
         env = os.environ if env is None else env
         chain = chain_for(cwd or Path.cwd())
         settings = load_settings(chain.git.root if chain.git else None, env)
         session = session or env.get("HIVELORE_SESSION", "")
-        return cls(settings, chain, agent=env.get("HIVELORE_AGENT", agent), session=session)
+        agent = env.get("HIVELORE_AGENT", agent)
+        return cls(settings, chain, agent=agent, session=session, env=env, network_budget_s=network_budget_s)
 
     def profile(self, profile_id: str | None = None) -> Profile:
         """The user's profile (USER.md, MEMORY.md, SOUL.md, the ledger): `profile_id`, else the one
@@ -608,9 +634,45 @@ class Hivelore(MemoryService):
         return self._local
 
     @property
+    def remote(self) -> RemoteTier | None:
+        """The team server's tier in remote mode, opened on first use (and brought up to date within
+        the network budget); None in local mode, or when remote mode cannot be used (`remote_problem`
+        says why, and a warning too)."""
+        if self._remote is None and self.settings.mode == "remote" and self.remote_problem is None:
+            self._remote = self._open_remote()
+        return self._remote
+
+    def _open_remote(self) -> RemoteTier | None:
+        from hivelore.remote.credentials import resolve
+        from hivelore.remote.replica import Replica
+        from hivelore.remote.tier import RemoteTier
+
+        git_root = str(self.chain.git.root) if self.chain.git else None
+        found = resolve(str(self.settings.home), git_root, self.env)
+        if found is None or not found.token:
+            self.remote_problem = (
+                found.withheld() or f"no token for {found.endpoint}: run `hivelore remote login`"
+                if found
+                else "remote mode names no team server: set endpoint in config.json or HIVELORE_ENDPOINT"
+            )
+            self.warnings.append(f"{self.remote_problem}; reading and writing this machine only")
+            return None
+        replica = Replica(str(self.settings.home), found, self.network_budget_s)
+        if self.network_budget_s > 0 and replica.stale():
+            try:
+                replica.flush()
+                replica.sync()
+            except errors.HiveloreError as exc:
+                self.warnings.append(f"{exc.sentence().rstrip('.')}: {_as_of(replica.age_s)}")
+        tier = RemoteTier(replica, self.warnings, online=self.network_budget_s > 0)
+        self.tier_names = ("home", "project", *tier.parts)
+        return tier
+
+    @property
     def tiers(self) -> list[Tier]:
-        """The tiers read, the winning one first."""
-        return [self.local]
+        """The tiers read, the winning one first: this machine's, then the team server's."""
+        remote = self.remote
+        return [self.local, remote] if remote is not None else [self.local]
 
     @property
     def index_problem(self) -> str | None:
@@ -621,6 +683,9 @@ class Hivelore(MemoryService):
         if self._local is not None:
             self._local.close()
             self._local = None
+        if self._remote is not None:
+            self._remote.close()
+            self._remote = None
 
     def _named_tier(self, tier: str) -> tuple[Tier, str]:
         if tier == "home":
@@ -629,11 +694,20 @@ class Hivelore(MemoryService):
             if not self.chain.git:
                 raise ValueError("the project tier needs a git repository: run this inside one, or use --tier home.")
             return self.local, "project"
-        raise ValueError(f"tier '{tier}' is not 'home' or 'project'.")
+        remote = self.remote
+        if remote is not None and tier in remote.parts:
+            return remote, tier
+        raise ValueError(f"tier '{tier}' is not {' or '.join(repr(n) for n in self.tier_names)}.")
 
     def _default_tier(self, scope: Scope) -> tuple[Tier, str]:
-        """Where a new memory goes: the project tier for the scopes of this folder's chain below global,
-        when the repository has one; else home."""
+        """Where a new memory goes. In remote mode, a scope an organisation shares goes to the team
+        server (and every scope, with `remote_writes: "all"`). Otherwise the project tier for the
+        scopes of this folder's chain below global, when the repository has one; else home."""
+        remote = self.remote
+        if remote is not None and (self.settings.remote_writes == "all" or remote.sharing(scope)):
+            from hivelore.remote.tier import AUTO
+
+            return remote, AUTO
         if self.project and scope in self.chain.scopes and scope.level is not Level.GLOBAL:
             return self.local, "project"
         return self.local, "home"
@@ -699,6 +773,13 @@ def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
     if (existing.value, existing.kind, existing.tags) == (incoming.value, incoming.kind, incoming.tags):
         return None
     return incoming.evolve(created=existing.created, seen_count=max(existing.seen_count, incoming.seen_count))
+
+
+def _as_of(age_s: float | None) -> str:
+    """How old what a read shows of the team server is."""
+    if age_s is None:
+        return "its memories are not on this machine yet"
+    return f"showing its memories as of {age_s:.0f} s ago"
 
 
 def _scaled(pairs: builtins.list[tuple[Candidate, float]]) -> builtins.list[tuple[Candidate, float]]:

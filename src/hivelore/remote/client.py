@@ -76,8 +76,8 @@ class Client:
     def get(self, path: str) -> object:
         return self.request("GET", path)
 
-    def post(self, path: str, body: object = None) -> object:
-        return self.request("POST", path, body)
+    def post(self, path: str, body: object = None, idempotency_key: str | None = None) -> object:
+        return self.request("POST", path, body, idempotency_key=idempotency_key)
 
     def put(self, path: str, body: object = None) -> object:
         return self.request("PUT", path, body)
@@ -88,9 +88,20 @@ class Client:
     def delete(self, path: str) -> object:
         return self.request("DELETE", path)
 
-    def request(self, method: str, path: str, body: object = None, authenticated: bool = True) -> object:
-        """The JSON the server answered (None for 204), retried within the budget; or an error."""
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        authenticated: bool = True,
+        idempotency_key: str | None = None,
+    ) -> object:
+        """The JSON the server answered (None for 204), retried within the budget; or an error. A
+        change sent with an `idempotency_key` is sent again when its answer was lost: the server
+        applies it once."""
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
         if authenticated:
             if not self.token:
                 raise errors.BadInput("no token for the team server: set HIVELORE_TOKEN or run `hivelore remote login`")
@@ -105,7 +116,7 @@ class Client:
                 status, answer, retry_after = self._once(method, self.endpoint.base + path, payload, headers)
             except OSError as exc:
                 attempts += 1
-                lost = method != "GET" and not isinstance(exc, ConnectionRefusedError)
+                lost = method != "GET" and not idempotency_key and not isinstance(exc, ConnectionRefusedError)
                 if lost or attempts >= CONNECT_ATTEMPTS or time.monotonic() + pause > deadline:
                     raise self._unreachable(exc, lost) from None
                 time.sleep(pause)

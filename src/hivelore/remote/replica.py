@@ -1,0 +1,111 @@
+"""The team server as this machine keeps it: the client, the mirror (remote/mirror.py) and the outbox
+(remote/outbox.py), and the two moves between them and the server — `flush` sends what the outbox
+holds, in order; `sync` brings the mirror up to the server's change feed.
+
+Who moves them: a command (`hivelore search`, `write`, MCP …) before it reads, within a budget of a
+few seconds; and the resident hook server, in the background, every SYNC_INTERVAL_S. A hook itself
+never waits on the network: it reads the mirror as the last sync left it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from hivelore import errors
+from hivelore.memory.model import Memory
+from hivelore.remote.client import Client
+from hivelore.remote.credentials import Remote
+from hivelore.remote.mirror import Mirror, path_for
+from hivelore.remote.outbox import Change, Outbox
+
+FRESH_S = 2.0  # a mirror synced this recently is not synced again before a read
+SYNC_INTERVAL_S = 2.0  # how often the hook server syncs the mirrors in the background
+MAX_PAGES = 200  # of the change feed in one sync (1,000 changes each)
+PATHS = {
+    "write": "/v1/memories",
+    "archive": "/v1/memories/archive",
+    "restore": "/v1/memories/restore",
+    "forget": "/v1/memories/forget",
+}
+
+
+@dataclass
+class Flushed:
+    sent: int = 0
+    rejected: list[str] = field(default_factory=list)  # the server's sentences
+    waiting: int = 0
+
+
+class Replica:
+    def __init__(self, home: str, remote: Remote, budget_s: float) -> None:
+        if not remote.token:
+            raise errors.BadInput(remote.withheld() or f"no token for the team server at {remote.endpoint}")
+        self.remote = remote
+        self.client = Client(remote.endpoint, remote.token, timeout_s=max(budget_s, 0.5))
+        self.client.retry_budget_s = budget_s
+        path = path_for(home, remote.endpoint.url)
+        self.mirror = Mirror.open(path)
+        self.mirror.reset_for(hashlib.sha256(remote.token.encode()).hexdigest())
+        self.outbox = Outbox(path.removesuffix(".db") + ".outbox")
+
+    def close(self) -> None:
+        self.mirror.close()
+
+    @property
+    def age_s(self) -> float | None:
+        """Seconds since the server last answered a sync; None if it never has."""
+        synced = self.mirror.synced
+        return time.time() - synced if synced else None
+
+    def stale(self) -> bool:
+        age = self.age_s
+        return age is None or age > FRESH_S
+
+    def sync(self) -> int:
+        """Bring the mirror up to the server's change feed; the number of changes applied."""
+        applied = 0
+        for _ in range(MAX_PAGES):
+            page = self.client.get(f"/v1/memories/changes?{urlencode({'since': self.mirror.cursor})}")
+            assert isinstance(page, dict)
+            written = [(str(m["space"]), Memory.from_dict(m["memory"])) for m in page["memories"]]
+            gone = [(str(g["space"]), str(g["scope"]), str(g["key"])) for g in page["gone"]]
+            self.mirror.apply(written, gone, int(page["cursor"]), list(page["spaces"]), dict(page["shared"]))
+            applied += len(written) + len(gone)
+            if not page["more"]:
+                break
+        return applied
+
+    def send(self, change: Change) -> dict[str, object]:
+        """Send one change (with its idempotency key) and put the server's answer in the mirror."""
+        answer = self.client.post(PATHS[change.op], change.body, idempotency_key=change.key)
+        assert isinstance(answer, dict)
+        scope, key = str(change.body["scope"]), str(change.body["key"])
+        self.mirror.drop_pending(scope, key)
+        if change.op == "forget":
+            self.mirror.remove(str(answer["space"]), scope, key)
+        else:
+            self.mirror.put(str(answer["space"]), Memory.from_dict(answer["memory"]), pending=False)
+        self.outbox.done(change)
+        return answer
+
+    def flush(self) -> Flushed:
+        """Send what the outbox holds, oldest first. A refusal sets the change aside (waiting would
+        not help); a server that does not answer stops the flush, the rest waits for the next one."""
+        report = Flushed()
+        waiting = self.outbox.waiting()
+        for n, change in enumerate(waiting):
+            try:
+                self.send(change)
+                report.sent += 1
+            except (errors.Unavailable, errors.Busy):
+                report.waiting = len(waiting) - n
+                break
+            except errors.HiveloreError as exc:
+                self.outbox.reject(change, exc.sentence())
+                self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
+                self.mirror.resync()  # what the refused change replaced here comes back from the server
+                report.rejected.append(exc.sentence())
+        return report
