@@ -43,8 +43,8 @@ class Server:
             self.process.wait()
 
 
-def start_server(database_url: str, log: Path, *extra: str) -> Server:
-    port = free_port()
+def start_server(database_url: str, log: Path, *extra: str, port: int | None = None) -> Server:
+    port = port or free_port()
     with log.open("ab") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "hivelore", "serve", "--db", database_url, "--port", str(port), *extra],

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
+from hivelore.errors import HiveloreError
 from hivelore.home import home_path
 from hivelore.remote import credentials
 from hivelore.remote.client import Client, segment
@@ -29,6 +30,7 @@ EndpointOption = Annotated[
     str | None, typer.Option("--endpoint", help="The team server (default: HIVELORE_ENDPOINT, then config files).")
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+STATUS_BUDGET_S = 10.0  # `remote status` may wait longer than a read: it is asked to reach the server
 
 
 def _home() -> str:
@@ -82,10 +84,47 @@ def status(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
             "approved": found.approved,
         }
         if found.approved and found.token:
-            report["me"] = Client(found.endpoint, found.token).get("/v1/me")
+            try:
+                report["me"] = Client(found.endpoint, found.token).get("/v1/me")
+            except HiveloreError as exc:  # what is waiting on this machine is worth showing all the same
+                report["unreachable"] = exc.sentence()
+            report.update(_replica_report(found))
         elif found.withheld():
             report["withheld"] = found.withheld()
     _show(report, as_json, [f"{name}: {value}" for name, value in report.items()])
+
+
+def _replica_report(found: credentials.Remote) -> dict[str, object]:
+    """The outbox sent and the mirror synced, as remote mode would; what each holds then."""
+    from hivelore.remote.replica import Replica
+
+    replica = Replica(_home(), found, budget_s=STATUS_BUDGET_S)
+    try:
+        problem = None
+        try:
+            replica.flush()
+            replica.sync()
+        except HiveloreError as exc:
+            problem = exc.sentence()
+        age = replica.age_s
+        return {
+            "outbox": {
+                "waiting": len(replica.outbox.waiting()),
+                "rejected": [
+                    {"change": f"{c.op} {c.body.get('scope')}::{c.body.get('key')}", "why": why}
+                    for c, why in replica.outbox.rejected()
+                ],
+                "folder": replica.outbox.folder,
+            },
+            "mirror": {
+                "synced_seconds_ago": round(age, 1) if age is not None else None,
+                "pending": replica.mirror.pending(),
+                "path": replica.mirror.path,
+                **({"problem": problem} if problem else {}),
+            },
+        }
+    finally:
+        replica.close()
 
 
 @remote_app.command("trust")

@@ -11,6 +11,9 @@ folder and umask, one event at a time. The server
 - closes a connection from another user as it accepts it, before reading a byte (SO_PEERCRED);
 - reads every connection's request at once (a selector), each within READ_WAIT_S in all, so that
   a client that sends slowly, or never, delays no one else's answer;
+- in remote mode, keeps this home's mirrors of the team server current in a background thread
+  (MIRROR_SYNC_S), sending what their outboxes hold: a hook reads the mirror and never waits on the
+  network itself;
 - leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 7200: two hours,
   so that a lunch break does not cost the next session start its speed), when its
   home folder is removed, when asked (`hivelore hook-server stop`), or when a hivelore source file
@@ -29,6 +32,7 @@ import socket
 import sqlite3
 import stat
 import sys
+import threading
 import time
 from collections.abc import Mapping
 
@@ -56,6 +60,8 @@ TICK_S = 2.0  # how often an idle server checks whether it should leave
 READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends its request at once
 SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
 BACKLOG = 64  # connections waiting to be accepted
+MIRROR_SYNC_S = 2.0  # how often the team server's mirrors are brought up to date (remote mode)
+MIRROR_BUDGET_S = 5.0  # how long one of those waits for the server
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
@@ -118,6 +124,24 @@ class HookServer:
         self.events = 0
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
         self.refused_uids: set[int] = set()
+        self.leaving = threading.Event()
+
+    def _sync_mirrors(self) -> None:
+        """The background thread: it touches only the files under `home/remote` and the network,
+        never the process's folder or environment, which each event sets for itself."""
+        told: set[str] = set()
+        while not self.leaving.wait(MIRROR_SYNC_S):
+            if not os.path.isdir(os.path.join(self.home, "remote")):
+                continue
+            from hivelore.remote.replica import refresh_mirrors
+
+            try:
+                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S))
+            except Exception as exc:  # noqa: BLE001 -- a bug here must not end the thread, only be logged
+                problems = {f"syncing the team server's mirror failed: {type(exc).__name__}: {exc}"}
+            for problem in problems - told:
+                log("-", "-", f"hook server: {problem}")
+            told = problems
 
     def serve(self) -> str:
         """Answer events until it is time to leave; why it left."""
@@ -125,6 +149,7 @@ class HookServer:
         self.listening.sock.setblocking(False)
         selector.register(self.listening.sock, selectors.EVENT_READ)
         requests: dict[socket.socket, Request] = {}
+        threading.Thread(target=self._sync_mirrors, name="mirrors", daemon=True).start()
         try:
             while True:
                 ready = selector.select(self._wait(requests))
@@ -147,6 +172,7 @@ class HookServer:
                 if reason:
                     return reason
         finally:
+            self.leaving.set()
             for conn in requests:
                 conn.close()
             selector.close()

@@ -223,7 +223,7 @@ class MemoryService:
         path, existing, memory = where.store(part, target, key, build)
         assert memory is not None  # build always returns one
         revived = existing is not None and not existing.is_visible()
-        return WriteResult(memory, path, part, existing is None, revived)
+        return WriteResult(memory, path, _part_at(where, part, path), existing is None, revived)
 
     def _find(self, scope: str, key: str, visible: bool, tier: str | None = None) -> Candidate:
         """The first copy of scope::key (project tier first), visible ones only if `visible`, in one
@@ -773,6 +773,14 @@ def _merge_import(incoming: Memory, existing: Memory | None) -> Memory | None:
     if (existing.value, existing.kind, existing.tags) == (incoming.value, incoming.kind, incoming.tags):
         return None
     return incoming.evolve(created=existing.created, seen_count=max(existing.seen_count, incoming.seen_count))
+
+
+def _part_at(tier: Tier, part: str, path: Path) -> str:
+    """The name of the part a write landed in: `part`, unless the tier chose it (the team server
+    places a write by its scope's sharing), when it is the part whose origin holds `path`."""
+    if part in tier.parts:
+        return part
+    return next((name for name, origin in tier.parts.items() if path.parts[:1] == Path(origin).parts), part)
 
 
 def _as_of(age_s: float | None) -> str:

@@ -80,7 +80,8 @@ def keep_token(home: str, endpoint: Endpoint, token: str) -> None:
     _write(home, data)
 
 
-def _kept_token(home: str, endpoint: Endpoint) -> str | None:
+def kept_token(home: str, endpoint: Endpoint) -> str | None:
+    """The token `hivelore remote login` kept for this server, if any."""
     tokens = _read(home).get("tokens")
     token = tokens.get(endpoint.url) if isinstance(tokens, dict) else None
     return token if isinstance(token, str) else None
@@ -114,6 +115,6 @@ def resolve(home: str, repo_root: str | None, env: Mapping[str, str], given: str
         token_source = "withheld: the repository names the server, and you have not approved it"
     elif env.get("HIVELORE_TOKEN"):
         token, token_source = env["HIVELORE_TOKEN"], "HIVELORE_TOKEN"
-    elif kept := _kept_token(home, endpoint):
+    elif kept := kept_token(home, endpoint):
         token, token_source = kept, os.path.join(home, FILENAME)
     return Remote(endpoint, source, token, token_source, approved)

@@ -52,7 +52,7 @@ _TABLES = (
         key, value, tags, tokenize = "unicode61 remove_diacritics 2", prefix = '3 4'
     )""",
     "INSERT INTO meta VALUES ('cursor', '0'), ('generation', '0'), ('synced', '0'), ('spaces', '[]'),"
-    " ('shared', '{}'), ('token', '')",
+    " ('shared', '{}'), ('token', ''), ('endpoint', '')",
 )
 
 
@@ -120,17 +120,20 @@ class Mirror(sqlitedb.Store):
 
     # -- changes ---------------------------------------------------------------------------------
 
-    def reset_for(self, token_digest: str) -> None:
-        """Forget everything when another user's token is in use: their spaces are not these."""
-        if self.meta("token") == token_digest:
+    def bind(self, endpoint_url: str, token_digest: str) -> None:
+        """Note the server and the token this mirror follows, forgetting everything when another
+        user's token is in use (their spaces are not these)."""
+        if self.meta("token") == token_digest and self.meta("endpoint") == endpoint_url:
             return
         with sqlitedb.Immediate(self.conn):
-            self.conn.execute("DELETE FROM memories")
-            self.conn.execute("DELETE FROM memories_fts")
-            for name, value in (("cursor", 0), ("synced", 0), ("spaces", "[]"), ("shared", "{}")):
-                self._set(name, value)
+            if self.meta("token") != token_digest:
+                self.conn.execute("DELETE FROM memories")
+                self.conn.execute("DELETE FROM memories_fts")
+                for name, value in (("cursor", 0), ("synced", 0), ("spaces", "[]"), ("shared", "{}")):
+                    self._set(name, value)
+                self._bump()
             self._set("token", token_digest)
-            self._bump()
+            self._set("endpoint", endpoint_url)
 
     def apply(
         self,
@@ -236,7 +239,8 @@ class Mirror(sqlitedb.Store):
         found = self._matching(scopes, fts_query(words, every_word=True), limit)
         if len(found) < limit and len(words) > 1:
             seen = {(c.origin, c.place) for c, _ in found}
-            more = self._matching(scopes, fts_query(self._rarest(words), every_word=False), limit)
+            rarest = self._rarest(words)  # none, when no memory holds any of the words
+            more = self._matching(scopes, fts_query(rarest, every_word=False), limit) if rarest else []
             found += [(c, r) for c, r in more if (c.origin, c.place) not in seen][: limit - len(found)]
         return found
 

@@ -3,13 +3,14 @@
 holds, in order; `sync` brings the mirror up to the server's change feed.
 
 Who moves them: a command (`hivelore search`, `write`, MCP …) before it reads, within a budget of a
-few seconds; and the resident hook server, in the background, every SYNC_INTERVAL_S. A hook itself
+few seconds; and the resident hook server, in the background (hooks/server.py MIRROR_SYNC_S). A hook itself
 never waits on the network: it reads the mirror as the last sync left it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
@@ -22,7 +23,6 @@ from hivelore.remote.mirror import Mirror, path_for
 from hivelore.remote.outbox import Change, Outbox
 
 FRESH_S = 2.0  # a mirror synced this recently is not synced again before a read
-SYNC_INTERVAL_S = 2.0  # how often the hook server syncs the mirrors in the background
 MAX_PAGES = 200  # of the change feed in one sync (1,000 changes each)
 PATHS = {
     "write": "/v1/memories",
@@ -48,7 +48,7 @@ class Replica:
         self.client.retry_budget_s = budget_s
         path = path_for(home, remote.endpoint.url)
         self.mirror = Mirror.open(path)
-        self.mirror.reset_for(hashlib.sha256(remote.token.encode()).hexdigest())
+        self.mirror.bind(remote.endpoint.url, hashlib.sha256(remote.token.encode()).hexdigest())
         self.outbox = Outbox(path.removesuffix(".db") + ".outbox")
 
     def close(self) -> None:
@@ -109,3 +109,31 @@ class Replica:
                 self.mirror.resync()  # what the refused change replaced here comes back from the server
                 report.rejected.append(exc.sentence())
         return report
+
+
+def refresh_mirrors(home: str, budget_s: float) -> list[str]:
+    """Flush the outbox and sync the mirror of every team server this home follows (the hook
+    server's background work), with the token `hivelore remote login` kept for it; what went wrong,
+    one sentence each."""
+    from hivelore.remote.client import Endpoint
+    from hivelore.remote.credentials import kept_token
+
+    problems = []
+    folder = os.path.join(home, "remote")
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".db")) if os.path.isdir(folder) else []
+    for name in names:
+        with Mirror.open(os.path.join(folder, name)) as mirror:
+            url = mirror.meta("endpoint")
+        token = kept_token(home, Endpoint(url)) if url else None
+        if not token:
+            continue  # a token from the environment only: the commands that have it sync
+        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s)
+        try:
+            flushed = replica.flush()
+            replica.sync()
+            problems += flushed.rejected
+        except errors.HiveloreError as exc:
+            problems.append(exc.sentence())
+        finally:
+            replica.close()
+    return problems

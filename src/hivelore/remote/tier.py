@@ -124,7 +124,9 @@ class RemoteTier(Tier):
         if answer is None:
             return Path(origin_of(space), f"{scope}/{key}"), existing, after
         stored = Memory.from_dict(answer["memory"])  # type: ignore[arg-type]
-        return Path(origin_of(str(answer["space"])), f"{scope}/{key}"), existing, stored
+        landed = str(answer["space"])
+        self.parts.setdefault(landed, origin_of(landed))  # a space the mirror had not heard of yet
+        return Path(origin_of(landed), f"{scope}/{key}"), existing, stored
 
     def delete(self, candidate: Candidate, still: Callable[[Memory], bool]) -> bool:
         if not still(candidate.memory):
