@@ -104,7 +104,7 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
                 mode, mode_source = str(data["mode"]), str(path)
                 break
     if mode not in MODES:
-        raise ConfigError(f"mode '{mode}' (set by {mode_source}) is not one of {', '.join(MODES)}.")
+        raise ConfigError(f'mode \'{mode}\' (set by {mode_source}) is not a mode: use "local" or "remote".')
     limits = {name: _int_setting(name, repo, user) for name in DEFAULTS}
     profile, profile_source = _profile_setting(env, sources)
     remote_writes, remote_writes_source = _remote_writes(env, user)

@@ -62,7 +62,7 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help
 
 
 def _service() -> Hivelore:
-    return Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S)
+    return Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
 
 
 def _show(memory: Memory) -> None:
@@ -485,7 +485,9 @@ def _team_server_report(service: Hivelore) -> dict[str, object] | str:
     from hivelore.remote import credentials
 
     git = service.chain.git
-    found = credentials.resolve(str(service.settings.home), str(git.root) if git else None, os.environ)
+    found = credentials.resolve(
+        str(service.settings.home), str(git.root) if git else None, os.environ, token=os.environ.get("HIVELORE_TOKEN")
+    )
     if found is None:
         return "none named (see docs/server.md)"
     report: dict[str, object] = {

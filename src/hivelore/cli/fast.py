@@ -7,6 +7,7 @@ shutil it pulls in) a large share of one (see benchmarks/).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
@@ -108,7 +109,7 @@ def search(argv: Sequence[str]) -> int:
     args = SEARCH.parse(argv)
     query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
-        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S)
+        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         hits = service.search(query, scopes, limit)
         print_warnings(service)
     if args["json"]:
@@ -130,7 +131,7 @@ def context(argv: Sequence[str]) -> int:
     with reported_errors():
         if budget is not None and budget <= 0:
             raise ValueError("--budget must be a positive number of characters.")
-        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S)
+        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         code = None
         if args["file"] or args["symbol"]:  # only then: the code graph and team.db cost the plain context nothing
             from hivelore.cli import code_history

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
-from hivelore.errors import HiveloreError
+from hivelore.errors import HiveloreError, Unavailable
 from hivelore.home import home_path
 from hivelore.remote import credentials
 from hivelore.remote.client import Client, segment
@@ -45,7 +45,7 @@ def _repo_root() -> str | None:
 
 
 def _remote(given: str | None) -> credentials.Remote:
-    found = credentials.resolve(_home(), _repo_root(), os.environ, given)
+    found = credentials.resolve(_home(), _repo_root(), os.environ, given, token=os.environ.get("HIVELORE_TOKEN"))
     if found is None:
         fail(
             "no team server is named: pass --endpoint https://…, set HIVELORE_ENDPOINT, "
@@ -86,7 +86,7 @@ def status(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
         if found.approved and found.token:
             try:
                 report["me"] = Client(found.endpoint, found.token).get("/v1/me")
-            except HiveloreError as exc:  # what is waiting on this machine is worth showing all the same
+            except Unavailable as exc:  # what waits on this machine is worth showing while the server is away
                 report["unreachable"] = exc.sentence()
             report.update(_replica_report(found))
         elif found.withheld():

@@ -12,6 +12,7 @@ call is re-raised as the SDK's `ToolError`: only that one reaches the client as 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def build_server(cwd: Path | None = None) -> MCPServer:
     def service() -> Iterator[Hivelore]:
         svc = None
         try:
-            svc = Hivelore.open(cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S)
+            svc = Hivelore.open(
+                cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN")
+            )
             yield svc
         except Exception as exc:
             refused = tool_error(exc)

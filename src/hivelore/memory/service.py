@@ -573,6 +573,7 @@ class Hivelore(MemoryService):
         session: str = "",
         env: Mapping[str, str] | None = None,
         network_budget_s: float = 0.0,
+        token: str | None = None,
     ) -> None:
         budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
         super().__init__(chain, budgets, agent, session)
@@ -587,6 +588,7 @@ class Hivelore(MemoryService):
         self._local: VaultTier | None = None
         self.env = os.environ if env is None else env
         self.network_budget_s = network_budget_s
+        self.token = token  # the team server's token a command was given (HIVELORE_TOKEN); else the kept one
         self._remote: RemoteTier | None = None
         self.remote_problem: str | None = None  # why remote mode reads and writes only this machine
 
@@ -606,13 +608,16 @@ class Hivelore(MemoryService):
         agent: str = "cli",
         session: str = "",
         network_budget_s: float = 0.0,
+        token: str | None = None,
     ) -> Hivelore:
         env = os.environ if env is None else env
         chain = chain_for(cwd or Path.cwd())
         settings = load_settings(chain.git.root if chain.git else None, env)
         session = session or env.get("HIVELORE_SESSION", "")
         agent = env.get("HIVELORE_AGENT", agent)
-        return cls(settings, chain, agent=agent, session=session, env=env, network_budget_s=network_budget_s)
+        return cls(
+            settings, chain, agent=agent, session=session, env=env, network_budget_s=network_budget_s, token=token
+        )
 
     def profile(self, profile_id: str | None = None) -> Profile:
         """The user's profile (USER.md, MEMORY.md, SOUL.md, the ledger): `profile_id`, else the one
@@ -648,7 +653,7 @@ class Hivelore(MemoryService):
         from hivelore.remote.tier import RemoteTier
 
         git_root = str(self.chain.git.root) if self.chain.git else None
-        found = resolve(str(self.settings.home), git_root, self.env)
+        found = resolve(str(self.settings.home), git_root, self.env, token=self.token)
         if found is None or not found.token:
             self.remote_problem = (
                 found.withheld() or f"no token for {found.endpoint}: run `hivelore remote login`"

@@ -1,7 +1,8 @@
 """Which team server, with which token, and whether the user let that server have it.
 
 The endpoint, first found wins: `--endpoint`, `HIVELORE_ENDPOINT`, the user's `config.json`, the
-repository's `.hivelore.json`. The token: `HIVELORE_TOKEN`, else the one `hivelore remote login`
+repository's `.hivelore.json`. The token: `HIVELORE_TOKEN` (which the commands read and pass as
+`token`: the hook path never reads it, see hooks/wire.py), else the one `hivelore remote login`
 kept for that endpoint in `$HIVELORE_HOME/credentials.json` (0600). A repository never supplies a
 token (a `.hivelore.json` holding one is refused), and an endpoint a repository names gets the
 user's token only once the user approved its host (`hivelore remote trust HOST`): anyone can
@@ -87,7 +88,9 @@ def kept_token(home: str, endpoint: Endpoint) -> str | None:
     return token if isinstance(token, str) else None
 
 
-def resolve(home: str, repo_root: str | None, env: Mapping[str, str], given: str | None = None) -> Remote | None:
+def resolve(
+    home: str, repo_root: str | None, env: Mapping[str, str], given: str | None = None, token: str | None = None
+) -> Remote | None:
     """The team server for the folder whose repository is `repo_root`, or None when nothing names one."""
     from pathlib import Path
 
@@ -110,11 +113,11 @@ def resolve(home: str, repo_root: str | None, env: Mapping[str, str], given: str
     url, source = candidates[found]
     endpoint = Endpoint(str(url))
     approved = found < len(candidates) - 1 or endpoint.host in approved_hosts(home)
-    token, token_source = None, "none: set HIVELORE_TOKEN or run `hivelore remote login`"
+    sent, token_source = None, "none: set HIVELORE_TOKEN or run `hivelore remote login`"
     if not approved:
         token_source = "withheld: the repository names the server, and you have not approved it"
-    elif env.get("HIVELORE_TOKEN"):
-        token, token_source = env["HIVELORE_TOKEN"], "HIVELORE_TOKEN"
+    elif token:
+        sent, token_source = token, "HIVELORE_TOKEN"
     elif kept := kept_token(home, endpoint):
-        token, token_source = kept, os.path.join(home, FILENAME)
-    return Remote(endpoint, source, token, token_source, approved)
+        sent, token_source = kept, os.path.join(home, FILENAME)
+    return Remote(endpoint, source, sent, token_source, approved)
