@@ -1,7 +1,7 @@
-"""Hook cost inside a real agent: hivelore's hooks as Claude Code and Gemini CLI run them, against
-a bare Python start-up measured in the same run.
+"""Hook cost inside a real agent: hivelore's hooks as Claude Code, Codex and Gemini CLI run them,
+against a bare Python start-up measured in the same run.
 
-It runs the real `claude -p` and `gemini -p` (the CLIs pinned in tests/agents/clis.txt, installed
+It runs the real `claude -p`, `codex exec` and `gemini -p` (the CLIs pinned in tests/agents/clis.txt, installed
 by scripts/install-agent-clis) against the scripted model of tests/agents/model_server.py, in a
 temporary HOME, HIVELORE_HOME and git repository after `hivelore install --agent A`. Each session:
 the model runs `./bin/migrate`, which fails (ECONNREFUSED 5432), then `true`, then ends. Each CLI
@@ -9,16 +9,18 @@ reports the hooks it runs, and that is the time taken here:
 
 - Claude Code on its stream (`--output-format stream-json --verbose --include-hook-events`): a
   hook's time is the gap between the arrival of its hook_started and hook_response lines;
+- Codex in its own log on stderr (RUST_LOG="warn,[codex.hooks.command]=trace": only what happens
+  inside the span of each hook it runs): from the first of the hook's pipes Codex registers after
+  the spawn to the last it deregisters at end of file (real_agents.codex_hook_times);
 - Gemini CLI in its local telemetry file (`telemetry.target` "local", `telemetry.outfile`; nothing
   is sent anywhere): the `duration_ms` of each gemini_cli.hook_call record.
 
 Between sessions, `python -c pass` runs three times (the unit of the × bare column).
 
     .venv/bin/python benchmarks/bench_agents.py                      # 5 sessions each, hook server on
-    .venv/bin/python benchmarks/bench_agents.py --runs 3 --hook-server off --agents claude
+    .venv/bin/python benchmarks/bench_agents.py --runs 3 --hook-server off --agents claude,codex
 
-Codex reports no hook timings in `codex exec` output or logs; it is not timed. Exit status: 0 when
-every session ran; 1 when the CLIs are not installed (the reason is printed) or a session failed
+Exit status: 0 when every session ran; 1 when the CLIs are not installed (the reason is printed) or a session failed
 (its output is printed).
 """
 
@@ -41,7 +43,15 @@ AGENT_TESTS = Path(__file__).resolve().parents[1] / "tests" / "agents"
 sys.path.insert(0, str(AGENT_TESTS))
 
 from model_server import ModelServer, Say  # noqa: E402 -- the suite's own modules, from its folder
-from real_agents import AGENTS, Agent, Session, Workspace, why_not_installed  # noqa: E402
+from real_agents import (  # noqa: E402
+    AGENTS,
+    Agent,
+    Codex,
+    Session,
+    Workspace,
+    codex_hook_times,
+    why_not_installed,
+)
 
 MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexit 1\n"
 BARE = "python -c pass (bare)"
@@ -78,6 +88,15 @@ def claude_hook_times(session: Session) -> list[tuple[str, float]]:
     return times
 
 
+def hook_times(agent: Agent, session: Session, telemetry: Path) -> list[tuple[str, float]]:
+    """(event, milliseconds) of each hook the agent reported running in this session."""
+    if agent.hivelore_name == "gemini":
+        return gemini_hook_times(telemetry)
+    if agent.hivelore_name == "codex":
+        return codex_hook_times(session.stderr)
+    return claude_hook_times(session)
+
+
 def gemini_hook_times(telemetry: Path) -> list[tuple[str, float]]:
     """(event, milliseconds) of each hook_call record in Gemini CLI's telemetry file (a sequence of
     JSON objects, one per log record), which is then emptied for the next session."""
@@ -108,13 +127,14 @@ def bare_python_ms() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="sessions per agent (default 5)")
-    parser.add_argument("--agents", default="claude,gemini", help="comma-separated: claude, gemini (default both)")
+    parser.add_argument("--agents", default="claude,codex,gemini",
+                        help="comma-separated: claude, codex, gemini (default all three)")  # fmt: skip
     parser.add_argument("--hook-server", choices=("on", "off"), default="on",
                         help="HIVELORE_HOOK_SERVER for the hooks (default on, as users run them)")  # fmt: skip
     args = parser.parse_args()
     names = [name.strip() for name in args.agents.split(",") if name.strip()]
-    if not names or any(name not in ("claude", "gemini") for name in names):
-        print(f"--agents takes claude and/or gemini, not {args.agents!r}.", file=sys.stderr)
+    if not names or any(name not in ("claude", "codex", "gemini") for name in names):
+        print(f"--agents takes claude, codex and/or gemini, not {args.agents!r}.", file=sys.stderr)
         return 2
     reason = why_not_installed()
     if reason:
@@ -126,7 +146,8 @@ def main() -> int:
     samples: dict[str, dict[str, list[float]]] = {}
     for name in names:
         samples[name] = defaultdict(list)
-        if not measure(AGENTS[name], args.runs, samples[name]):
+        agent = Codex(trace_hooks=True) if name == "codex" else AGENTS[name]
+        if not measure(agent, args.runs, samples[name]):
             return 1
     print_table(samples, args)
     return 0
@@ -154,7 +175,10 @@ def measure(agent: Agent, runs: int, samples: dict[str, list[float]]) -> bool:
                 if session.returncode != 0:
                     print(session.describe(), file=sys.stderr)
                     return False
-                times = gemini_hook_times(telemetry) if agent.hivelore_name == "gemini" else claude_hook_times(session)
+                times = hook_times(agent, session, telemetry)
+                if not times:
+                    print(f"{agent.binary} reported no hook timing\n{session.describe()}", file=sys.stderr)
+                    return False
                 for name, ms in times:
                     samples[name].append(ms)
         finally:

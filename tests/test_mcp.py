@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from hivelore.mcp import answers
+from hivelore.mcp import answers, stdio
 from hivelore.memory.scope import GRAMMAR
 
 pytestmark = pytest.mark.anyio
@@ -446,6 +446,62 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
     stale, stderr = raw_session(home, repo, handshake(), answers=6)
     assert stale == from_sdk and stderr == ""
     assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
+
+
+CODEX_TOOLS_LIST = {"_meta": {"progressToken": 0}}  # the params of Codex 0.171's tools/list, as captured
+
+
+@pytest.mark.parametrize(
+    ("params", "from_book"),
+    [
+        (None, True),
+        ({}, True),
+        (CODEX_TOOLS_LIST, True),
+        ({"_meta": {}}, True),
+        ({"cursor": "2"}, False),  # another page
+        ({**CODEX_TOOLS_LIST, "cursor": "2"}, False),
+        ({"_meta": 0}, False),
+        ([], False),
+    ],
+)
+def test_a_connecting_request_with_only_its_meta_is_answered_from_the_book(
+    tmp_path: Path, params: object, from_book: bool
+) -> None:
+    """A request's `_meta` (a progress token) changes none of the connecting answers, so the book
+    answers it: Codex 0.171 sends tools/list with one, and fixes its session's tools 1 s after
+    the spawn, so an answer that waits for the SDK (0.6-3 s) loses hivelore's tools for the session."""
+    book = answers.Book(str(tmp_path / answers.FILENAME), answers.fingerprint(), {
+        "2025-06-18": {"initialize": '{"from":"book"}', "tools/list": '{"tools":["from book"]}'},
+    })  # fmt: skip
+    sent: list[bytes] = []
+    front = stdio.Front(book, sent.append)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex", "version": "1"}}
+    front.receive(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
+    listing: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    if params is not None:
+        listing["params"] = params
+    front.receive(json.dumps(listing))
+    expected = [b'{"jsonrpc":"2.0","id":0,"result":{"from":"book"}}\n']
+    if from_book:
+        expected.append(b'{"jsonrpc":"2.0","id":1,"result":{"tools":["from book"]}}\n')
+    assert sent == expected
+
+
+def test_codex_tools_list_is_answered_before_the_sdk_loads(home: Path, repo: Path, cli: CLI) -> None:
+    """Codex's own tools/list (with `_meta`) gets the prepared answer, not one that waits for the
+    SDK: a book whose tools/list was altered is what the client gets, and the SDK's answer then
+    corrects the book."""
+    prepare(home, cli)
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    listed = book["answers"]["2025-06-18"]["tools/list"]
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+    lines = handshake()
+    lines[2] = {**lines[2], "params": CODEX_TOOLS_LIST}
+    written, stderr = raw_session(home, repo, lines, answers=6)
+    assert "Write a LESSON" in written[2], "Codex's tools/list waited for the SDK"
+    assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
 
 
 def test_a_client_that_closes_stdin_after_its_call_still_gets_the_answer(home: Path, repo: Path, cli: CLI) -> None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from model_server import Action, Call, ModelServer, Request
@@ -25,6 +27,13 @@ from model_server import Action, Call, ModelServer, Request
 PINS = Path(__file__).with_name("clis.txt")
 INSTALL_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install-agent-clis"
 RUN_TIMEOUT_S = 240  # one CLI session; a story is two, and a session takes 5-15 s when things work
+# Codex's log filter (RUST_LOG, written to stderr by `codex exec`) that keeps only what happens inside its
+# `codex.hooks.command` span, one span per hook it runs: see codex_hook_times.
+CODEX_HOOK_TRACE = "warn,[codex.hooks.command]=trace"
+_CODEX_HOOK_LINE = re.compile(
+    r"^(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z .*?codex\.hooks\.command\{(?P<span>[^}]*)\}: "
+    r"mio::poll: (?P<what>registering|deregistering) event source"
+)
 
 
 def clis_folder() -> Path:
@@ -234,16 +243,44 @@ class ClaudeCode(Agent):
         ]
 
 
+def codex_hook_times(log: str) -> list[tuple[str, float]]:
+    """(event, milliseconds) for each hook Codex ran, in order, read from its log on stderr when run with
+    RUST_LOG=CODEX_HOOK_TRACE. Codex (0.171) reports no hook timing in `codex exec --json`; its trace log
+    has, inside the `codex.hooks.command{hook.event_name=…}` span of each hook it runs, the hook's pipes
+    (stdin, stdout, stderr) being registered with its poller right after the spawn and deregistered
+    once written (stdin) and at end of file (stdout, stderr). A hook's time is from the first
+    registration to the last deregistration: the hook process's whole life as Codex sees it, minus
+    the fork itself. Timestamps are Codex's own (microseconds)."""
+    times: list[tuple[str, float]] = []
+    open_spans: dict[str, tuple[datetime, int]] = {}  # span fields → (first registration, pipes still open)
+    for line in log.splitlines():
+        match = _CODEX_HOOK_LINE.match(line)
+        if not match:
+            continue
+        at = datetime.fromisoformat(match["at"][:26])
+        span = match["span"]
+        began, pipes = open_spans.get(span, (at, 0))
+        pipes += 1 if match["what"] == "registering" else -1
+        if pipes > 0:
+            open_spans[span] = (began, pipes)
+            continue
+        open_spans.pop(span, None)
+        event = re.search(r'hook\.event_name="([^"]+)"', span)
+        times.append((event[1] if event else "?", (at - began).total_seconds() * 1000))
+    return times
+
+
 class Codex(Agent):
     """`codex exec` (Codex CLI), via a model provider in $CODEX_HOME/config.toml with wire_api
     "responses". The project is trusted there (Codex reads a project's .codex/ only then), and
     --dangerously-bypass-hook-trust runs the project's hooks without the review `codex exec` cannot
-    do."""
+    do. With `trace_hooks`, Codex logs its hooks' lives to stderr (codex_hook_times reads them)."""
 
     MODEL = "gpt-5.5"  # a model Codex knows (its bundled catalogue): it then offers the tools it would for real
 
-    def __init__(self) -> None:
-        super().__init__("codex", "codex", {"SCRIPTED_MODEL_KEY": "sk-scripted-model"})
+    def __init__(self, trace_hooks: bool = False) -> None:
+        trace = {"RUST_LOG": CODEX_HOOK_TRACE} if trace_hooks else {}
+        super().__init__("codex", "codex", {"SCRIPTED_MODEL_KEY": "sk-scripted-model", **trace})
 
     def environment(self, ws: Workspace, model: ModelServer) -> dict[str, str]:
         return {**super().environment(ws, model), "CODEX_HOME": str(ws.home / ".codex")}

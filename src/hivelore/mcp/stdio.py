@@ -110,7 +110,7 @@ class Front:
         if method == "initialize":
             self._version = _asked_version(params)
             return (method, self._version) if self._version else None
-        if method in METHODS and params in (None, {}) and self._version:
+        if method in METHODS and _plain(params) and self._version:
             return method, self._version
         return None
 
@@ -267,6 +267,15 @@ def _handshake_lines(version: str) -> bytes:
         *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(METHODS[1:], start=2)),
     )  # fmt: skip
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def _plain(params: object) -> bool:
+    """Whether a request's params leave its answer as the book has it: none, or only the request's
+    `_meta` (its progress token and the like, which no answer of METHODS depends on). Codex 0.171
+    sends `tools/list` with `{"_meta": {"progressToken": 0}}`; a cursor asks for another page."""
+    if params is None:
+        return True
+    return isinstance(params, dict) and set(params) <= {"_meta"} and isinstance(params.get("_meta", {}), dict)
 
 
 def _asked_version(params: object) -> str | None:
