@@ -270,3 +270,19 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         assert remote == here, query
         compared += len(here)
     assert compared >= 40, "the queries find enough to compare"
+
+
+def test_a_viewers_import_of_a_key_the_org_holds_goes_to_their_personal_space(
+    api: httpx.Client, db: psycopg.Connection, team: dict[str, Account]
+) -> None:
+    """An import is placed as a write is, by the scope's sharing alone: a viewer's record for a key
+    the org already holds used to be written over the org's shared row."""
+    write(api, team["member"], REPO, "flaky-test")
+    record = {"scope": REPO, "key": "flaky-test", "value": "the viewer's own take on the flaky test"}
+    imported = api.post("/v1/memories/import", json={"records": [record]}, headers=team["viewer"].headers())
+    assert imported.json()["written"] == [f"{REPO}::flaky-test"]
+    rows = db.execute(
+        "SELECT space, record->>'value' FROM memories WHERE scope = %s AND key = 'flaky-test' ORDER BY space",
+        (REPO,),
+    ).fetchall()
+    assert sorted(rows) == sorted([(f"org:{team['org'].id}", LESSON), (f"user:{team['viewer'].id}", record["value"])])

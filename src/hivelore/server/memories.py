@@ -9,6 +9,7 @@ What differs from one machine is who may do what, and where a write goes:
 - A write under a scope an organisation shares (the scope itself, or a branch of a shared
   repository) by a member of it (role member or above) goes to that organisation's one shared row;
   any other write goes to the caller's personal space, and the answer says so.
+- An import places each record the same way: by its scope's sharing, never by an older copy.
 - Archive and restore in an organisation's space need the role member; forget needs admin.
 - A token's scope allow-list is checked by the routes before the service is called.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import psycopg
 
 from hivelore.errors import BadInput
+from hivelore.memory.model import Memory
 from hivelore.memory.scope import Chain, Level, Scope, parse
 from hivelore.memory.service import Budgets, MemoryService, Target
 from hivelore.memory.tier import Candidate, Tier
@@ -136,6 +138,19 @@ class TeamMemories(MemoryService):
 
     def _provenance(self) -> dict[str, str]:
         return {**self.given, "user": self.caller.user}
+
+    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Target | ValueError]:
+        """As for a write, the scope's sharing alone decides (never an older copy): a viewer's import of
+        a key the organisation holds goes to their personal space, not over the organisation's row."""
+        if tier is not None:
+            return super()._import_targets(memories, tier)
+        targets: list[Target | ValueError] = []
+        for memory in memories:
+            try:
+                targets.append(self._default_tier(memory.scope))
+            except ValueError as exc:
+                targets.append(exc)
+        return targets
 
     def find(self, scope: str, key: str) -> Candidate:
         """The copy of scope::key reads show."""
