@@ -1,22 +1,28 @@
 """The authorisation matrix: every role (and a stranger to the org) × every token kind × every org
-endpoint, with the status each cell must get, generated from one table.
+and memory endpoint, with the status each cell must get, generated from one table.
 
 A cell's expected status follows from two facts about the endpoint — the power its token needs
-(`read`, `manage`) and the least role it needs — so the table below is the whole specification.
+(`read`, `manage`, `write`) and the least role it needs — so the tables below are the whole
+specification. The memory endpoints add where the copy a cell acts on lives (the caller's org,
+another org, someone's personal space), and check what the answer shows and what changed, not
+only the status. Each world is made once for the module, so the file runs in seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
 import psycopg
 import pytest
-from conftest import unique
+from conftest import Server, unique
 
+from hivelore.memory.model import Memory, now_iso
+from hivelore.memory.scope import parse
 from hivelore.server import auth
 from hivelore.server.postgres import accounts
+from hivelore.server.postgres.tier import PostgresTier
 
 KINDS = ("rw", "ro", "wo")
 ROLES = (None, *auth.ROLES)  # None: a member of another org only
@@ -63,28 +69,259 @@ def _id(cell: tuple[Endpoint, str, str | None]) -> str:
     return f"{endpoint.method} {endpoint.path} {kind} {role or 'stranger'}"
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=[_id(c) for c in CELLS])
-def test_each_cell_gets_its_status(
-    cell: tuple[Endpoint, str, str | None], api: httpx.Client, db: psycopg.Connection, make_user: Callable
-) -> None:
-    endpoint, kind, role = cell
-    owner, bob = make_user("owner"), make_user("bob")
-    org = unique("org")
-    accounts.create_org(db, org, owner.id)
-    org_id, _ = accounts.role_in(db, org, owner.id)
-    accounts.bind_scope(db, org_id, "repo::acme/checkout", owner.id)
-    db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, bob.id))
-    caller = make_user("caller", kind=kind)
-    if role is not None:
-        db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller.id, role))
-    else:
-        accounts.create_org(db, unique("elsewhere"), caller.id)
+@dataclass(frozen=True)
+class OrgCell:
+    org: str
+    bob: str  # a member of the org, whom the member endpoints act on
+    token: str  # the caller's
+
+
+@pytest.fixture(scope="module")
+def conn(database_url: str) -> Iterator[psycopg.Connection]:
+    """One direct connection for the module's set-up and checks (the world is made once, not per cell)."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        yield connection
+
+
+def _user(conn: psycopg.Connection, prefix: str) -> accounts.User:
+    return accounts.add_user(conn, unique(prefix))
+
+
+@pytest.fixture(scope="module")
+def org_cells(conn: psycopg.Connection) -> list[OrgCell]:
+    """Per cell, an org of its own (an owner, bob a member, repo::acme/checkout shared) and the caller
+    with the cell's role in it, or a stranger who owns another org: a cell may rename or delete its org."""
+    made = []
+    with conn.transaction():
+        for _, kind, role in CELLS:
+            owner, bob, caller = _user(conn, "owner"), _user(conn, "bob"), _user(conn, "caller")
+            org = unique("org")
+            accounts.create_org(conn, org, owner.id)
+            org_id, _ = accounts.role_in(conn, org, owner.id)
+            accounts.bind_scope(conn, org_id, "repo::acme/checkout", owner.id)
+            conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, bob.id))
+            if role is not None:
+                conn.execute(
+                    "INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller.id, role)
+                )
+            else:
+                accounts.create_org(conn, unique("elsewhere"), caller.id)
+            made.append(OrgCell(org, bob.name, accounts.create_token(conn, caller.id, kind).token))
+    return made
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as api:
+        yield api
+
+
+@pytest.mark.parametrize("n", range(len(CELLS)), ids=[_id(c) for c in CELLS])
+def test_each_cell_gets_its_status(n: int, org_cells: list[OrgCell], client: httpx.Client) -> None:
+    endpoint, kind, role = CELLS[n]
+    cell = org_cells[n]
 
     def filled(text: str) -> str:
-        return text.replace("{org}", org).replace("{bob}", bob.name)
+        return text.replace("{org}", cell.org).replace("{bob}", cell.bob)
 
     body = {k: filled(v) for k, v in endpoint.body.items()} if endpoint.body else None
-    response = api.request(endpoint.method, filled(endpoint.path), json=body, headers=caller.headers())
+    headers = {"Authorization": f"Bearer {cell.token}"}
+    response = client.request(endpoint.method, filled(endpoint.path), json=body, headers=headers)
     assert response.status_code == expected(endpoint, kind, role), response.text
     if response.status_code == 403:
         assert response.json()["error"].endswith(".")
+
+
+# -- memories ----------------------------------------------------------------------------------
+#
+# The same matrix for `/v1/memories…`, with one more axis: where the copy a cell acts on lives.
+# `own` is the org the caller holds the role in (for a stranger, an org they are not in), `other`
+# an org the caller is not in, `personal` someone else's personal space. Each cell starts from its
+# own copy (`seeded`) under its own scope, a branch of the repository the space shares, so no cell
+# sees another's, and the whole world is made once for the module.
+
+TARGETS = ("own", "other", "personal")
+KEY = "seeded"
+ADDRESS = {"scope": "{scope}", "key": KEY}
+
+
+@dataclass(frozen=True)
+class MemoryEndpoint:
+    method: str
+    path: str
+    power: str  # read | write: what the token must allow
+    # find: 404 unless the caller sees the copy · filter: 200, the copy listed iff the caller sees it ·
+    # place: 200, in the org's space for a member or above of the org that shares the scope, else in
+    # the caller's personal space · change: 404 unless the caller sees the copy, then `role` is needed
+    effect: str
+    role: str = "viewer"
+    params: dict | None = None  # "{scope}" is the cell's scope
+    body: dict | None = None
+    listing: str = ""  # for a filter: the answer's field that lists the copies
+    archived: bool = False  # the cell's copy starts archived
+
+
+MEMORY_ENDPOINTS = (
+    MemoryEndpoint("POST", "/v1/memories", "write", "place", body={"scope": "{scope}", "key": KEY, "value": "{value}"}),
+    MemoryEndpoint("GET", "/v1/memories/read", "read", "find", params={"scope": "{scope}", "key": KEY}),
+    MemoryEndpoint(
+        "GET", "/v1/memories/search", "read", "filter", params={"q": "lesson", "scope": "{scope}"}, listing="hits"
+    ),
+    MemoryEndpoint("GET", "/v1/memories", "read", "filter", params={"scope": "{scope}"}, listing="memories"),
+    MemoryEndpoint("GET", "/v1/memories/context", "read", "filter", params={"scope": "{scope}"}, listing="shown"),
+    MemoryEndpoint("POST", "/v1/memories/archive", "write", "change", "member", body=ADDRESS),
+    MemoryEndpoint("POST", "/v1/memories/restore", "write", "change", "member", body=ADDRESS, archived=True),
+    MemoryEndpoint("POST", "/v1/memories/forget", "write", "change", "admin", body=ADDRESS),
+    MemoryEndpoint(
+        "POST",
+        "/v1/memories/import",
+        "write",
+        "place",
+        body={"records": [{"scope": "{scope}", "key": KEY, "value": "{value}"}]},
+    ),
+    MemoryEndpoint("GET", "/v1/memories/changes", "read", "filter", params={"since": 0}, listing="memories"),
+)
+
+
+def at_least(role: str | None, needed: str) -> bool:
+    return role is not None and auth.ROLES.index(role) >= auth.ROLES.index(needed)
+
+
+def expected_memory(endpoint: MemoryEndpoint, kind: str, role: str | None, target: str) -> tuple[int, str]:
+    """The status, and what the answer shows: for a filter whether the copy is `seen`, for a placed
+    write its space (`org` or `personal`)."""
+    if endpoint.power == "read" and kind == "wo" or endpoint.power == "write" and kind == "ro":
+        return 403, ""
+    seen = target == "own" and role is not None
+    if endpoint.effect == "place":
+        return 200, "org" if seen and at_least(role, "member") else "personal"
+    if endpoint.effect == "filter":
+        return 200, "seen" if seen else "unseen"
+    if not seen:
+        return 404, ""  # a copy the caller cannot read is, to them, no copy at all
+    if not at_least(role, endpoint.role):
+        return 403, ""
+    return 200, "org"
+
+
+MEMORY_CELLS = [(e, k, r, t) for e in MEMORY_ENDPOINTS for k in KINDS for r in ROLES for t in TARGETS]
+
+
+def _memory_id(cell: tuple[MemoryEndpoint, str, str | None, str]) -> str:
+    endpoint, kind, role, target = cell
+    return f"{endpoint.method} {endpoint.path} {kind} {role or 'stranger'} {target}"
+
+
+@dataclass
+class World:
+    org: str  # the `own` org
+    spaces: dict[str, str]  # target → the space its copies are in (`org:ID`, `user:ID`)
+    repos: dict[str, str]  # target → the repository whose branches the cells use (shared by the org)
+    callers: dict[tuple[str | None, str], tuple[int, str]]  # (role, kind) → (user id, token)
+
+    def scope(self, n: int, target: str) -> str:
+        return f"branch::{self.repos[target]}::c{n}"
+
+
+@pytest.fixture(scope="module")
+def world(conn: psycopg.Connection) -> World:
+    """Org `own` with a caller of each role (and a stranger, who owns an org of their own), each with
+    a token of each kind; org `other`; someone with a personal space; and every cell's copy.
+
+    A caller's token serves the 30 cells of its role and kind (10 endpoints × 3 targets): well within
+    the server's rate limit of 120 requests a minute."""
+
+    def org(prefix: str, owner: int, repo: str) -> tuple[str, int]:
+        name = unique(prefix)
+        accounts.create_org(conn, name, owner)
+        org_id, _ = accounts.role_in(conn, name, owner)
+        accounts.bind_scope(conn, org_id, f"repo::{repo}", owner)
+        return name, org_id
+
+    repos = {target: f"{unique(target)}/app" for target in TARGETS}
+    own, own_id = org("own", _user(conn, "owner").id, repos["own"])
+    _, other_id = org("other", _user(conn, "owner").id, repos["other"])
+    someone = _user(conn, "someone").id
+    callers: dict[tuple[str | None, str], tuple[int, str]] = {}
+    for role in ROLES:
+        caller = _user(conn, role or "stranger").id
+        if role is None:
+            accounts.create_org(conn, unique("elsewhere"), caller)
+        else:
+            conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (own_id, caller, role))
+        for kind in KINDS:
+            callers[(role, kind)] = (caller, accounts.create_token(conn, caller, kind).token)
+    spaces = {"own": f"org:{own_id}", "other": f"org:{other_id}", "personal": f"user:{someone}"}
+    made = World(own, spaces, repos, callers)
+
+    now = now_iso()
+    for target, space in spaces.items():
+        copies = [
+            Memory(
+                scope=parse(made.scope(n, target)),
+                key=KEY,
+                value=f"lesson of cell {n}",
+                created=now,
+                updated=now,
+                archived_at=now if endpoint.archived else None,
+            )
+            for n, (endpoint, _, _, cell_target) in enumerate(MEMORY_CELLS)
+            if cell_target == target
+        ]
+        PostgresTier(conn, {"seed": space}, []).store_batch("seed", copies, lambda new, old: new)
+    return made
+
+
+@pytest.mark.parametrize("n", range(len(MEMORY_CELLS)), ids=[_memory_id(c) for c in MEMORY_CELLS])
+def test_each_memory_cell_gets_its_status(n: int, world: World, conn: psycopg.Connection, client: httpx.Client) -> None:
+    endpoint, kind, role, target = MEMORY_CELLS[n]
+    caller_id, token = world.callers[(role, kind)]
+    scope, value = world.scope(n, target), f"lesson written by cell {n}"
+
+    def filled(item: object) -> object:
+        if isinstance(item, str):
+            return item.replace("{scope}", scope).replace("{value}", value)
+        if isinstance(item, list):
+            return [filled(i) for i in item]
+        if isinstance(item, dict):
+            return {k: filled(v) for k, v in item.items()}
+        return item
+
+    response = client.request(
+        endpoint.method,
+        endpoint.path,
+        params=filled(endpoint.params),
+        json=filled(endpoint.body),
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    status, shows = expected_memory(endpoint, kind, role, target)
+    assert response.status_code == status, response.text
+    answer = response.json()
+    if status != 200:
+        assert answer["error"].endswith("."), answer
+    org_space = f"org:{world.org}"
+    if endpoint.effect == "filter" and status == 200:
+        listed = [m for m in answer[endpoint.listing] if m["memory"]["scope"] == scope]
+        assert [m["space"] for m in listed] == ([org_space] if shows == "seen" else []), answer
+    elif endpoint.effect == "place":
+        # Where the written value is now: the org's one row, or the caller's personal space (the
+        # org's row then keeps the seeded value), or nowhere when refused.
+        landed = conn.execute(
+            "SELECT space FROM memories WHERE scope = %s AND key = %s AND record->>'value' = %s", (scope, KEY, value)
+        ).fetchall()
+        space = world.spaces["own"] if shows == "org" else f"user:{caller_id}"
+        assert [row[0] for row in landed] == ([space] if status == 200 else [])
+        if status == 200 and endpoint.path == "/v1/memories":
+            assert answer["space"] == (org_space if shows == "org" else "personal")
+            assert bool(answer["notices"]) == (shows == "personal"), answer
+    elif endpoint.effect == "change":
+        # The cell's copy changed as asked, or not at all when refused.
+        row = conn.execute(
+            "SELECT archived FROM memories WHERE space = %s AND scope = %s AND key = %s",
+            (world.spaces[target], scope, KEY),
+        ).fetchone()
+        action = endpoint.path.rsplit("/", 1)[1]
+        done = {"archive": (True,), "restore": (False,), "forget": None}[action]
+        assert row == (done if status == 200 else (endpoint.archived,))
+        if status == 200:
+            assert answer["space"] == org_space

@@ -270,3 +270,53 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         assert remote == here, query
         compared += len(here)
     assert compared >= 40, "the queries find enough to compare"
+
+
+def test_a_word_too_long_for_postgresql_or_a_search_of_too_many_words_is_a_400_not_a_503(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    """PostgreSQL indexes and searches words of at most 2,047 bytes, and a search counts each of its
+    words in a column of its own (1,664 at most). Past either, its error used to be answered as
+    "the database cannot be reached" (503, Retry-After), which a client's outbox would retry forever."""
+    who = make_user()
+    too_long = "the build log said " + "x" * 2100
+    written = write(api, who, "project::shop", "long", too_long)
+    assert written.status_code == 400
+    refusal = "the value holds a word of 2,100 bytes, and the team server indexes words of at most 2,047"
+    assert error_of(written) == f"{refusal}: break it up with spaces."
+    record = {"scope": "project::shop", "key": "long", "value": too_long}
+    imported = api.post("/v1/memories/import", json={"records": [record]}, headers=who.headers())
+    assert imported.status_code == 200 and imported.json()["rejected"] == [
+        f"record 1: {refusal}: break it up with spaces."
+    ]
+    assert write(api, who, "project::shop", "longest", "x" * 2047).status_code == 200
+
+    word = api.get("/v1/memories/search", params={"q": "x" * 2048}, headers=who.headers())
+    assert word.status_code == 400 and error_of(word) == (
+        "the query holds a word of 2,048 bytes, and the team server indexes words of at most 2,047:"
+        " no memory holds a word that long."
+    )
+    words = api.get("/v1/memories/search", params={"q": " ".join(f"w{n}" for n in range(1700))}, headers=who.headers())
+    assert words.status_code == 400 and error_of(words) == (
+        "the query has 1,700 different words; a search on the team server takes at most 100:"
+        " keep the few that pick out the memory."
+    )
+    at_the_limits = " ".join([*(f"w{n}" for n in range(99)), "x" * 2047])
+    found = api.get("/v1/memories/search", params={"q": at_the_limits}, headers=who.headers())
+    assert found.status_code == 200, found.text
+
+
+def test_a_viewers_import_of_a_key_the_org_holds_goes_to_their_personal_space(
+    api: httpx.Client, db: psycopg.Connection, team: dict[str, Account]
+) -> None:
+    """An import is placed as a write is, by the scope's sharing alone: a viewer's record for a key
+    the org already holds used to be written over the org's shared row."""
+    write(api, team["member"], REPO, "flaky-test")
+    record = {"scope": REPO, "key": "flaky-test", "value": "the viewer's own take on the flaky test"}
+    imported = api.post("/v1/memories/import", json={"records": [record]}, headers=team["viewer"].headers())
+    assert imported.json()["written"] == [f"{REPO}::flaky-test"]
+    rows = db.execute(
+        "SELECT space, record->>'value' FROM memories WHERE scope = %s AND key = 'flaky-test' ORDER BY space",
+        (REPO,),
+    ).fetchall()
+    assert sorted(rows) == sorted([(f"org:{team['org'].id}", LESSON), (f"user:{team['viewer'].id}", record["value"])])

@@ -9,21 +9,28 @@ What differs from one machine is who may do what, and where a write goes:
 - A write under a scope an organisation shares (the scope itself, or a branch of a shared
   repository) by a member of it (role member or above) goes to that organisation's one shared row;
   any other write goes to the caller's personal space, and the answer says so.
+- An import places each record the same way: by its scope's sharing, never by an older copy.
 - Archive and restore in an organisation's space need the role member; forget needs admin.
 - A token's scope allow-list is checked by the routes before the service is called.
+- PostgreSQL indexes and searches words of at most 2,047 bytes, and a search counts each of its
+  words over the spaces read: a longer word, or a search of more than MAX_QUERY_WORDS words, is
+  refused with a sentence (a machine's SQLite has neither limit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import psycopg
 
 from hivelore.errors import BadInput
+from hivelore.memory import bm25, recall
+from hivelore.memory.model import Memory
 from hivelore.memory.scope import Chain, Level, Scope, parse
-from hivelore.memory.service import Budgets, MemoryService, Target
+from hivelore.memory.service import Budgets, MemoryService, Target, WriteResult
 from hivelore.memory.tier import Candidate, Tier
+from hivelore.memory.transfer import ImportRecord
 from hivelore.server import auth
 from hivelore.server.postgres.tier import PostgresTier
 
@@ -31,6 +38,23 @@ PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")  # what a client may say of a write
 BUDGETS = Budgets(context_budget_chars=2000, context_line_chars=240, search_limit=10)  # config.DEFAULTS
 CHANGE_ROLES = {"archive": "member", "restore": "member", "forget": "admin"}
+MAX_WORD_BYTES = 2047  # PostgreSQL's longest word in a tsvector or a tsquery
+MAX_QUERY_WORDS = 100  # distinct words of one search
+
+
+def check_words(what: str, tokens: Iterable[str], advice: str = "break it up with spaces") -> None:
+    """Refuse text holding a word (a token as the index makes them) PostgreSQL cannot index or search."""
+    longest = max((len(token.encode()) for token in tokens), default=0)
+    if longest > MAX_WORD_BYTES:
+        raise BadInput(
+            f"{what} holds a word of {longest:,} bytes, and the team server indexes words of at most"
+            f" {MAX_WORD_BYTES:,}: {advice}."
+        )
+
+
+def check_indexable(key: str, value: str, tags: Sequence[str]) -> None:
+    for what, tokens in zip(("the key", "the value", "the tags"), bm25.columns(key, value, tags), strict=True):
+        check_words(what, tokens)
 
 
 @dataclass(frozen=True)
@@ -136,6 +160,49 @@ class TeamMemories(MemoryService):
 
     def _provenance(self) -> dict[str, str]:
         return {**self.given, "user": self.caller.user}
+
+    def write(
+        self,
+        scope: str,
+        key: str,
+        value: str,
+        *,
+        tags: Sequence[str] = (),
+        kind: str | None = None,
+        ttl_days: float | None = None,
+        state: str = "committed",
+        tier: str | None = None,
+    ) -> WriteResult:
+        check_indexable(key, value, tags)
+        return super().write(scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier)
+
+    def _check_record(self, record: ImportRecord) -> Memory:
+        memory = super()._check_record(record)
+        check_indexable(memory.key, memory.value, memory.tags)
+        return memory
+
+    def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Target | ValueError]:
+        """As for a write, the scope's sharing alone decides (never an older copy): a viewer's import of
+        a key the organisation holds goes to their personal space, not over the organisation's row."""
+        if tier is not None:
+            return super()._import_targets(memories, tier)
+        targets: list[Target | ValueError] = []
+        for memory in memories:
+            try:
+                targets.append(self._default_tier(memory.scope))
+            except ValueError as exc:
+                targets.append(exc)
+        return targets
+
+    def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
+        words = recall.query_words(query)
+        if len(words) > MAX_QUERY_WORDS:
+            raise BadInput(
+                f"the query has {len(words):,} different words; a search on the team server takes at most"
+                f" {MAX_QUERY_WORDS}: keep the few that pick out the memory."
+            )
+        check_words("the query", (t for word in words for t in bm25.tokens(word)), "no memory holds a word that long")
+        return super().search(query, scopes, limit)
 
     def find(self, scope: str, key: str) -> Candidate:
         """The copy of scope::key reads show."""
