@@ -3,9 +3,10 @@
 It creates a database of its own (hivelore_bench_<pid>), migrates it, makes an organisation `acme`
 that shares repo::acme/checkout and project::checkout, one loader and one member per client, each
 with an hl_rw_ token, and starts `hivelore serve` replicas as subprocesses on loopback. It loads N
-synthetic memories (synth.py, the store bench_core.py uses) into the organisation's shared space
-through `POST /v1/memories/import` (500 records a request, every record through the guard), plus
-a small scope for the list operation. Then, with one replica and with two on the same database
+synthetic memories (synth.py, the store bench_core.py uses) into the organisation's shared space,
+plus a small scope for the list operation: through PostgresTier.store_batch on direct connections,
+or with `--load http` through `POST /v1/memories/import` (every record through the guard and the
+quota; much slower for 100,000 memories of one owner). Then, with one replica and with two on the same database
 (clients spread over both ports, no load balancer), C clients (threads, each with its own
 keep-alive httpx.Client and token) run for a fixed time:
 
@@ -14,7 +15,7 @@ keep-alive httpx.Client and token) run for a fixed time:
     writes   writes only, to report writes/s
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
-the client, the replicas and PostgreSQL used, and the issue's targets beside the figures (search p99
+the client, the replicas, PostgreSQL and anything else used, and the issue's targets beside the figures (search p99
 < 50 ms at 50 concurrent clients; >= 500 writes/s). Targets are printed, never asserted.
 
     python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
@@ -42,7 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -378,7 +379,6 @@ class Run:
     seconds: float
     samples: list[Sample]
     usage: Usage
-    notes: list[str] = field(default_factory=list)
 
 
 class Client:
@@ -428,8 +428,8 @@ class Client:
 
     def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start) -> None:
         ops, weights = [op for op, _ in mix], [w for _, w in mix]
-        stop = start.wait()
-        while time.perf_counter() < stop:
+        start.wait()
+        while time.perf_counter() < start.stop:
             op = self.rng.choices(ops, weights)[0]
             if op == "search":
                 self.timed(op, self.search())
@@ -451,9 +451,8 @@ class Start:
     def _go(self) -> None:
         self.stop = time.perf_counter() + self.seconds
 
-    def wait(self) -> float:
+    def wait(self) -> None:
         self.barrier.wait()
-        return self.stop
 
 
 def run_clients(
@@ -469,10 +468,10 @@ def run_clients(
     """`clients` threads, spread over the replicas' ports, each running `mix` until the time is up."""
     tag = f"{name}-{len(replicas)}"
     workers = [Client(n, team.clients[n], replicas[n % len(replicas)], loaded, seed) for n in range(clients)]
+    start = Start(clients + 1, seconds)
     try:
         for worker in workers:  # each keep-alive connection is open before the clock starts
             worker.http.get("/healthz").raise_for_status()
-        start = Start(clients + 1, seconds)
         threads = [threading.Thread(target=w.loop, args=(tag, mix, start), daemon=True) for w in workers]
         for thread in threads:
             thread.start()
@@ -481,9 +480,12 @@ def run_clients(
             for thread in threads:
                 while thread.is_alive():  # a join with a timeout lets Ctrl-C through
                     thread.join(0.5)
-    finally:
-        for worker in workers:
-            worker.http.close()
+    except BaseException:
+        # Interrupted: each client stops after the request it is in, which stopping the servers ends.
+        start.stop = 0.0
+        raise
+    for worker in workers:
+        worker.http.close()
     samples = [s for w in workers for s in w.samples]
     return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0])
 
@@ -592,6 +594,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             row = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
             ).fetchone()
+        end = f"{row[0]:,} memories (the runs' writes included), database {row[1]}" if row else "?"
     finally:
         for replica in replicas:
             stop_replica(replica)
@@ -599,11 +602,11 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             drop_database(name)
             log(f"dropped {name}")
 
-    report(args, loaded, calibration, runs, row)
+    report(args, loaded, calibration, runs, end)
     return 0
 
 
-def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Sequence[Run], row: object) -> None:
+def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Sequence[Run], end: str) -> None:
     try:
         version = metadata.version("hivelore")
     except metadata.PackageNotFoundError:
@@ -627,7 +630,7 @@ def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Seq
     )
     for rejected in loaded.rejected[:3]:
         print(f"  rejected: {rejected}")
-    print(f"at the end: {row}")
+    print(f"at the end: {end}")
     print()
     print(table(runs))
     print()
@@ -677,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             print(f"FAILED: {exc}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            print("interrupted: the servers were stopped and the database dropped", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":
