@@ -28,6 +28,7 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -475,19 +476,35 @@ def generate(home: Path, count: int, seed: int = 1, now: float | None = None) ->
     expired memories are expired today.
     """
     started = time.perf_counter()
+    vault = Vault(home, "home")
+    stats = StoreStats(count=count, seconds=0.0)
+    made_dirs: set[Path] = set()
+    for i, memory in enumerate(memories(count, stats, seed, now)):
+        path = vault.path_for(memory.scope, memory.key)
+        if path.parent not in made_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made_dirs.add(path.parent)
+        path.write_text(render(memory), encoding="utf-8")
+        if i % 5000 == 4999:
+            print(f"  synth: {i + 1:,} of {count:,} files", file=sys.stderr)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def memories(count: int, stats: StoreStats, seed: int = 1, now: float | None = None) -> Iterator[Memory]:
+    """The `count` memories of the store `generate` writes (same seed and `now`, same memories), one
+    at a time, counted in `stats` as they are made: for a consumer other than files (the team
+    server's benchmark loads them into PostgreSQL)."""
     if now is None:
         today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         now = today.timestamp()
     rng = random.Random(seed)
-    vault = Vault(home, "home")
     scopes: dict[str, Scope] = {}
     used: dict[str, set[str]] = {}  # keys per scope
     every_key: set[str] = set()  # keys are unique across scopes, except the deliberate shadowing copies
     written: list[Memory] = []
-    stats = StoreStats(count=count, seconds=0.0)
-    made_dirs: set[Path] = set()
 
-    for i in range(count):
+    for _ in range(count):
         roll = rng.random()
         shadow = False
         if roll < 0.04 and written:
@@ -551,21 +568,13 @@ def generate(home: Path, count: int, seed: int = 1, now: float | None = None) ->
             archived_at=archived_at,
             provenance=provenance,
         )
-        path = vault.path_for(scope, key)
-        if path.parent not in made_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            made_dirs.add(path.parent)
-        path.write_text(render(memory), encoding="utf-8")
         written.append(memory)
         stats.per_scope[scope_name] += 1
         if archived_at is None and (expires_at is None or expires_at > iso_from_epoch(now)):
             stats.keys.setdefault(scope_name, []).append(key)
         if len(written) > 2000:
             del written[:1000]
-        if i % 5000 == 4999:
-            print(f"  synth: {i + 1:,} of {count:,} files", file=sys.stderr)
-    stats.seconds = time.perf_counter() - started
-    return stats
+        yield memory
 
 
 def main(argv: list[str] | None = None) -> int:

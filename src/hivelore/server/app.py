@@ -4,6 +4,7 @@ process, so several replicas on one PostgreSQL serve one team."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,9 +20,9 @@ from starlette.exceptions import HTTPException
 from hivelore import __version__, errors
 from hivelore.server import auth
 from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
-from hivelore.server.logs import RequestLog, request_id
+from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import migrate
-from hivelore.server.postgres.pool import open_pool
+from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
 from hivelore.server.routes import accounts, health, memories
 
 log = logging.getLogger("hivelore.server")
@@ -39,6 +40,7 @@ STATUSES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
     (errors.NotFound, 404),
 )
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
+BUSY = "the server is busy: try again in a moment"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ def create_app(settings: Settings) -> FastAPI:
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
+        app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
         try:
             yield
         finally:
@@ -70,12 +73,43 @@ def create_app(settings: Settings) -> FastAPI:
         description="Memory for AI coding agents, shared by a team. Every error is JSON with one sentence.",
     )
     app.state.limits = settings.limits
+    app.add_middleware(Admission)  # inside the request log, whose time then includes the wait
     app.add_middleware(RequestLog, max_body_bytes=settings.limits.max_body_bytes)
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(memories.router)
     _add_error_handlers(app)
     return app
+
+
+class Admission:
+    """ASGI middleware: as many requests at once as the pool has connections; the others wait here,
+    holding no thread, at most as long as the pool would make them wait, then get a 503.
+
+    The routes are sync: FastAPI runs each, and the dependency that borrows its connection, in a
+    worker thread (40 at most). Let in freely, 40 requests could all hold a thread while waiting for
+    a connection, and the requests holding the connections then wait for a thread to go on with: no
+    request advances until the pool's wait times out, and every waiting one gets a 503."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        slots = getattr(scope["app"].state, "slots", None) if scope["type"] == "http" else None
+        if slots is None or scope["path"] == "/healthz":  # the liveness probe needs no connection
+            await self.app(scope, receive, send)
+            return
+        try:
+            await asyncio.wait_for(slots.acquire(), CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            rid = scope.get("state", {}).get("request_id", "-")
+            busy = JSONResponse({"error": f"{BUSY}.", "request_id": rid}, status_code=503, headers={"Retry-After": "5"})
+            await busy(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slots.release()
 
 
 def status_of(error: errors.HiveloreError) -> int:

@@ -36,6 +36,7 @@ MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
 OR_WORDS = 4  # an any-word search looks for the rarest four words of a longer query, as locally
 SETTLED_S = 10  # a change this old was committed by a transaction that has ended (see `changes`)
+SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
 _VISIBLE = "NOT archived AND (expires_ts IS NULL OR expires_ts > %(now)s)"
 
@@ -312,11 +313,15 @@ class PostgresTier(Tier):
         self._changed(space, rows=0 if before else 1, tokens=tokens - old)
 
     def _changed(self, space: str, rows: int, tokens: int) -> None:
+        """Count a change of `space` in its counters' row of this connection's shard: the row stays
+        locked until the transaction commits, so with one row per space every write to a space
+        waited for the one before it (migration 0004). Readers add up the shards."""
         self.conn.execute(
-            "INSERT INTO memory_spaces (space, generation, rows, tokens) VALUES (%(space)s, 1, %(rows)s, %(tokens)s)"
-            " ON CONFLICT (space) DO UPDATE SET generation = memory_spaces.generation + 1,"
+            "INSERT INTO memory_spaces (space, shard, generation, rows, tokens)"
+            " VALUES (%(space)s, pg_backend_pid() %% %(shards)s, 1, %(rows)s, %(tokens)s)"
+            " ON CONFLICT (space, shard) DO UPDATE SET generation = memory_spaces.generation + 1,"
             " rows = memory_spaces.rows + %(rows)s, tokens = memory_spaces.tokens + %(tokens)s",
-            {"space": space, "rows": rows, "tokens": tokens},
+            {"space": space, "shards": SPACE_SHARDS, "rows": rows, "tokens": tokens},
         )
 
     def _check_quota(self, before: Memory | None, after: Memory) -> None:

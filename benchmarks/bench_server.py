@@ -1,0 +1,689 @@
+"""Load benchmark of the team server (`hivelore serve`) on the PostgreSQL at 127.0.0.1:5432.
+
+It creates a database of its own (hivelore_bench_<pid>), migrates it, makes an organisation `acme`
+that shares repo::acme/checkout and project::checkout, one loader and one member per client, each
+with an hl_rw_ token, and starts `hivelore serve` replicas as subprocesses on loopback. It loads N
+synthetic memories (synth.py, the store bench_core.py uses) into the organisation's shared space,
+plus a small scope for the list operation: through PostgresTier.store_batch on direct connections,
+or with `--load http` through `POST /v1/memories/import` (every record through the guard and the
+quota; much slower for 100,000 memories of one owner). Then, with one replica and with two on the same database
+(clients spread over both ports, no load balancer), C clients (threads, each with its own
+keep-alive httpx.Client and token) run for a fixed time:
+
+    mixed    search (a chain of 4 scopes, realistic queries) 50%, list (one small scope) 20%,
+             write 30% (half new keys, half updates of loaded keys, each with an Idempotency-Key)
+    writes   writes only, to report writes/s
+
+and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
+the client, the replicas, PostgreSQL and anything else used, and the issue's targets beside the figures (search p99
+< 50 ms at 50 concurrent clients; >= 500 writes/s). Targets are printed, never asserted.
+
+    python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
+    python benchmarks/bench_server.py --small          # CI: 2,000 memories, 5 clients, 3 s per run
+
+The database and the servers are removed at the end, on failure and on Ctrl-C. Exit status 0 when
+every run ran (targets missed included), 1 when the set-up or a server failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+
+import httpx
+import psycopg
+import synth
+
+from hivelore.memory.model import Memory
+from hivelore.memory.scope import parse
+from hivelore.records import replace
+from hivelore.server.postgres import accounts, migrate
+from hivelore.server.postgres.tier import PostgresTier
+
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+ORG = "acme"
+SHARED = ("repo::acme/checkout", "project::checkout")  # what the org binds; branches of the repo follow
+CHAIN = synth.CHAIN  # narrowest first: what a client in acme/checkout on main searches
+WRITE_SCOPE = "repo::acme/checkout"
+# A release branch with a few dozen lessons: `list` reads one scope, bounded, as a client listing a
+# branch does (a list of repo::acme/checkout would send 60% of the store in one answer).
+LIST_SCOPE = "branch::acme/checkout::release-2026-12"
+LIST_SIZE = 40
+IMPORT_BATCH = 500  # records per import request: the route's maximum
+LOAD_STREAMS = 2  # batches loaded at once
+LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
+MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
+QUERIES = (
+    "ECONNREFUSED 5432",
+    "pnpm test fails",
+    "lockfile outdated install",
+    "OOMKilled exit code 137",
+    "playwright click timeout",
+    "alembic multiple heads",
+    "refunds webhook retries",
+    "docker compose db",
+    "migrations not applied test database",
+    "why does pnpm test fail with ECONNREFUSED 5432?",
+    "the checkout e2e tests fail again with ECONNREFUSED on postgres, how do I start the db for them?",
+    "certificate verify failed proxy",
+)
+TARGET_SEARCH_P99_MS = 50.0  # at 50 concurrent clients
+TARGET_CLIENTS = 50
+TARGET_WRITES_S = 500.0
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+CALIBRATION_S = 3.0
+CORES_NOTE = "this machine: 2 shared cores; client, replicas and PostgreSQL all run on them"
+
+
+def log(message: str) -> None:
+    print(f"[server bench] {message}", file=sys.stderr, flush=True)
+
+
+# -- the database and the servers ------------------------------------------------------------
+
+
+@dataclass
+class Account:
+    name: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@dataclass
+class Team:
+    loader: Account
+    clients: list[Account]
+    loader_id: int
+    org_id: int
+
+
+def create_database(name: str) -> str:
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgresql://postgres@127.0.0.1:5432/{name}"
+
+
+def drop_database(name: str) -> None:
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def make_team(url: str, clients: int) -> Team:
+    """The schema, the org with its shared scopes, a loader (owner) and `clients` members, each with
+    a token of their own: a team's agents each send their own token, so no rate-limit row is shared."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate.migrate(conn)
+        owner = accounts.add_user(conn, "loader")
+        accounts.create_org(conn, ORG, owner.id)
+        org_id, _ = accounts.role_in(conn, ORG, owner.id)
+        for scope in SHARED:
+            accounts.bind_scope(conn, org_id, scope, owner.id)
+        loader = Account("loader", accounts.create_token(conn, owner.id, "rw", name="bench").token)
+        members = []
+        for n in range(clients):
+            user = accounts.add_user(conn, f"dev{n:03d}")
+            conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, user.id))
+            members.append(Account(user.name, accounts.create_token(conn, user.id, "rw", name="bench").token))
+    return Team(loader, members, owner.id, org_id)
+
+
+@dataclass
+class Replica:
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_tail(self, lines: int = 20) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_replica(url: str, logs: Path) -> Replica:
+    port = free_port()
+    log_path = logs / f"serve-{port}.log"
+    argv = [
+        sys.executable, "-m", "hivelore", "serve", "--db", url, "--port", str(port),
+        "--requests-per-minute", "100000000", "--active-memories", "1000000",
+    ]  # fmt: skip
+    with log_path.open("wb") as out:
+        # A session of its own: Ctrl-C in the terminal reaches this script, which stops it in order.
+        process = subprocess.Popen(argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+    replica = Replica(port, process, log_path)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"hivelore serve on port {port} exited ({process.returncode}):\n{replica.log_tail()}")
+        try:
+            if httpx.get(f"{replica.base}/readyz", timeout=1.0).status_code == 200:
+                return replica
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    stop_replica(replica)
+    raise RuntimeError(f"hivelore serve on port {port} was not ready in {READY_TIMEOUT_S:g} s:\n{replica.log_tail()}")
+
+
+def stop_replica(replica: Replica) -> None:
+    if replica.process.poll() is None:
+        replica.process.terminate()
+        try:
+            replica.process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            replica.process.kill()
+            replica.process.wait()
+
+
+# -- the load ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Loaded:
+    memories: int
+    seconds: float
+    written: int
+    rejected: list[str]
+    update_keys: list[str]  # visible keys of WRITE_SCOPE, for the writes that update
+    values: list[str]  # lessons the writes send
+
+
+def analyze(url: str) -> None:
+    """What autovacuum would do, which this machine's PostgreSQL has turned off (autovacuum = off, the
+    CI's setting): fresh statistics, which also make every connection plan its prepared statements
+    again. A plan cached while the table was empty looks a key up by (space, scope) and then scans that
+    scope's rows, so without this every write gets slower as the table grows."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+def load(how: str, replica: Replica, team: Team, url: str, count: int, seed: int) -> Loaded:
+    """The synthetic store, plus the list scope's few lessons (other lessons of the same generator,
+    on the release branch), into the org's shared space; batches of IMPORT_BATCH, LOAD_STREAMS at once."""
+    stats = synth.StoreStats(count=count, seconds=0.0)
+    memories = list(synth.memories(count, stats, seed))
+    spare = synth.StoreStats(count=LIST_SIZE, seconds=0.0)
+    memories += [
+        replace(m, scope=parse(LIST_SCOPE), key=f"release-{m.key}") for m in synth.memories(LIST_SIZE, spare, seed + 1)
+    ]
+    batches = [memories[i : i + IMPORT_BATCH] for i in range(0, len(memories), IMPORT_BATCH)]
+    written, rejected = 0, []
+    connections: list[psycopg.Connection] = []
+    send = _sender(how, replica, team, url, connections)
+    started = time.perf_counter()
+    analyzed_at = 0
+    pool = ThreadPoolExecutor(LOAD_STREAMS)
+    try:
+        for n, (done, refused) in enumerate(pool.map(send, batches), start=1):
+            written += done
+            rejected += refused
+            if written >= 2 * analyzed_at:  # each time the table doubled
+                analyze(url)
+                analyzed_at = written
+            if n % 20 == 0:
+                log(f"loaded {min(n * IMPORT_BATCH, len(memories)):,} of {len(memories):,}")
+    finally:
+        # On Ctrl-C, do not wait for the batches in flight: stopping the server ends them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for conn in connections:
+            conn.close()
+    analyze(url)
+    seconds = time.perf_counter() - started
+    values = [m.value for m in synth.memories(500, synth.StoreStats(count=500, seconds=0.0), seed + 2)]
+    return Loaded(len(memories), seconds, written, rejected, stats.keys.get(WRITE_SCOPE, []), values)
+
+
+def _sender(
+    how: str, replica: Replica, team: Team, url: str, connections: list[psycopg.Connection]
+) -> Callable[[list[Memory]], tuple[int, list[str]]]:
+    """What loads one batch: (rows written, records rejected). The direct way's connections, one a
+    thread, are added to `connections`."""
+    if how == "http":
+
+        def post(batch: list[Memory]) -> tuple[int, list[str]]:
+            """POST /v1/memories/import: every record through the guard and the quota; the server keeps
+            `created` and sets `updated` to now."""
+            with httpx.Client(base_url=replica.base, headers=team.loader.headers, timeout=600.0) as client:
+                body = {"records": [m.to_dict() for m in batch], "space": f"org:{ORG}"}
+                answer = client.post("/v1/memories/import", json=body)
+            if answer.status_code != 200:
+                raise RuntimeError(f"an import batch answered {answer.status_code}: {answer.text[:500]}")
+            report = answer.json()
+            return len(report["written"]), report["rejected"]
+
+        return post
+    local = threading.local()
+
+    def store(batch: list[Memory]) -> tuple[int, list[str]]:
+        """PostgresTier.store_batch on a connection of this thread: the rows an import writes, with
+        the synthetic `updated` and `seen_count` kept, and no guard or quota (synth's lessons pass
+        the guard; the benchmark's quota is unlimited)."""
+        if not hasattr(local, "tier"):
+            conn = psycopg.connect(url, autocommit=True)
+            connections.append(conn)
+            local.tier = PostgresTier(conn, {ORG: f"org:{team.org_id}"}, [], owner=team.loader_id)
+        written, _ = local.tier.store_batch(ORG, batch, lambda new, old: new)
+        return len(written), []
+
+    return store
+
+
+# -- the clients -------------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    op: str
+    seconds: float
+    status: str  # the HTTP status, or the transport error's class
+
+
+@dataclass
+class Usage:
+    """CPU seconds used during a run: this process (the clients), the replicas, PostgreSQL's
+    processes (all of them: other users of the same server count too), and the whole machine."""
+
+    client: float
+    replicas: float
+    postgres: float
+    busy: float  # every core's non-idle time
+    wall: float
+
+
+def _ticks(stat_line: str) -> float:
+    fields = stat_line.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        return _ticks(Path(f"/proc/{pid}/stat").read_text())
+    except OSError:
+        return 0.0
+
+
+def _postgres_cpu() -> float:
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if line.split("(", 1)[1].startswith("postgres)"):
+                total += _ticks(line)
+    return total
+
+
+def _machine_busy() -> float:
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def measured(replicas: Sequence[Replica]) -> Iterator[list[Usage]]:
+    """Yield a list that holds one Usage once the block ends."""
+
+    def now() -> tuple[float, float, float, float, float]:
+        return (
+            time.process_time(),
+            sum(_process_cpu(r.process.pid) for r in replicas),
+            _postgres_cpu(),
+            _machine_busy(),
+            time.perf_counter(),
+        )
+
+    out: list[Usage] = []
+    before = now()
+    yield out
+    after = now()
+    out.append(Usage(*(b - a for a, b in zip(before, after, strict=True))))
+
+
+@dataclass
+class Run:
+    name: str
+    replicas: int
+    clients: int
+    seconds: float
+    samples: list[Sample]
+    usage: Usage
+
+
+class Client:
+    """One team member's agent: its own token and keep-alive connection to one replica."""
+
+    def __init__(self, n: int, account: Account, replica: Replica, loaded: Loaded, seed: int) -> None:
+        self.n, self.loaded = n, loaded
+        self.http = httpx.Client(base_url=replica.base, headers=account.headers, timeout=30.0)
+        self.rng = random.Random(seed * 1000 + n)
+        self.written = 0
+        self.samples: list[Sample] = []
+
+    def timed(self, op: str, request: httpx.Request) -> None:
+        started = time.perf_counter()
+        try:
+            answer = self.http.send(request)
+            answer.read()
+            status = str(answer.status_code)
+        except httpx.HTTPError as exc:
+            status = type(exc).__name__
+        self.samples.append(Sample(op, time.perf_counter() - started, status))
+
+    def search(self) -> httpx.Request:
+        return self.http.build_request(
+            "GET", "/v1/memories/search", params={"q": self.rng.choice(QUERIES), "scope": list(CHAIN)}
+        )
+
+    def list(self) -> httpx.Request:
+        return self.http.build_request("GET", "/v1/memories", params={"scope": LIST_SCOPE})
+
+    def write(self, run: str) -> httpx.Request:
+        self.written += 1
+        if self.rng.random() < 0.5 and self.loaded.update_keys:
+            key = self.rng.choice(self.loaded.update_keys)  # an upsert: a loaded lesson seen again
+        else:
+            key = f"bench-{run}-{self.n}-{self.written}"
+        body = {
+            "scope": WRITE_SCOPE,
+            "key": key,
+            "value": self.rng.choice(self.loaded.values),
+            "tags": ["bench"],
+            "provenance": {"agent": "claude-code", "session": f"bench-{self.n}", "repo": "acme/checkout"},
+        }
+        # Sent as a client's outbox sends a write: with a key that makes a retry land once.
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        return self.http.build_request("POST", "/v1/memories", json=body, headers=headers)
+
+    def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start) -> None:
+        ops, weights = [op for op, _ in mix], [w for _, w in mix]
+        start.wait()
+        while time.perf_counter() < start.stop:
+            op = self.rng.choices(ops, weights)[0]
+            if op == "search":
+                self.timed(op, self.search())
+            elif op == "list":
+                self.timed(op, self.list())
+            elif op == "write":
+                self.timed(op, self.write(run))
+            else:
+                self.timed(op, self.http.build_request("GET", "/healthz"))
+
+
+class Start:
+    """Releases every client at once, and says when they stop."""
+
+    def __init__(self, parties: int, seconds: float) -> None:
+        self.seconds, self.stop = seconds, 0.0
+        self.barrier = threading.Barrier(parties, action=self._go)
+
+    def _go(self) -> None:
+        self.stop = time.perf_counter() + self.seconds
+
+    def wait(self) -> None:
+        self.barrier.wait()
+
+
+def run_clients(
+    name: str,
+    mix: Sequence[tuple[str, int]],
+    replicas: Sequence[Replica],
+    team: Team,
+    loaded: Loaded,
+    clients: int,
+    seconds: float,
+    seed: int,
+) -> Run:
+    """`clients` threads, spread over the replicas' ports, each running `mix` until the time is up."""
+    tag = f"{name}-{len(replicas)}"
+    workers = [Client(n, team.clients[n], replicas[n % len(replicas)], loaded, seed) for n in range(clients)]
+    start = Start(clients + 1, seconds)
+    try:
+        for worker in workers:  # each keep-alive connection is open before the clock starts
+            worker.http.get("/healthz").raise_for_status()
+        threads = [threading.Thread(target=w.loop, args=(tag, mix, start), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        with measured(replicas) as usage:
+            start.wait()
+            for thread in threads:
+                while thread.is_alive():  # a join with a timeout lets Ctrl-C through
+                    thread.join(0.5)
+    except BaseException:
+        # Interrupted: each client stops after the request it is in, which stopping the servers ends.
+        start.stop = 0.0
+        raise
+    for worker in workers:
+        worker.http.close()
+    samples = [s for w in workers for s in w.samples]
+    return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0])
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) of sorted values, nearest rank."""
+    rank = max(1, round(q / 100 * len(ordered) + 0.5))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def _target(run: Run, op: str, ok: list[float], throughput: float) -> str:
+    if op == "search":
+        p99 = percentile(ok, 99) * 1000
+        verdict = "meets" if p99 < TARGET_SEARCH_P99_MS else "misses"
+        at = "" if run.clients == TARGET_CLIENTS else f", set at {TARGET_CLIENTS} clients"
+        return f"p99 < {TARGET_SEARCH_P99_MS:g} ms: {verdict}{at}"
+    if op == "write" and run.name == "writes":
+        verdict = "meets" if throughput >= TARGET_WRITES_S else "misses"
+        return f">= {TARGET_WRITES_S:g} writes/s: {verdict}"
+    return ""
+
+
+def table(runs: Sequence[Run]) -> str:
+    header = ("replicas", "run", "operation", "count", "ops/s", "p50 ms", "p99 ms", "errors", "target")
+    rows = []
+    for run in runs:
+        for op in sorted({s.op for s in run.samples}, key=lambda o: [m for m, _ in MIX].index(o)):
+            mine = [s for s in run.samples if s.op == op]
+            ok = sorted(s.seconds for s in mine if s.status.startswith("2"))
+            errors = Counter(s.status for s in mine if not s.status.startswith("2"))
+            throughput = len(ok) / run.seconds
+            rows.append(
+                (
+                    str(run.replicas),
+                    run.name,
+                    op,
+                    f"{len(mine):,}",
+                    f"{throughput:,.0f}",
+                    f"{percentile(ok, 50) * 1000:,.1f}" if ok else "-",
+                    f"{percentile(ok, 99) * 1000:,.1f}" if ok else "-",
+                    ", ".join(f"{n} × {status}" for status, n in sorted(errors.items())) or "0",
+                    _target(run, op, ok, throughput) if ok else "",
+                )
+            )
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    right = {0, 3, 4, 5, 6}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+def usage_line(run: Run) -> str:
+    u, n = run.usage, len(run.samples)
+    per_request = f"{u.client / n * 1000:.2f} ms a request" if n else "-"
+    others = u.busy - u.client - u.replicas - u.postgres  # other jobs on the machine
+    return (
+        f"{run.replicas} replica{'s' if run.replicas > 1 else ''}, {run.name}: {n / u.wall:,.0f} requests/s in all;"
+        f" CPU (cores busy): client {u.client / u.wall:.2f} ({per_request}), replicas {u.replicas / u.wall:.2f},"
+        f" PostgreSQL {u.postgres / u.wall:.2f}, anything else {max(0.0, others) / u.wall:.2f};"
+        f" whole machine {u.busy / u.wall:.2f} of {os.cpu_count()}"
+    )
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+def bench(args: argparse.Namespace, work: Path) -> int:
+    name = f"hivelore_bench_{os.getpid()}"
+    replicas: list[Replica] = []
+    created = False
+    try:
+        url = create_database(name)
+        created = True
+        log(f"database {name}; {args.clients} client accounts")
+        team = make_team(url, args.clients)
+        replicas.append(start_replica(url, work))
+        log(f"loading {args.memories:,} memories ({LOAD_WAYS[args.load]})…")
+        loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
+        log(f"loaded in {loaded.seconds:.1f} s")
+
+        calibration = run_clients(
+            "calibration",
+            (("healthz", 1),),
+            replicas,
+            team,
+            loaded,
+            args.clients,
+            min(CALIBRATION_S, args.seconds),
+            args.seed,
+        )
+        runs: list[Run] = []
+        for count in (1, 2):
+            while len(replicas) < count:
+                replicas.append(start_replica(url, work))
+            for run_name, mix in (("mixed", MIX), ("writes", (("write", 1),))):
+                log(f"{count} replica(s), {run_name}: {args.clients} clients for {args.seconds:g} s…")
+                runs.append(run_clients(run_name, mix, replicas, team, loaded, args.clients, args.seconds, args.seed))
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
+            ).fetchone()
+        end = f"{row[0]:,} memories (the runs' writes included), database {row[1]}" if row else "?"
+    finally:
+        for replica in replicas:
+            stop_replica(replica)
+        if created:
+            drop_database(name)
+            log(f"dropped {name}")
+
+    report(args, loaded, calibration, runs, end)
+    return 0
+
+
+def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Sequence[Run], end: str) -> None:
+    try:
+        version = metadata.version("hivelore")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    print(f"hivelore {version} team server load benchmark · {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
+    with psycopg.connect(ADMIN_URL) as conn:
+        server_version = conn.execute("SHOW server_version").fetchone()
+    print(
+        f"python {platform.python_version()} · {platform.platform()} · {os.cpu_count()} CPUs"
+        f" ({CORES_NOTE}) · PostgreSQL {server_version[0] if server_version else '?'} at 127.0.0.1:5432"
+    )
+    print(
+        f"{args.clients} clients (threads, keep-alive httpx, a token each, no pause between requests) for"
+        f" {args.seconds:g} s per run; seed {args.seed}; load average before: {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"load: {loaded.memories:,} memories ({args.memories:,} synthetic + {LIST_SIZE} in {LIST_SCOPE}) into"
+        f" org:{ORG} {LOAD_WAYS[args.load]}, {IMPORT_BATCH} a batch, {LOAD_STREAMS} batches at once:"
+        f" {loaded.seconds:.1f} s ({loaded.memories / loaded.seconds:,.0f} memories/s); written {loaded.written:,},"
+        f" rejected {len(loaded.rejected):,}"
+    )
+    for rejected in loaded.rejected[:3]:
+        print(f"  rejected: {rejected}")
+    print(f"at the end: {end}")
+    print()
+    print(table(runs))
+    print()
+    n = len(calibration.samples)
+    print(
+        f"calibration: the same {calibration.clients} client threads against GET /healthz:"
+        f" {n / calibration.seconds:,.0f} requests/s,"
+        f" client CPU {calibration.usage.client / max(n, 1) * 1000:.2f} ms a request"
+    )
+    for run in runs:
+        print(usage_line(run))
+    print()
+    print(
+        f"targets (issue 13, on {CORES_NOTE}): search p99 < {TARGET_SEARCH_P99_MS:g} ms at {TARGET_CLIENTS}"
+        f" concurrent clients; >= {TARGET_WRITES_S:g} writes/s. Printed, not asserted."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=100_000, help="memories loaded (default 100,000)")
+    parser.add_argument(
+        "--clients", type=int, default=TARGET_CLIENTS, help=f"concurrent clients (default {TARGET_CLIENTS})"
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per run (default 20)")
+    parser.add_argument(
+        "--seed", type=int, default=1, help="seed of the synthetic memories and the clients (default 1)"
+    )
+    parser.add_argument(
+        "--load",
+        choices=sorted(LOAD_WAYS),
+        default="direct",
+        help="how the memories are loaded: PostgresTier.store_batch on direct connections (default), or"
+        " POST /v1/memories/import (guard and quota on every record; slow from ~10,000 memories of one owner)",
+    )
+    parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
+    args = parser.parse_args(argv)
+    if args.small:
+        args.memories, args.clients, args.seconds = 2000, 5, 3.0
+    if args.memories <= 0 or args.clients <= 0 or args.seconds <= 0:
+        parser.error("--memories, --clients and --seconds must be positive")
+    # SIGTERM (a CI runner giving up) unwinds like Ctrl-C: the servers stop and the database is dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="hivelore-bench-server-") as work:
+        try:
+            return bench(args, Path(work))
+        except RuntimeError as exc:
+            print(f"FAILED: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("interrupted: the servers were stopped and the database dropped", file=sys.stderr)
+            return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
