@@ -72,9 +72,12 @@ class RemoteTier(Tier):
                 sql = f"SELECT {COLUMNS} FROM memories m WHERE m.scope = :scope AND {VISIBLE} ORDER BY {order} LIMIT :n"
                 for candidate in self.mirror.rows(sql, {"scope": scope, "n": per_scope}):
                     found[(candidate.origin, candidate.place)] = candidate
-        visible = self.listed(scopes)
-        shadowed = len(visible) - len({c.key for c in visible})
-        return Survey(self.counts(scopes), list(found.values()), shadowed)
+        marks, params = self._in(scopes)
+        row = self.mirror.conn.execute(  # counted in SQL: a session start must not decode the whole mirror
+            f"SELECT count(*) - count(DISTINCT m.key) FROM memories m WHERE m.scope IN ({marks}) AND {VISIBLE}",
+            {"now": time.time(), **params},
+        ).fetchone()
+        return Survey(self.counts(scopes), list(found.values()), int(row[0]) if row else 0)
 
     def rivals(self, scopes: Sequence[str], of: Sequence[Candidate]) -> list[Candidate]:
         have = {(c.origin, c.place) for c in of}
