@@ -28,6 +28,9 @@ from hivelore.remote.replica import Replica
 AUTO = "server"
 PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")
+# A mirror read without asking the server (a hook) is said to be stale past this: five of the hook
+# server's sync rounds (hooks/server.py MIRROR_SYNC_S) missed in a row.
+STALE_S = 10.0
 
 
 class RemoteTier(Tier):
@@ -35,6 +38,20 @@ class RemoteTier(Tier):
         self.replica, self.mirror, self.warnings, self.online = replica, replica.mirror, warnings, online
         spaces = self.mirror.spaces or [PERSONAL]
         self.parts = {space: origin_of(space) for space in spaces}
+        if not online:
+            self._tell_staleness()
+
+    def _tell_staleness(self) -> None:
+        """A read that does not ask the server (a hook) answers from the mirror as it is; when that
+        is older than STALE_S, the warning says so (a hook's warnings go to its log)."""
+        age = self.replica.age_s
+        if age is not None and age <= STALE_S:
+            return
+        since = "has never been synced" if age is None else f"was last synced {age:.0f} s ago"
+        self._warn(
+            f"answered from the team server's mirror, which {since}, without waiting on the server"
+            " (`hivelore remote status` says why it is not synced)"
+        )
 
     # -- where a write goes ----------------------------------------------------------------------
 
