@@ -57,10 +57,7 @@ class RemoteTier(Tier):
 
     def sharing(self, scope: Scope) -> str | None:
         """The organisation space that shares `scope` (or, for a branch, its repository), if any."""
-        names = {str(scope)}
-        if scope.level is Level.BRANCH:
-            names.add("repo::" + str(scope).split("::")[1])
-        return next((space for space, shared in self.mirror.shared.items() if names & set(shared)), None)
+        return sharing_space(scope, self.mirror.shared)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -190,6 +187,15 @@ class RemoteTier(Tier):
 
     def close(self) -> None:
         self.replica.close()
+
+
+def sharing_space(scope: Scope, shared: dict[str, list[str]]) -> str | None:
+    """Of `shared` (per organisation space, its scopes, as the mirror holds them), the space that
+    shares `scope` or, for a branch, its repository; None when none does."""
+    names = {str(scope)}
+    if scope.level is Level.BRANCH:
+        names.add("repo::" + str(scope).split("::")[1])
+    return next((space for space, scopes in shared.items() if names & set(scopes)), None)
 
 
 def _change(existing: Memory | None, after: Memory, space: str | None) -> tuple[str, dict[str, object]]:
