@@ -100,12 +100,3 @@ async def test_in_local_mode_they_say_no_team_server_is_named(tmp_path: Path) ->
     assert "no team server is named" in status["problem"]
     assert scopes["orgs"] == {} and scopes["shared_here"] == {}
     assert "no team server is named" in scopes["warnings"][0]
-
-
-async def test_no_tool_administers_tokens_or_organisations(tmp_path: Path) -> None:
-    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
-    home.mkdir()
-    async with mcp_session(home, repo, tmp_path / "mcp.log") as session:
-        names = {tool.name for tool in (await session.list_tools()).tools}
-    assert {"remote_status", "org_scopes"} <= names
-    assert not {name for name in names if name.startswith(("token", "org_")) and name != "org_scopes"}
