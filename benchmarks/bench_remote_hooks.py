@@ -51,6 +51,7 @@ from pathlib import Path
 
 import psycopg
 
+from hivelore.errors import HiveloreError
 from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.tier import STALE_S
 from hivelore.server.postgres import accounts, migrate
@@ -95,6 +96,7 @@ class DelayingProxy:
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port, self.delay_s = upstream_port, 0.0
+        self.answers = 0  # connections the server answered through the proxy: the sync's requests
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.listener.getsockname()[1])
         threading.Thread(target=self._accept, name="proxy", daemon=True).start()
@@ -125,21 +127,24 @@ class DelayingProxy:
             return
         threading.Thread(target=self._pipe, args=(client, upstream, 0.0), daemon=True).start()
         try:
-            self._pipe(upstream, client, self.delay_s)
+            if self._pipe(upstream, client, self.delay_s):
+                self.answers += 1
         finally:  # the server answered and closed: both ends go
             client.close()
             upstream.close()
 
     @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, delay_s: float) -> None:
+    def _pipe(source: socket.socket, sink: socket.socket, delay_s: float) -> bool:
+        """Copy until the source closes, the first bytes `delay_s` late; whether any came."""
+        first = True
         with contextlib.suppress(OSError):
-            first = True
             while data := source.recv(1 << 16):
                 if first and delay_s:
                     time.sleep(delay_s)
                 first = False
                 sink.sendall(data)
             sink.shutdown(socket.SHUT_WR)
+        return not first
 
 
 # -- the server and the client machine --------------------------------------------------------------
@@ -178,6 +183,7 @@ class TeamServer:
     def __init__(self, url: str, log_path: Path) -> None:
         self.port = free_port()
         argv = [sys.executable, "-m", "hivelore", "serve", "--db", url, "--port", str(self.port)]
+        argv += ["--requests-per-minute", "1000000"]  # the seeding writes one lesson a request
         with log_path.open("wb") as out:
             self.process = subprocess.Popen(
                 argv, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
@@ -280,6 +286,7 @@ class Figures:
     runs: int
     lessons: int
     said: dict[str, str] = field(default_factory=dict)  # per condition, the session start's first line
+    answers: dict[str, int] = field(default_factory=dict)  # per condition, the server's answers through the proxy
     log_lines: list[str] = field(default_factory=list)  # what the hook log said about the team server
 
     def bare_ms(self, condition: str) -> float:
@@ -345,6 +352,7 @@ def _rounds(machine: Machine, server: TeamServer, proxy: DelayingProxy, runs: in
             proxy.close()
         log(f"{condition}: settling {SETTLE_S[condition]:g} s, then {runs} rounds")
         time.sleep(SETTLE_S[condition])
+        answered = proxy.answers
         rows = {label: Row(condition, label, []) for label in (BARE, *(e[0] for e in EVENTS))}
         for n in range(runs):
             rows[BARE].samples.append(machine.run([sys.executable, "-c", "pass"], None)[0])
@@ -358,6 +366,7 @@ def _rounds(machine: Machine, server: TeamServer, proxy: DelayingProxy, runs: in
                     said = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout else ""
                     figures.said[condition] = said.splitlines()[0] if said else "(nothing)"
         figures.rows += rows.values()
+        figures.answers[condition] = proxy.answers - answered
     figures.log_lines = [line for line in machine.hook_log() if "team server" in line]
     return figures
 
@@ -386,6 +395,8 @@ def report(figures: Figures) -> None:
     print()
     for condition, line in figures.said.items():
         print(f"session start said ({condition}): {line}")
+    answers = ", ".join(f"{n} ({condition})" for condition, n in figures.answers.items())
+    print(f"the server's answers to the hook server's syncs during the rounds: {answers}")
     # Without the time stamp, and the mirror's age as N: one line per thing said.
     said = Counter(re.sub(r"\b\d+ s ago", "N s ago", line.split(" ", 1)[-1]) for line in figures.log_lines)
     print("hook log about the team server:" + ("" if said else " (nothing)"))
@@ -415,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-remote-hooks-") as work:
         try:
             figures = measure(args.runs, args.lessons, Path(work))
-        except (RuntimeError, OSError, subprocess.SubprocessError, psycopg.Error) as exc:
+        except (RuntimeError, OSError, subprocess.SubprocessError, psycopg.Error, HiveloreError) as exc:
             print(f"FAILED: {exc}", file=sys.stderr)
             return 1
     report(figures)
