@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -30,8 +31,8 @@ from hivelore.remote.replica import Replica
 from hivelore.server.postgres import accounts
 
 CLIENTS = 3
-WRITES_EACH = 12
-KILL_AFTER = 9  # rows on the server before the kill: a quarter of the writes
+KILL_AFTER = 9  # rows on the server before the kill
+AFTER_RESTART = 2  # writes the server answers each client once it is back
 WAIT_S = 60.0  # a bound on every wait below; each is a condition, met in a few seconds
 
 
@@ -159,57 +160,67 @@ def test_the_server_killed_while_clients_write_ends_with_every_write_exactly_onc
     port = free_port()
     server = start_server(database_url, tmp_path / "server.log", port=port)
     run = unique("kill")
-    machines = [machine(tmp_path, f"c{n}", server, who) for n, who in enumerate(team)]
-    expected = {f"{run}-c{c}-{n:02d}": f"client {c} wrote lesson {n} of the kill run" for c in range(CLIENTS)
-                for n in range(WRITES_EACH)}  # fmt: skip
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        machines = list(pool.map(lambda n: machine(tmp_path, f"c{n}", server, team[n]), range(CLIENTS)))
+    written: dict[str, str] = {}  # every write a client made: key, value
+    queued: list[str] = []  # the writes a client was told wait in its outbox: the server was away
     failures: list[str] = []
-    queued: list[str] = []  # writes that waited in an outbox: the server was away
+    restarted = threading.Event()
+    deadline = time.monotonic() + WAIT_S
 
-    def write_all(c: int, home: Path, repo: Path) -> None:
-        for n in range(WRITES_EACH):
-            key = f"{run}-c{c}-{n:02d}"
+    def write_until_back(c: int, home: Path, repo: Path) -> None:
+        """Write, one command at a time, until the server has answered AFTER_RESTART writes after its restart."""
+        n = after = 0
+        while after < AFTER_RESTART and time.monotonic() < deadline:
+            key, n = f"{run}-c{c}-{n:03d}", n + 1
+            written[key] = f"client {c} wrote lesson {n} of the kill run"
             try:
                 service = command(home, repo)
                 try:
-                    service.write(REPO, key, expected[key])
+                    service.write(REPO, key, written[key])
                     if any("waits in the outbox" in w for w in service.warnings):
                         queued.append(key)
+                    elif restarted.is_set():
+                        after += 1
                 finally:
                     service.close()
             except Exception as exc:  # a write a user would have seen fail: the test fails
                 failures.append(f"{key}: {exc!r}")
+                return
 
-    writers = [threading.Thread(target=write_all, args=(c, *m)) for c, m in enumerate(machines)]
+    def wait_for(condition: Callable[[], bool], what: str) -> None:
+        while not condition():
+            assert not failures, failures[:3]
+            assert time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    writers = [threading.Thread(target=write_until_back, args=(c, *m)) for c, m in enumerate(machines)]
     try:
         for writer in writers:
             writer.start()
-        deadline = time.monotonic() + WAIT_S
-        while len(stored(database_url, run)) < KILL_AFTER:
-            assert time.monotonic() < deadline, "the clients' writes did not reach the server"
-            assert all(w.is_alive() for w in writers), "a client finished before the kill"
-            time.sleep(0.05)
+        wait_for(lambda: len(stored(database_url, run)) >= KILL_AFTER, "the clients' writes did not reach the server")
         server.process.kill()  # SIGKILL: no shutdown; a request in flight loses its answer
         server.process.wait(10)
         # Down longer than a client's retries: every client was told a write waits in its outbox.
-        while clients_of(queued) != clients_of(expected):
-            assert time.monotonic() < deadline, "a client's write did not wait in its outbox"
-            assert all(w.is_alive() for w in writers), "a client finished while the server was down"
-            time.sleep(0.05)
+        wait_for(lambda: len(clients_of(queued)) == CLIENTS, "a client's write did not wait in its outbox")
         server = start_server(database_url, tmp_path / "server.log", port=port)
+        restarted.set()
         for writer in writers:
             writer.join(WAIT_S)
-            assert not writer.is_alive(), "a client hung"
+        assert not failures, failures[:3]
+        assert not any(w.is_alive() for w in writers), "a client hung"
+        assert len(clients_of(written)) == CLIENTS and time.monotonic() < deadline, "a client did not finish"
         # What still waits is sent as remote mode sends it: `remote status` flushes, then shows.
-        for home, repo in machines:
-            status = hivelore(home, repo, "remote", "status", "--json")
-            assert json.loads(status.stdout)["outbox"]["waiting"] == 0, status.stdout + status.stderr
-            assert json.loads(status.stdout)["outbox"]["rejected"] == [], status.stdout
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            statuses = list(pool.map(lambda m: hivelore(*m, "remote", "status", "--json"), machines))
+        for status in statuses:
+            shown = json.loads(status.stdout)["outbox"]
+            assert (shown["waiting"], shown["rejected"]) == (0, []), status.stdout + status.stderr
     finally:
         server.stop()
 
-    assert not failures, failures[:3]
     rows = stored(database_url, run)
-    assert [key for key, _, _ in rows] == sorted(expected), "a write is missing, or on the server twice"
-    assert {key: value for key, value, _ in rows} == expected
+    assert [key for key, _, _ in rows] == sorted(written), "a write is missing, or on the server twice"
+    assert {key: value for key, value, _ in rows} == written
     assert [key for key, _, seen in rows if seen != 1] == [], "a replayed write was applied a second time"
     assert all(outbox(home) == [] for home, _ in machines)
