@@ -27,6 +27,7 @@ from harness import REPO, make_repo
 
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.remote.credentials import resolve
+from hivelore.remote.outbox import Outbox
 from hivelore.remote.replica import Replica
 from hivelore.server.postgres import accounts
 
@@ -224,3 +225,15 @@ def test_the_server_killed_while_clients_write_ends_with_every_write_exactly_onc
     assert {key: value for key, value, _ in rows} == written
     assert [key for key, _, seen in rows if seen != 1] == [], "a replayed write was applied a second time"
     assert all(outbox(home) == [] for home, _ in machines)
+
+
+def test_the_outbox_keeps_the_order_changes_were_made_when_the_clock_steps_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = Outbox(str(tmp_path / "server.outbox"))
+    first = box.add("write", {"scope": REPO, "key": "k", "value": "first"})
+    an_hour = 3600 * 10**9
+    monkeypatch.setattr(time, "time_ns", lambda: int(first.name.split("-")[0]) - an_hour)  # NTP stepped it back
+    second = box.add("write", {"scope": REPO, "key": "k", "value": "second"})
+    assert [c.body["value"] for c in box.waiting()] == ["first", "second"]
+    assert second.name > first.name
