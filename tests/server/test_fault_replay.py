@@ -1,11 +1,12 @@
-"""The team server killed under its clients, and its replicas sharing one rate limit.
+"""The team server killed under its clients, and the outbox's replay.
 
 Clients write through the real remote-mode path (memory/service.py → remote/tier.py → the outbox and
 the replica in remote/), each in its own HIVELORE_HOME, logged in with `hivelore remote login`. The
 server is SIGKILLed mid-way and started again on its port: the outboxes replay with their
-idempotency keys and the server ends holding every write once — nothing missing, nothing twice,
-nothing older over something newer. Two `hivelore serve` processes on one database count one
-token's requests in one window."""
+idempotency keys and the server ends holding every write once — nothing missing, nothing twice.
+A change whose answer was lost lands once when replayed; a newer change never overtakes an older
+one waiting in the outbox, even when the clock steps back. (Replicas sharing a rate limit, and
+PostgreSQL restarted: test_faults.py.)"""
 
 from __future__ import annotations
 
