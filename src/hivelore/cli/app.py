@@ -273,67 +273,95 @@ def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
     return records, unreadable
 
 
-def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
-    from hivelore.memory.lorekit import LoreKitSkip, read_lorekit
+def _source_records(source: str, path: Path | None, service: Hivelore) -> tuple[list[ImportRecord], list[str]]:
+    """What `--from SOURCE [PATH]` reads, placed from the folder the command runs in."""
+    from hivelore.memory.imports import collect
+    from hivelore.memory.imports.common import place_for
 
-    records, skipped = [], []
-    for item in read_lorekit(root.expanduser()):
-        if isinstance(item, LoreKitSkip):
-            skipped.append(f"{item.source}: {item.reason}")
-            continue
-        records.append(
-            ImportRecord(
-                source=str(item.source),
-                scope=item.scope,
-                key=item.key,
-                value=item.value,
-                tags=tuple(item.tags),
-                kind=item.kind,
-                state=item.state,
-                created=item.created,
-                updated=item.updated,
-                seen_count=item.seen_count,
-                expires_at=item.expires_at,
-                archived_at=item.archived_at,
-                provenance=item.provenance,
-            )
-        )
-    return records, skipped
+    return collect(source, path, place_for(service.chain, Path.cwd(), Path.home()))
+
+
+def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
+    from hivelore.memory.imports.common import Skip
+    from hivelore.memory.imports.lorekit import records
+
+    found = list(records(root.expanduser()))
+    kept = [item for item in found if isinstance(item, ImportRecord)]
+    return kept, [f"{item.source}: {item.reason}" for item in found if isinstance(item, Skip)]
+
+
+def _print_mapping(records: list[ImportRecord], addresses: list[str], service: Hivelore) -> None:
+    """Where each memory goes (scope, kind) and where it came from: what a dry run is for."""
+    from hivelore.memory.imports.common import place_for
+
+    place = place_for(service.chain, Path.cwd(), Path.home())
+    out.print(f"[dim]this repository's files go to {escape(place.repo_scope)}; the user's own to global[/dim]")
+    by_address = {f"{r.scope}::{r.key}": r for r in records}
+    for address in addresses:
+        found = by_address.get(address)
+        if found is not None:
+            out.print(f"  {escape(address)}  [dim]{found.kind} ← {escape(found.source)}[/dim]")
 
 
 @app.command(name="import")
 def import_(
-    file: Annotated[Path | None, typer.Argument(help="A JSONL file (one memory per line), or '-' for stdin.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A JSONL file (one memory per line) or '-' for stdin; with --from, the file or folder to read "
+            "instead of that tool's usual places."
+        ),
+    ] = None,
+    from_source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Import another tool's memory: claude-code, codex, basic-memory, claude-mem, kiro or lorekit.",
+        ),
+    ] = None,
     from_lorekit: Annotated[Path | None, typer.Option(help="Import a LoreKit store, e.g. ~/.lorekit.")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Import the valid records and list the rejected.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only and list what goes where; write nothing.")] = False,
     tier: Annotated[str | None, typer.Option(help="home or project.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Import memories; every record passes the same checks as a write. One bad record: nothing written."""
     with reported_errors():
-        if (file is None) == (from_lorekit is None):
-            fail("give either a JSONL file or --from-lorekit DIR.", EXIT_BAD_INPUT)
-        if from_lorekit is not None:
+        if from_source is not None and from_lorekit is not None:
+            fail("give either --from SOURCE or --from-lorekit DIR, not both.", EXIT_BAD_INPUT)
+        if from_source is None and (file is None) == (from_lorekit is None):
+            fail("give a JSONL file, --from SOURCE [PATH] or --from-lorekit DIR.", EXIT_BAD_INPUT)
+        service = _service()
+        if from_source is not None:
+            records, unreadable = _source_records(from_source, file, service)
+        elif from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
         else:
             records, unreadable = _jsonl_records(file)  # type: ignore[arg-type]
-        service = _service()
         report = service.import_records(
             records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier, unreadable=unreadable
         )
     if as_json:
         print_json(
             {"dry_run": dry_run, "written": report.written, "unchanged": report.unchanged, "rejected": report.rejected}
+            | ({"records": _records_shown(records)} if from_source is not None else {})
         )
     else:
         verb = "would write" if dry_run else "wrote"
         out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
+        if from_source is not None:
+            _print_mapping(records, report.written, service)
         for reason in report.rejected:
             print(f"  rejected {reason}", file=sys.stderr)
     if report.rejected and not skip_invalid:
         nothing = "nothing would be imported" if dry_run else "nothing was imported"
         fail(f"{nothing} because of the rejected records above: fix them or pass --skip-invalid.", EXIT_BAD_INPUT)
+
+
+def _records_shown(records: list[ImportRecord]) -> list[dict[str, str]]:
+    return [
+        {"address": f"{r.scope}::{r.key}", "kind": r.kind, "source": r.source, **r.provenance} for r in records
+    ]
 
 
 @app.command()
