@@ -10,7 +10,8 @@ free text, ``## Observations`` (``- [category] text #tag``) and ``## Relations``
 permalink      the key (``/`` becomes ``-``); the note's path without ``.md`` when it has none
 type           the kind when it names one of lesson/fact/decision/note, else ``note``
 tags           the tags (plus ``basic-memory``)
-title          kept as the first line of the value when the body does not start with it
+title          the value's first line when the body does not start with it (notes without a
+               front matter are taken as they are)
 (body)         the value, observations and relations as written
 =============  ==================================================================================
 
@@ -70,18 +71,18 @@ def _note(path: Path, root: Path, place: Place) -> ImportRecord | Skip:
         fields, body = front_matter(text)
     except ValueError as exc:
         return Skip(str(path), str(exc))
-    title = text_field(fields, "title") or path.stem
+    title = text_field(fields, "title")
     value = body.strip()
     if not value:
         return Skip(str(path), "the note has no text below its front matter.")
-    if not value.lstrip("# ").startswith(title):
+    if title and not value.lstrip("# ").startswith(title):
         value = f"{title}\n\n{value}"
     permalink = text_field(fields, "permalink") or path.relative_to(root).with_suffix("").as_posix()
     kind = text_field(fields, "type").lower()
     return ImportRecord(
         source=str(path),
         scope="global",
-        key=slug(permalink.replace("/", "-")) or slug(title),
+        key=slug(permalink.replace("/", "-")) or slug(path.stem),
         value=value,
         tags=tuple(tag_list(fields.get("tags")) + [SOURCE]),
         kind=kind if kind in KINDS else "note",

@@ -84,7 +84,8 @@ def read(paths: list[Path], place: Place) -> Found:
 def _instructions(path: Path, place: Place) -> Found:
     user_level = path.resolve() == (config_dir(place) / "CLAUDE.md").resolve()
     scope = "global" if user_level else place.repo_scope
-    prefix = "claude-local-md" if path.name == "CLAUDE.local.md" else "claude-md"
+    # The user's file gets its own keys: the same heading in a repository's file must not shadow it.
+    prefix = "user-claude-md" if user_level else "claude-local-md" if path.name == "CLAUDE.local.md" else "claude-md"
     yield from instruction_sections(path, SOURCE, prefix, scope, place)
 
 

@@ -91,6 +91,8 @@ def _instructions(path: Path, place: Place) -> Found:
     user_level = path.resolve().parent == codex_home(place).resolve()
     scope = "global" if user_level else place.repo_scope
     prefix = "agents-override-md" if path.name == "AGENTS.override.md" else "agents-md"
+    if user_level:  # the user's file gets its own keys: a repository's same heading must not shadow it
+        prefix = f"user-{prefix}"
     yield from instruction_sections(path, SOURCE, prefix, scope, place)
 
 

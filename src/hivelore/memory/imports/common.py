@@ -26,6 +26,8 @@ KEY_CHARS = 80  # a key names a file: long headings are cut here
 _SLUG_BAD_RE = re.compile(r"[^a-z0-9]+")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
+# The opening line `/init` writes into every CLAUDE.md: it says nothing about the repository.
+_BOILERPLATE_RE = re.compile(r"^This file provides guidance to [^\n]* when working with code in this repository\.?$")
 
 
 @record
@@ -193,7 +195,7 @@ def instruction_sections(path: Path, source: str, prefix: str, scope: str, place
     except ValueError as exc:
         yield Skip(str(path), f"{exc}")
         return
-    found = sections(body)
+    found = [s for s in sections(body) if s.heading or not _BOILERPLATE_RE.match(s.body.strip())]
     if not found:
         yield Skip(str(path), "the file has no text to import.")
     seen: set[str] = set()
