@@ -140,9 +140,7 @@ def _refused(rejected: list[str], expected: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("source", sorted(EXPECTED))
-def test_dry_run_lists_what_goes_where_and_writes_nothing(
-    source: str, home: Path, user_home: Path, repo: Path
-) -> None:
+def test_dry_run_lists_what_goes_where_and_writes_nothing(source: str, home: Path, user_home: Path, repo: Path) -> None:
     addresses, refused = EXPECTED[source]
     result = run(home, user_home, repo, "import", "--from", source, "--dry-run", "--skip-invalid")
     assert result.returncode == 0, result.stderr
@@ -200,9 +198,7 @@ def test_claude_code_values_and_provenance(home: Path, user_home: Path, repo: Pa
     feedback = imported[f"{REPO}::feedback-testing"]
     assert feedback["value"].startswith("Integration tests must hit a real PostgreSQL, never a mock\n\n")
     assert feedback["tags"] == ["claude-code", "feedback"]
-    assert imported["global::user-role"]["provenance"]["imported_from"].startswith(
-        "claude-code:~/.claude/projects/"
-    )
+    assert imported["global::user-role"]["provenance"]["imported_from"].startswith("claude-code:~/.claude/projects/")
     assert not any("provides guidance" in m["value"] for m in imported.values())  # /init's opening line
 
 
@@ -277,9 +273,40 @@ def test_nothing_at_the_default_places_says_where_it_looked(home: Path, tmp_path
 def test_lorekit_is_a_source_too(home: Path, user_home: Path, repo: Path) -> None:
     store = Path(__file__).parent / "fixtures" / "lorekit" / "store"
     via_from = json.loads(
-        run(home, user_home, repo, "import", "--from", "lorekit", str(store), "--skip-invalid", "--dry-run", "--json").stdout
+        run(
+            home, user_home, repo, "import", "--from", "lorekit", str(store), "--skip-invalid", "--dry-run", "--json"
+        ).stdout
     )
     via_option = json.loads(
-        run(home, user_home, repo, "import", "--from-lorekit", str(store), "--skip-invalid", "--dry-run", "--json").stdout
+        run(
+            home, user_home, repo, "import", "--from-lorekit", str(store), "--skip-invalid", "--dry-run", "--json"
+        ).stdout
     )
     assert via_from["written"] == via_option["written"] and len(via_from["written"]) == 5
+
+
+def test_one_heading_in_two_files_keeps_both(home: Path, user_home: Path, repo: Path) -> None:
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "CLAUDE.md").write_text("## Code style\n\n- Tabs in Makefiles only\n")
+    report = json.loads(run(home, user_home, repo, "import", "--from", "claude-code", str(repo), "--json").stdout)
+    assert {f"{REPO}::claude-md-code-style", f"{REPO}::claude-md-code-style-2"} <= set(report["written"])
+
+
+def test_claude_mem_rows_of_an_old_release_have_only_text(home: Path, user_home: Path, repo: Path) -> None:
+    database = repo.parent / "old.db"
+    with sqlite3.connect(database) as db:  # the observations table before titles, facts and narratives
+        db.execute(
+            "CREATE TABLE observations (id INTEGER PRIMARY KEY, sdk_session_id TEXT, project TEXT, "
+            "text TEXT, type TEXT, created_at TEXT, created_at_epoch INTEGER)"
+        )
+        db.execute(
+            "INSERT INTO observations VALUES (7, 's1', 'checkout', 'Cart totals round half-even', 'discovery', "
+            "'2025-09-01T10:00:00Z', 1756720800)"
+        )
+    db.close()
+    report = json.loads(run(home, user_home, repo, "import", "--from", "claude-mem", str(database), "--json").stdout)
+    assert report["written"] == [f"{REPO}::claude-mem-7"]
+    memory = _exported(home, user_home, repo)[f"{REPO}::claude-mem-7"]
+    assert (memory["value"], memory["kind"], memory["created"]) == (
+        "Cart totals round half-even", "fact", "2025-09-01T10:00:00Z",
+    )  # fmt: skip

@@ -273,14 +273,6 @@ def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
     return records, unreadable
 
 
-def _source_records(source: str, path: Path | None, service: Hivelore) -> tuple[list[ImportRecord], list[str]]:
-    """What `--from SOURCE [PATH]` reads, placed from the folder the command runs in."""
-    from hivelore.memory.imports import collect
-    from hivelore.memory.imports.common import place_for
-
-    return collect(source, path, place_for(service.chain, Path.cwd(), Path.home()))
-
-
 def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
     from hivelore.memory.imports.common import Skip
     from hivelore.memory.imports.lorekit import records
@@ -290,12 +282,9 @@ def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
     return kept, [f"{item.source}: {item.reason}" for item in found if isinstance(item, Skip)]
 
 
-def _print_mapping(records: list[ImportRecord], addresses: list[str], service: Hivelore) -> None:
+def _print_mapping(records: list[ImportRecord], addresses: list[str], repo_scope: str) -> None:
     """Where each memory goes (scope, kind) and where it came from: what a dry run is for."""
-    from hivelore.memory.imports.common import place_for
-
-    place = place_for(service.chain, Path.cwd(), Path.home())
-    out.print(f"[dim]this repository's files go to {escape(place.repo_scope)}; the user's own to global[/dim]")
+    out.print(f"[dim]this repository's files go to {escape(repo_scope)}; the user's own to global[/dim]")
     by_address = {f"{r.scope}::{r.key}": r for r in records}
     for address in addresses:
         found = by_address.get(address)
@@ -321,7 +310,9 @@ def import_(
     ] = None,
     from_lorekit: Annotated[Path | None, typer.Option(help="Import a LoreKit store, e.g. ~/.lorekit.")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Import the valid records and list the rejected.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only and list what goes where; write nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate only and list what goes where; write nothing.")
+    ] = False,
     tier: Annotated[str | None, typer.Option(help="home or project.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -332,8 +323,14 @@ def import_(
         if from_source is None and (file is None) == (from_lorekit is None):
             fail("give a JSONL file, --from SOURCE [PATH] or --from-lorekit DIR.", EXIT_BAD_INPUT)
         service = _service()
+        repo_scope = ""
         if from_source is not None:
-            records, unreadable = _source_records(from_source, file, service)
+            from hivelore.memory.imports import collect
+            from hivelore.memory.imports.common import place_for
+
+            place = place_for(service.chain, Path.cwd(), Path.home())
+            repo_scope = place.repo_scope
+            records, unreadable = collect(from_source, file, place)
         elif from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
         else:
@@ -350,7 +347,7 @@ def import_(
         verb = "would write" if dry_run else "wrote"
         out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
         if from_source is not None:
-            _print_mapping(records, report.written, service)
+            _print_mapping(records, report.written, repo_scope)
         for reason in report.rejected:
             print(f"  rejected {reason}", file=sys.stderr)
     if report.rejected and not skip_invalid:
@@ -359,9 +356,7 @@ def import_(
 
 
 def _records_shown(records: list[ImportRecord]) -> list[dict[str, str]]:
-    return [
-        {"address": f"{r.scope}::{r.key}", "kind": r.kind, "source": r.source, **r.provenance} for r in records
-    ]
+    return [{"address": f"{r.scope}::{r.key}", "kind": r.kind, "source": r.source, **r.provenance} for r in records]
 
 
 @app.command()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hivelore.memory.imports.common import Place, Skip
 from hivelore.memory.transfer import ImportRecord
+from hivelore.records import replace
 
 SOURCES = ("claude-code", "codex", "basic-memory", "claude-mem", "kiro", "lorekit")
 
@@ -28,11 +29,16 @@ def collect(source: str, path: Path | None, place: Place) -> tuple[list[ImportRe
     paths = [path.expanduser()] if path is not None else reader.defaults(place)
     records: list[ImportRecord] = []
     skipped: list[str] = []
+    taken: set[tuple[str, str]] = set()
     for item in reader.read(paths, place):
         if isinstance(item, Skip):
             skipped.append(f"{item.source}: {item.reason}")
-        else:
-            records.append(item)
+            continue
+        key = item.key
+        while (item.scope, key) in taken:  # two files with one heading (CLAUDE.md and .claude/CLAUDE.md)
+            key += "-2"
+        taken.add((item.scope, key))
+        records.append(replace(item, key=key))
     if not records and not skipped:
         looked = ", ".join(str(p) for p in paths)
         raise LookupError(f"found no {source} memory in {looked}: give its location as PATH.")

@@ -19,8 +19,10 @@
 
   A block whose ``cwd`` is this repository (or inside it) goes to the repository's scope; another
   folder's block to ``project::<that folder's name>`` (the project scope hivelore gives the folder);
-  a block without a cwd to global. ``memory_summary.md`` (an index of MEMORY.md), ``raw_memories.md``
-  and ``rollout_summaries/`` (the inputs MEMORY.md is consolidated from) are not read.
+  a block without a cwd to global. A MEMORY.md without Task Group blocks (Codex's first releases
+  wrote a free-form registry) gives one note per section, in the repository's scope.
+  ``memory_summary.md`` (an index of MEMORY.md), ``raw_memories.md`` and ``rollout_summaries/`` (the
+  inputs MEMORY.md is consolidated from) are not read.
 
 ``CODEX_HOME`` moves ``~/.codex`` as it does for Codex.
 """
@@ -47,7 +49,11 @@ from hivelore.memory.transfer import ImportRecord
 
 SOURCE = "codex"
 INSTRUCTION_FILES = ("AGENTS.md", "AGENTS.override.md")
-SECTION_KINDS = {"user preferences": "fact", "reusable knowledge": "fact", "failures and how to do differently": "lesson"}
+SECTION_KINDS = {
+    "user preferences": "fact",
+    "reusable knowledge": "fact",
+    "failures and how to do differently": "lesson",
+}
 SECTION_KEYS = {
     "user preferences": "preferences",
     "reusable knowledge": "knowledge",
@@ -102,8 +108,8 @@ def _handbook(path: Path, place: Place) -> Found:
         yield text
         return
     blocks = _blocks(text)
-    if not blocks:
-        yield Skip(str(path), "MEMORY.md has no '# Task Group:' block, so it is not a Codex memory handbook.")
+    if not blocks:  # a handbook from before the Task Group format: its sections, as notes for here
+        yield from _plain_handbook(path, text, place)
     for group, body in blocks:
         scope = _block_scope(body, place)
         for section in sections(body):
@@ -138,9 +144,23 @@ def _block_scope(body: str, place: Place) -> str:
     cwd = match.group(1).strip().strip("`<>") if match else ""
     if not cwd.startswith(("/", "~")):
         return "global"  # no folder, or a family of them ("any repo using pnpm"): applies everywhere
-    folder = Path(cwd).expanduser()
-    if folder == place.repo_root or place.repo_root in folder.parents:
+    folder, root = Path(cwd).expanduser().resolve(), place.repo_root.resolve()
+    if folder == root or root in folder.parents:
         return place.repo_scope
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name).strip("-.")
     scope = f"project::{name}"
     return scope if try_parse(scope) is not None else "global"
+
+
+def _plain_handbook(path: Path, text: str, place: Place) -> Found:
+    for section in sections(text):
+        name = slug(section.heading, 50) if section.heading else ""
+        yield ImportRecord(
+            source=f"{path}" + (f" § {section.heading}" if section.heading else ""),
+            scope=place.repo_scope,
+            key=f"codex-memory-{name}" if name else "codex-memory",
+            value=f"{section.heading}\n\n{section.body}" if section.heading else section.body,
+            tags=(SOURCE,),
+            kind="note",
+            provenance=origin(SOURCE, shown(path, place) + (f"#{section.heading}" if section.heading else "")),
+        )

@@ -196,14 +196,8 @@ def instruction_sections(path: Path, source: str, prefix: str, scope: str, place
         yield Skip(str(path), f"{exc}")
         return
     found = [s for s in sections(body) if s.heading or not _BOILERPLATE_RE.match(s.body.strip())]
-    if not found:
-        yield Skip(str(path), "the file has no text to import.")
-    seen: set[str] = set()
     for section in found:
         key = prefix if not section.heading else f"{prefix}-{slug(section.heading) or 'section'}"
-        while key in seen:  # two sections with one heading keep both
-            key += "-2"
-        seen.add(key)
         value = f"{section.heading}\n\n{section.body}" if section.heading else section.body
         kind = "lesson" if _LESSON_HEADING_RE.search(section.heading) else "fact"
         where = f"{shown(path, place)}#{section.heading}" if section.heading else shown(path, place)
