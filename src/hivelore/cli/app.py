@@ -284,7 +284,8 @@ def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
 
 def _print_mapping(records: list[ImportRecord], addresses: list[str], repo_scope: str) -> None:
     """Where each memory goes (scope, kind) and where it came from: what a dry run is for."""
-    out.print(f"[dim]this repository's files go to {escape(repo_scope)}; the user's own to global[/dim]")
+    if repo_scope:  # LoreKit's lessons name their own scopes
+        out.print(f"[dim]this repository's files go to {escape(repo_scope)}; the user's own to global[/dim]")
     by_address = {f"{r.scope}::{r.key}": r for r in records}
     for address in addresses:
         found = by_address.get(address)
@@ -329,7 +330,7 @@ def import_(
             from hivelore.memory.imports.common import place_for
 
             place = place_for(service.chain, Path.cwd(), Path.home())
-            repo_scope = place.repo_scope
+            repo_scope = "" if from_source == "lorekit" else place.repo_scope
             records, unreadable = collect(from_source, file, place)
         elif from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
