@@ -287,10 +287,13 @@ def _print_mapping(records: list[ImportRecord], addresses: list[str], repo_scope
     if repo_scope:  # LoreKit's lessons name their own scopes
         out.print(f"[dim]this repository's files go to {escape(repo_scope)}; the user's own to global[/dim]")
     by_address = {f"{r.scope}::{r.key}": r for r in records}
-    for address in addresses:
-        found = by_address.get(address)
-        if found is not None:
-            out.print(f"  {escape(address)}  [dim]{found.kind} ← {escape(found.source)}[/dim]")
+    lines = [
+        f"  {escape(address)}  [dim]{found.kind} ← {escape(found.source)}[/dim]"
+        for address in addresses
+        if (found := by_address.get(address)) is not None
+    ]
+    if lines:  # one print: rich's per-call cost was most of a large dry run's listing time
+        out.print("\n".join(lines))
 
 
 @app.command(name="import")

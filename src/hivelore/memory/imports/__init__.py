@@ -41,5 +41,6 @@ def collect(source: str, path: Path | None, place: Place) -> tuple[list[ImportRe
         records.append(replace(item, key=key))
     if not records and not skipped:
         looked = ", ".join(str(p) for p in paths)
-        raise LookupError(f"found no {source} memory in {looked}: give its location as PATH.")
+        hint = "." if path is not None else ": give its location as PATH."
+        raise LookupError(f"found no {source} memory in {looked}{hint}")
     return records, skipped

@@ -74,8 +74,9 @@ def _observations(database: Path, place: Place) -> Found:
     if rows is None:
         yield Skip(str(database), "the database has no 'observations' table, so it is not claude-mem's.")
         return
+    shown_as = shown(database, place)  # once: resolving a path per row was most of the reading time
     for row in rows:
-        yield _record(row, database, place)
+        yield _record(row, database, shown_as, place)
 
 
 def _rows(connection: sqlite3.Connection) -> list[dict[str, object]] | None:
@@ -87,7 +88,7 @@ def _rows(connection: sqlite3.Connection) -> list[dict[str, object]] | None:
     return [dict(zip(wanted, row, strict=True)) for row in cursor]
 
 
-def _record(row: dict[str, object], database: Path, place: Place) -> ImportRecord | Skip:
+def _record(row: dict[str, object], database: Path, shown_as: str, place: Place) -> ImportRecord | Skip:
     ident = row.get("id")
     source = f"{database} observation {ident}"
     project = str(row.get("merged_into_project") or row.get("project") or "").strip()
@@ -107,7 +108,7 @@ def _record(row: dict[str, object], database: Path, place: Place) -> ImportRecor
         kind=TYPES.get(kind_of, "note"),
         created=_created(row.get("created_at_epoch")),
         provenance={
-            **origin(SOURCE, f"{shown(database, place)}#observation-{ident}"),
+            **origin(SOURCE, f"{shown_as}#observation-{ident}"),
             **({"session": str(row["memory_session_id"])} if row.get("memory_session_id") else {}),
         },
     )
