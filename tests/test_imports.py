@@ -310,3 +310,29 @@ def test_claude_mem_rows_of_an_old_release_have_only_text(home: Path, user_home:
     assert (memory["value"], memory["kind"], memory["created"]) == (
         "Cart totals round half-even", "fact", "2025-09-01T10:00:00Z",
     )  # fmt: skip
+
+
+def test_codex_handbook_without_task_groups_gives_notes(home: Path, user_home: Path, repo: Path) -> None:
+    folder = repo.parent / "old-memories"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("# Codex memory\n\n## Build\n\n- `make` before `make test`\n")
+    report = json.loads(run(home, user_home, repo, "import", "--from", "codex", str(folder), "--json").stdout)
+    assert [(r["address"], r["kind"]) for r in report["records"]] == [(f"{REPO}::codex-memory-build", "note")]
+
+
+def test_claude_code_topic_type_under_metadata_and_the_config_dir(home: Path, repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "claude-config"  # CLAUDE_CONFIG_DIR moves ~/.claude, the auto memory with it
+    memory = config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(repo.resolve())) / "memory"
+    memory.mkdir(parents=True)
+    (memory / "feedback_pnpm.md").write_text(
+        "---\nname: pnpm\ndescription: Use pnpm\nmetadata:\n  type: feedback\n---\n\nUse pnpm, never npm.\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in TOOL_ENV}
+    env.update(HIVELORE_HOME=str(home), HOME=str(tmp_path / "nobody"), CLAUDE_CONFIG_DIR=str(config))
+    result = subprocess.run(
+        [sys.executable, "-m", "hivelore", "import", "--from", "claude-code", "--json"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    records = json.loads(result.stdout)["records"]
+    assert [(r["address"], r["kind"]) for r in records] == [(f"{REPO}::feedback-pnpm", "lesson")]
