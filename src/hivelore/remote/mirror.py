@@ -161,10 +161,14 @@ class Mirror(sqlitedb.Store):
             self._bump()
 
     def put(self, space: str, memory: Memory, pending: bool) -> None:
-        """One memory the server answered with (or, `pending`, one the outbox still holds)."""
+        """One memory the server answered with (or, `pending`, one the outbox still holds).
+
+        An answer older than the server's row held here is dropped: the hook server and a command
+        can flush one outbox at once, and a late answer to the older change must not win."""
         with sqlitedb.Immediate(self.conn):
-            self._put(space, memory, pending)
-            self._bump()
+            if pending or not self._holds_newer(space, memory):
+                self._put(space, memory, pending)
+                self._bump()
 
     def remove(self, space: str, scope: str, key: str) -> None:
         with sqlitedb.Immediate(self.conn):
@@ -186,6 +190,14 @@ class Mirror(sqlitedb.Store):
 
     def _bump(self) -> None:
         self.conn.execute("UPDATE meta SET value = value + 1 WHERE name = 'generation'")
+
+    def _holds_newer(self, space: str, memory: Memory) -> bool:
+        updated = epoch_from_iso(memory.updated) if memory.updated else 0.0
+        row = self.conn.execute(
+            "SELECT 1 FROM memories WHERE space = ? AND scope = ? AND key = ? AND pending = 0 AND updated_ts > ?",
+            (space, str(memory.scope), memory.key, updated),
+        ).fetchone()
+        return row is not None
 
     def _put(self, space: str, memory: Memory, pending: bool) -> None:
         scope, key = str(memory.scope), memory.key
