@@ -6,7 +6,8 @@ from pathlib import Path
 
 from hivelore.memory.model import Memory, iso_from_epoch
 from hivelore.memory.scope import parse
-from hivelore.remote.mirror import Mirror
+from hivelore.remote.mirror import Mirror, path_for
+from hivelore.remote.replica import refresh_mirrors
 
 SPACE = "org:acme"
 SCOPE = "repo::acme/checkout"
@@ -35,3 +36,11 @@ def test_a_newer_answer_replaces_the_row_and_the_outbox_copy(tmp_path: Path) -> 
     assert held(mirror) == ["postgres listens on 5433 (queued)"]
     mirror.put(SPACE, lesson("postgres listens on 5433", 2_000_000_000.0), pending=False)
     assert held(mirror) == ["postgres listens on 5433"] and mirror.pending() == 0
+
+
+def test_the_hook_server_says_why_it_cannot_sync_a_mirror_whose_token_only_commands_have(tmp_path: Path) -> None:
+    home, url = str(tmp_path / "home"), "https://hivelore.acme.dev"
+    with Mirror.open(path_for(home, url)) as mirror:
+        mirror.bind(url, "digest-of-a-token-from-HIVELORE_TOKEN")
+    (problem,) = refresh_mirrors(home, budget_s=1.0)
+    assert problem.startswith(f"{url}: no token kept for it") and "hivelore remote login" in problem

@@ -148,8 +148,12 @@ def refresh_mirrors(home: str, budget_s: float) -> list[str]:
         with Mirror.open(os.path.join(folder, name)) as mirror:
             url = mirror.meta("endpoint")
         token = kept_token(home, Endpoint(url)) if url else None
-        if not token:
-            continue  # a token from the environment only: the commands that have it sync
+        if not token:  # hooks never read HIVELORE_TOKEN: only the commands that have it sync this mirror
+            problems.append(
+                f"{url or name}: no token kept for it (HIVELORE_TOKEN is not passed to hooks), so only commands"
+                " sync it: run `hivelore remote login` to let the hook server keep it fresh"
+            )
+            continue
         replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s)
         try:
             flushed = replica.flush()
