@@ -221,6 +221,7 @@ def open_remote(home: str, repo_root: str | None, env: Mapping[str, str], token:
     if not found.token:
         raise errors.BadInput(found.withheld() or f"no token for {found.endpoint}: run `hivelore remote login`")
     replica = Replica(home, found, budget_s=REQUEST_TIMEOUT_S)
+    replica.client.retry_budget_s = RATE_WAIT_S
     try:
         replica.sync()
     except errors.HiveloreError:
