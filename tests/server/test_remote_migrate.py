@@ -147,7 +147,7 @@ def test_a_quota_stop_says_what_was_and_was_not_copied(
 def test_a_429_is_waited_out_and_the_run_finishes(
     database_url: str, make_user: Callable[..., Account], tmp_path: Path
 ) -> None:
-    server = start_server(database_url, tmp_path / "server.log", "--requests-per-minute", "3")
+    server = start_server(database_url, tmp_path / "server.log", "--requests-per-minute", "10")
     try:
         who = make_user("paced")
         home, repo = machine(tmp_path, server, who)

@@ -110,7 +110,7 @@ def _show_report(endpoint: str, plan: migration.Plan, report: migration.Report, 
     out.print(
         f"copied {len(report.copied)} to {escape(endpoint)}, unchanged {len(report.unchanged)}, "
         f"refused {len(report.refused)}, skipped {len(plan.skipped)}, not copied {len(report.not_copied)} "
-        f"({report.requests} requests)"
+        f"({report.requests} request{'' if report.requests == 1 else 's'})"
     )
     if report.waited_s:
         out.print(f"waited {report.waited_s:.0f} s in all for the server's rate limit")
