@@ -218,5 +218,9 @@ def test_local_mode_list_is_unchanged_and_migrate_names_what_is_missing(tmp_path
     assert wrong.returncode == 2 and wrong.stderr.strip() == (
         "hivelore: migrate copies to the team server only: pass --to remote, not --to cloud"
     )
+    too_big = hivelore(home, repo, "migrate", "--to", "remote", "--batch", "501")
+    assert too_big.returncode == 2 and too_big.stderr.strip() == (
+        "hivelore: --batch 501 is not 1 to 500: the server takes 500 records at most."
+    )
     nowhere = hivelore(home, repo, "migrate", "--to", "remote")
     assert nowhere.returncode == 2 and nowhere.stderr.startswith("hivelore: no team server is named")

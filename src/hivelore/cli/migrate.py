@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,8 +16,10 @@ from rich.markup import escape
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, print_warnings, reported_errors
 from hivelore.errors import HiveloreError
 from hivelore.memory.service import Hivelore
-from hivelore.remote import migration
-from hivelore.remote.tier import RemoteTier
+
+if TYPE_CHECKING:  # loaded when the command runs, not by every command's start
+    from hivelore.remote import migration
+    from hivelore.remote.tier import RemoteTier
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -26,18 +28,21 @@ def migrate(
     to: Annotated[str, typer.Option("--to", help="Where to copy: remote (the team server this folder names).")],
     yes: Annotated[bool, typer.Option("--yes", help="Copy for real (without it: a dry run).")] = False,
     batch: Annotated[
-        int, typer.Option(min=1, max=migration.BATCH, help="Records per request to the server.")
-    ] = migration.BATCH,
+        int | None, typer.Option(help="Records per request to the server (default and most: 500).")
+    ] = None,
     per_minute: Annotated[
-        float, typer.Option(min=0.1, help="Requests a minute at most (the server's limit is per token).")
-    ] = migration.PACE_PER_MINUTE,
+        float | None, typer.Option(help="Requests a minute at most (default 60; the server's limit is per token).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Copy this machine's memories (home and project tiers) to the team server: a dry run unless --yes.
     Archived and expired memories are skipped; a second run changes nothing."""
     if to != "remote":
         fail(f"migrate copies to the team server only: pass --to remote, not --to {to}", EXIT_BAD_INPUT)
+    from hivelore.remote import migration
+
     with reported_errors():
+        pace = migration.Pace.of(batch, per_minute)
         service = Hivelore.open()
         git = service.chain.git
         remote = migration.open_remote(
@@ -49,7 +54,7 @@ def migrate(
             if not yes:
                 _show_plan(remote.replica.remote.endpoint.url, plan, as_json)
                 return
-            report = migration.migrate(plan.items, remote.replica.client, batch, per_minute)
+            report = migration.migrate(plan.items, remote.replica.client, pace)
             _resync(remote)
         finally:
             remote.close()

@@ -20,7 +20,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hivelore import errors
@@ -37,6 +37,24 @@ PACE_PER_MINUTE = 60  # requests: half the server's default limit, the rest left
 REQUEST_TIMEOUT_S = 30.0  # an import of 500 records is one transaction on the server
 RATE_WAIT_S = 130.0  # a request may wait out two 429s (each Retry-After is at most a minute)
 _RECORD = re.compile(r"record (\d+): (.*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How much one request carries and how often requests go."""
+
+    batch: int = BATCH
+    per_minute: float = PACE_PER_MINUTE
+
+    @classmethod
+    def of(cls, batch: int | None, per_minute: float | None) -> Pace:
+        """The pace asked for (None: the default), or BadInput saying what is allowed."""
+        pace = cls(BATCH if batch is None else batch, PACE_PER_MINUTE if per_minute is None else per_minute)
+        if not 1 <= pace.batch <= BATCH:
+            raise errors.BadInput(f"--batch {pace.batch} is not 1 to {BATCH}: the server takes {BATCH} records at most")
+        if not pace.per_minute > 0:
+            raise errors.BadInput(f"--per-minute {pace.per_minute:g} is not above 0: give the requests a minute")
+        return pace
 
 
 @dataclass
@@ -124,17 +142,11 @@ def _same(a: Memory, b: Memory) -> bool:
     return (a.value, a.kind, tuple(a.tags)) == (b.value, b.kind, tuple(b.tags))
 
 
-def migrate(
-    items: Sequence[Item],
-    client: Client,
-    batch: int = BATCH,
-    per_minute: float = PACE_PER_MINUTE,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Report:
-    """Send `items` to the server's import, `batch` records a request at most, `per_minute` requests."""
+def migrate(items: Sequence[Item], client: Client, pace: Pace = Pace()) -> Report:
+    """Send `items` to the server's import at `pace`."""
     client.retry_budget_s = max(client.retry_budget_s, RATE_WAIT_S)
-    run = _Run(client, secrets.token_hex(8), 60.0 / per_minute, sleep)
-    batches = _batches([i.memory for i in items], batch)
+    run = _Run(client, secrets.token_hex(8), 60.0 / pace.per_minute)
+    batches = _batches([i.memory for i in items], pace.batch)
     for n, memories in enumerate(batches):
         try:
             run.send(memories)
@@ -164,8 +176,8 @@ def _batches(memories: Sequence[Memory], size: int) -> list[list[Memory]]:
 
 
 class _Run:
-    def __init__(self, client: Client, run_id: str, gap_s: float, sleep: Callable[[float], None]) -> None:
-        self.client, self.run_id, self.gap_s, self.sleep = client, run_id, gap_s, sleep
+    def __init__(self, client: Client, run_id: str, gap_s: float) -> None:
+        self.client, self.run_id, self.gap_s = client, run_id, gap_s
         self.report = Report()
         self.last: float | None = None
 
@@ -186,7 +198,7 @@ class _Run:
 
     def _post(self, memories: list[Memory]) -> dict[str, list[object]]:
         if self.last is not None:
-            self.sleep(max(0.0, self.last + self.gap_s - time.monotonic()))
+            time.sleep(max(0.0, self.last + self.gap_s - time.monotonic()))
         self.last = time.monotonic()
         self.report.requests += 1
         body = {"records": [m.to_dict() for m in memories], "skip_invalid": True}
