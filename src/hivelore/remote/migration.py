@@ -166,7 +166,7 @@ def _batches(memories: Sequence[Memory], size: int) -> list[list[Memory]]:
     current: list[Memory] = []
     current_bytes = 0
     for memory in memories:
-        length = len(json.dumps(memory.to_dict(), ensure_ascii=False).encode())
+        length = len(json.dumps(memory.to_dict())) + 2  # as the client sends it: ASCII, \u escapes, ", "
         if current and (len(current) >= size or current_bytes + length > BATCH_BYTES):
             found.append(current)
             current, current_bytes = [], 0
