@@ -84,6 +84,9 @@ def test_a_dry_run_then_a_run_copies_keeps_created_skips_the_hidden_and_a_second
     ok(hivelore(home, repo, "archive", "global::old-ci"))
     local(home, repo, "global::soon", "The freeze ends on Friday.", "--ttl-days", "0.00001")
     local(home, repo, "global::huge-word", f"The fixture holds {LONG_WORD} as one token.")
+    (repo / ".hivelore").mkdir()  # a project tier: its copy of a key wins over the home tier's
+    ok(hivelore(home, repo, "write", f"{REPO}::ports", "The app listens on 8080.", "--tier", "project"))
+    local(home, repo, f"{REPO}::ports", "The app listens on 3000.")
     time.sleep(1.0)  # global::soon has expired
     created = json.loads(ok(hivelore(home, repo, "read", f"{REPO}::deploy-order", "--json")).stdout)["created"]
 
@@ -92,21 +95,25 @@ def test_a_dry_run_then_a_run_copies_keeps_created_skips_the_hidden_and_a_second
     plan = {p["address"]: (p["space"], p["action"]) for p in dry["plan"]}
     assert plan == {
         f"{REPO}::deploy-order": (org_space, "new"),
+        f"{REPO}::ports": (org_space, "new"),
         "global::pager": ("personal", "new"),
         "global::huge-word": ("personal", "new"),
     }
     skipped = {s["address"]: s["why"] for s in dry["skipped"]}
-    assert skipped.keys() == {"global::old-ci", "global::soon"}
+    assert skipped.keys() == {"global::old-ci", "global::soon", f"{REPO}::ports"}
+    assert "shadowed by the project tier's copy" in skipped[f"{REPO}::ports"]
+    assert {p["address"]: p["tier"] for p in dry["plan"]}[f"{REPO}::ports"] == "project"
     assert skipped["global::old-ci"].startswith("archived") and skipped["global::soon"].startswith("expired")
     assert on_server(api, who, REPO, "deploy-order") is None  # a dry run sends nothing
 
     code, done = migrate(home, repo, "--yes")
     assert code == 1, "a refused record makes the exit non-zero"
-    assert sorted(done["copied"]) == sorted([f"{REPO}::deploy-order", "global::pager"])
+    assert sorted(done["copied"]) == sorted([f"{REPO}::deploy-order", f"{REPO}::ports", "global::pager"])
     assert [r["address"] for r in done["refused"]] == ["global::huge-word"]
     assert "2,047" in done["refused"][0]["why"]
     assert done["stopped"] is None and done["not_copied"] == []
-    assert {s["address"] for s in done["skipped"]} == {"global::old-ci", "global::soon"}
+    assert {s["address"] for s in done["skipped"]} == {"global::old-ci", "global::soon", f"{REPO}::ports"}
+    assert on_server(api, who, REPO, "ports")["memory"]["value"] == "The app listens on 8080."  # type: ignore[index]
     copy = on_server(api, who, REPO, "deploy-order")
     assert copy is not None and copy["space"] == org_space
     assert copy["memory"]["created"] == created and copy["memory"]["seen_count"] == 1

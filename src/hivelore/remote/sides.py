@@ -40,6 +40,8 @@ class Pair:
 
 def compare(local: Tier, remote: RemoteTier, scopes: Sequence[str], include_hidden: bool = False) -> list[Pair]:
     """Every key of `scopes` on either side, by scope (in the order given) and key."""
+    if not scopes:
+        return []
     pairs: dict[tuple[str, str], Pair] = {}
     for tier, side in ((local, "local"), (remote, "remote")):
         names = {origin: name for name, origin in tier.parts.items()}
