@@ -93,7 +93,7 @@ class Report:
 
 
 def local_items(local: Tier) -> tuple[list[Item], list[tuple[str, str]]]:
-    """What this machine holds, narrowest scope first, and what a migration skips, with why."""
+    """What this machine holds, by scope and key, and what a migration skips, with why."""
     tiers = {origin: name for name, origin in local.parts.items()}
     copies = local.listed(sorted(local.scopes()), include_hidden=True)
     # The project tier's copy of a key wins over the home tier's, as it does in every read.
@@ -106,9 +106,9 @@ def local_items(local: Tier) -> tuple[list[Item], list[tuple[str, str]]]:
         reason = _skip_reason(memory, tier, memory.address in taken)
         if reason:
             skipped.append((memory.address, reason))
-        else:
+        else:  # a hidden copy shadows nothing, as in reads
             items.append(Item(memory, tier))
-        taken.add(memory.address)
+            taken.add(memory.address)
     return items, skipped
 
 
