@@ -68,8 +68,10 @@ GRAPH_TOOLS = {
     "task_board",
     "code_history",
 }
+REMOTE_TOOLS = {"remote_status", "org_scopes"}  # tokens and organisations are administered on the CLI only
 READ_ONLY_TOOLS = {
-    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS
+    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS,
+    *REMOTE_TOOLS,
 }  # fmt: skip
 DESTRUCTIVE_TOOLS = {"memory_forget", "memory_archive"}
 
@@ -105,7 +107,8 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
     home: Path, repo: Path, tmp_path: Path
 ) -> None:
     """The server introduces itself as hivelore, with instructions, and lists exactly its tools: nine for
-    memories, two that read the user's profile, eight that query the code graph and the team's tasks.
+    memories, two that read the user's profile, eight that query the code graph and the team's tasks, two
+    that say whether a team server is used and which scopes its organisations share.
 
     Every name is a plain snake_case identifier (some clients reject anything else), every tool declares
     an outputSchema (its results are structured), the reading tools are marked read-only and the
@@ -117,7 +120,7 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
         assert session.instructions and "memory_write" in session.instructions
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
 
-    assert set(tools) == TOOLS | PROFILE_TOOLS | GRAPH_TOOLS
+    assert set(tools) == TOOLS | PROFILE_TOOLS | GRAPH_TOOLS | REMOTE_TOOLS
     for name, tool in tools.items():
         assert re.fullmatch(r"[a-z][a-z0-9_]*", name), name
         assert tool.description, f"{name} has no description"
@@ -131,7 +134,7 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
     for name in DESTRUCTIVE_TOOLS:
         assert tools[name].annotations.destructive_hint is True, name
         assert tools[name].annotations.read_only_hint is not True, name
-    for name in (TOOLS | PROFILE_TOOLS | GRAPH_TOOLS) - READ_ONLY_TOOLS:
+    for name in (TOOLS | PROFILE_TOOLS | GRAPH_TOOLS | REMOTE_TOOLS) - READ_ONLY_TOOLS:
         assert tools[name].annotations.read_only_hint is not True, f"{name} changes the store"
 
     write_input = tools["memory_write"].input_schema

@@ -73,7 +73,7 @@ SHAPES = [
 ENVELOPES = {
     "SearchOut", "ScopeGroup", "ListOut", "ForgetOut", "ScopesOut", "TreeOut", "ProfileFileOut", "ProfileLine",
     "ProfileSearchOut", "Neighbour", "BlastRadiusOut", "PathOut", "Hotspot", "HotspotsOut", "ConflictsOut",
-    "WhoKnowsOut", "TaskBoardOut",
+    "WhoKnowsOut", "TaskBoardOut", "RemoteStatusOut", "RejectedChange", "OrgScopesOut",
 }  # fmt: skip
 
 MODEL_OF = {shape.record.__name__: shape.model.__name__ for shape in SHAPES}

@@ -209,3 +209,38 @@ class CodeHistoryOut(BaseModel):
     history: list[SymbolHistoryOut] = Field(description="The symbols with failed attempts, decisions or claims.")
     lessons: list[MemoryOut] = Field(description="Lessons that name these symbols.")
     problem: str | None = Field(description="Why there is nothing to look at (no git repository, no graph yet).")
+
+
+class RejectedChange(BaseModel):
+    change: str = Field(description="The change the server refused, like `write repo::acme/shop::key`.")
+    why: str = Field(description="The server's sentence.")
+
+
+class RemoteStatusOut(BaseModel):
+    mode: str = Field(description="local (this machine's memories only) or remote (the team server's beside them).")
+    endpoint: str | None = Field(description="The team server this folder names; None when it names none.")
+    endpoint_decided_by: str | None = Field(description="The setting or file that named it.")
+    token: str | None = Field(description="Where the token comes from (never the token itself).")
+    withheld: str | None = Field(description="Why no token is sent to this server, when none is.")
+    reachable: bool = Field(description="Whether the server answered just now.")
+    unreachable: str | None = Field(description="Why it did not, when it did not.")
+    user: str | None = Field(description="Who the token is, as the server says.")
+    orgs: dict[str, str] = Field(description="Per organisation the user belongs to, their role.")
+    mirror_synced_seconds_ago: float | None = Field(
+        description="How old this machine's copy of the server's memories is (what reads show); None: never synced."
+    )
+    mirror_pending: int = Field(description="Memories written here that the server has not confirmed yet.")
+    outbox_waiting: int = Field(description="Changes waiting to be sent to the server.")
+    outbox_rejected: list[RejectedChange] = Field(description="Changes the server refused.")
+    problem: str | None = Field(description="Why the outbox could not be sent or the mirror synced just now.")
+
+
+class OrgScopesOut(BaseModel):
+    orgs: dict[str, list[str]] = Field(description="Per organisation, the scopes it shares with its members.")
+    roles: dict[str, str] = Field(description="Per organisation, the user's role (empty when the server is away).")
+    shared_here: dict[str, str] = Field(
+        description="Scopes of this folder's chain that an organisation shares, with the organisation: a "
+        "memory_write under one of them goes to the team (a branch scope follows its repository's sharing)."
+    )
+    synced_seconds_ago: float | None = Field(description="How old the sharing shown is (the mirror's last sync).")
+    warnings: list[str] = Field(description="Why this may be incomplete or old.")

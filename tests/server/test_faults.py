@@ -1,5 +1,7 @@
 """PostgreSQL restarted under a running server: every write the server acknowledged is there after, each
-refusal while it was down is a 503 with a sentence and Retry-After, and the server recovers alone."""
+refusal while it was down is a 503 with a sentence and Retry-After, and the server recovers alone. Two
+replicas on one database share each token's rate limit. (The server killed while clients write:
+test_fault_replay.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import Account, Server
+from conftest import Account, Server, start_server
 
 CLUSTERS = Path("/etc/postgresql")
 
@@ -80,3 +82,51 @@ def test_a_postgres_restart_loses_no_acknowledged_write_and_the_server_recovers(
     assert set(acknowledged) <= stored
     after = httpx.post(f"{unlimited.url}/v1/tokens", json={"kind": "ro"}, headers=user.headers(), timeout=10)
     assert after.status_code == 201
+
+
+RATE_LIMIT = 30  # a minute per token: `hivelore serve --requests-per-minute`
+
+
+def minute(database_url: str) -> object:
+    """The minute PostgreSQL's clock is in: the rate window every replica counts in."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute("SELECT date_trunc('minute', now())").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def alternated(urls: list[str], token: str, n: int) -> list[httpx.Response]:
+    """`n` requests of one token, each to the next replica in turn."""
+    headers = {"Authorization": f"Bearer {token}"}
+    clients = [httpx.Client(base_url=url, timeout=10, headers=headers) for url in urls]
+    try:
+        return [clients[i % len(clients)].get("/v1/me") for i in range(n)]
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_two_replicas_on_one_database_share_a_tokens_rate_limit(
+    database_url: str, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    limit = ("--requests-per-minute", str(RATE_LIMIT))
+    replicas = [start_server(database_url, tmp_path / f"replica-{n}.log", *limit) for n in range(2)]
+    try:
+        for _ in range(2):  # a run that straddles a minute counts in two windows: the second cannot
+            token = make_user("burst").token
+            started = minute(database_url)
+            answers = alternated([r.url for r in replicas], token, 2 * RATE_LIMIT + 10)
+            if minute(database_url) == started:
+                break
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+    assert [a.status_code for a in answers] == [200] * RATE_LIMIT + [429] * (RATE_LIMIT + 10)
+    assert {str(a.url.port) for a in answers[:RATE_LIMIT]} == {r.url.rsplit(":", 1)[1] for r in replicas}
+    for refusal in answers[RATE_LIMIT:]:
+        retry_after = refusal.headers["retry-after"]
+        assert retry_after.isdigit() and 1 <= int(retry_after) <= 60
+        assert refusal.json()["error"] == (
+            f"this token made more than {RATE_LIMIT} requests this minute: try again in {retry_after} s."
+        )

@@ -348,66 +348,93 @@ def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
 
 
 def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
-    from hivelore.memory.lorekit import LoreKitSkip, read_lorekit
+    from hivelore.memory.imports.common import Skip
+    from hivelore.memory.imports.lorekit import records
 
-    records, skipped = [], []
-    for item in read_lorekit(root.expanduser()):
-        if isinstance(item, LoreKitSkip):
-            skipped.append(f"{item.source}: {item.reason}")
-            continue
-        records.append(
-            ImportRecord(
-                source=str(item.source),
-                scope=item.scope,
-                key=item.key,
-                value=item.value,
-                tags=tuple(item.tags),
-                kind=item.kind,
-                state=item.state,
-                created=item.created,
-                updated=item.updated,
-                seen_count=item.seen_count,
-                expires_at=item.expires_at,
-                archived_at=item.archived_at,
-                provenance=item.provenance,
-            )
-        )
-    return records, skipped
+    found = list(records(root.expanduser()))
+    kept = [item for item in found if isinstance(item, ImportRecord)]
+    return kept, [f"{item.source}: {item.reason}" for item in found if isinstance(item, Skip)]
+
+
+def _print_mapping(records: list[ImportRecord], addresses: list[str], repo_scope: str) -> None:
+    """Where each memory goes (scope, kind) and where it came from: what a dry run is for."""
+    if repo_scope:  # LoreKit's lessons name their own scopes
+        out.print(f"[dim]this repository's files go to {escape(repo_scope)}; the user's own to global[/dim]")
+    by_address = {f"{r.scope}::{r.key}": r for r in records}
+    lines = [
+        f"  {escape(address)}  [dim]{found.kind} ← {escape(found.source)}[/dim]"
+        for address in addresses
+        if (found := by_address.get(address)) is not None
+    ]
+    if lines:  # one print: rich's per-call cost was most of a large dry run's listing time
+        out.print("\n".join(lines))
 
 
 @app.command(name="import")
 def import_(
-    file: Annotated[Path | None, typer.Argument(help="A JSONL file (one memory per line), or '-' for stdin.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A JSONL file (one memory per line) or '-' for stdin; with --from, the file or folder to read "
+            "instead of that tool's usual places."
+        ),
+    ] = None,
+    from_source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Import another tool's memory: claude-code, codex, basic-memory, claude-mem, kiro or lorekit.",
+        ),
+    ] = None,
     from_lorekit: Annotated[Path | None, typer.Option(help="Import a LoreKit store, e.g. ~/.lorekit.")] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Import the valid records and list the rejected.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate only; write nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate only and list what goes where; write nothing.")
+    ] = False,
     tier: Annotated[str | None, typer.Option(help="home or project.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Import memories; every record passes the same checks as a write. One bad record: nothing written."""
     with reported_errors():
-        if (file is None) == (from_lorekit is None):
-            fail("give either a JSONL file or --from-lorekit DIR.", EXIT_BAD_INPUT)
-        if from_lorekit is not None:
+        if from_source is not None and from_lorekit is not None:
+            fail("give either --from SOURCE or --from-lorekit DIR, not both.", EXIT_BAD_INPUT)
+        if from_source is None and (file is None) == (from_lorekit is None):
+            fail("give a JSONL file, --from SOURCE [PATH] or --from-lorekit DIR.", EXIT_BAD_INPUT)
+        service = _service()
+        repo_scope = ""
+        if from_source is not None:
+            from hivelore.memory.imports import collect
+            from hivelore.memory.imports.common import place_for
+
+            place = place_for(service.chain, Path.cwd(), Path.home())
+            repo_scope = "" if from_source == "lorekit" else place.repo_scope
+            records, unreadable = collect(from_source, file, place)
+        elif from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
         else:
             records, unreadable = _jsonl_records(file)  # type: ignore[arg-type]
-        service = _service()
         report = service.import_records(
             records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier, unreadable=unreadable
         )
     if as_json:
         print_json(
             {"dry_run": dry_run, "written": report.written, "unchanged": report.unchanged, "rejected": report.rejected}
+            | ({"records": _records_shown(records)} if from_source is not None else {})
         )
     else:
         verb = "would write" if dry_run else "wrote"
         out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
+        if from_source is not None:
+            _print_mapping(records, report.written, repo_scope)
         for reason in report.rejected:
             print(f"  rejected {reason}", file=sys.stderr)
     if report.rejected and not skip_invalid:
         nothing = "nothing would be imported" if dry_run else "nothing was imported"
         fail(f"{nothing} because of the rejected records above: fix them or pass --skip-invalid.", EXIT_BAD_INPUT)
+
+
+def _records_shown(records: list[ImportRecord]) -> list[dict[str, str]]:
+    return [{"address": f"{r.scope}::{r.key}", "kind": r.kind, "source": r.source, **r.provenance} for r in records]
 
 
 @app.command()

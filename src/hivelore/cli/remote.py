@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
-from hivelore.errors import HiveloreError, Unavailable
 from hivelore.home import home_path
 from hivelore.remote import credentials
 from hivelore.remote.client import Client, segment
@@ -75,56 +74,11 @@ def _show(data: object, as_json: bool, lines: list[str]) -> None:
 @remote_app.command("status")
 def status(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
     """Which team server, where its address and token come from, and who the token is."""
+    from hivelore.remote.status import look
+
     with reported_errors():
-        found = _remote(endpoint)
-        report: dict[str, object] = {
-            "endpoint": found.endpoint.url,
-            "endpoint_decided_by": found.endpoint_source,
-            "token": found.token_source,
-            "approved": found.approved,
-        }
-        if found.approved and found.token:
-            try:
-                report["me"] = Client(found.endpoint, found.token).get("/v1/me")
-            except Unavailable as exc:  # what waits on this machine is worth showing while the server is away
-                report["unreachable"] = exc.sentence()
-            report.update(_replica_report(found))
-        elif found.withheld():
-            report["withheld"] = found.withheld()
+        report = look(_home(), _remote(endpoint), STATUS_BUDGET_S).as_dict()
     _show(report, as_json, [f"{name}: {value}" for name, value in report.items()])
-
-
-def _replica_report(found: credentials.Remote) -> dict[str, object]:
-    """The outbox sent and the mirror synced, as remote mode would; what each holds then."""
-    from hivelore.remote.replica import Replica
-
-    replica = Replica(_home(), found, budget_s=STATUS_BUDGET_S)
-    try:
-        problem = None
-        try:
-            replica.flush()
-            replica.sync()
-        except HiveloreError as exc:
-            problem = exc.sentence()
-        age = replica.age_s
-        return {
-            "outbox": {
-                "waiting": len(replica.outbox.waiting()),
-                "rejected": [
-                    {"change": f"{c.op} {c.body.get('scope')}::{c.body.get('key')}", "why": why}
-                    for c, why in replica.outbox.rejected()
-                ],
-                "folder": replica.outbox.folder,
-            },
-            "mirror": {
-                "synced_seconds_ago": round(age, 1) if age is not None else None,
-                "pending": replica.mirror.pending(),
-                "path": replica.mirror.path,
-                **({"problem": problem} if problem else {}),
-            },
-        }
-    finally:
-        replica.close()
 
 
 @remote_app.command("trust")

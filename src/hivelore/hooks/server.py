@@ -125,6 +125,8 @@ class HookServer:
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
         self.refused_uids: set[int] = set()
         self.leaving = threading.Event()
+        self.mirrors_state = ""  # how the last sync of the team server's mirrors went, for `status`
+        self.synced_at = ""  # when they were last synced without a problem (UTC, for `status`)
 
     def _sync_mirrors(self) -> None:
         """The background thread: it touches only the files under `home/remote` and the network,
@@ -141,7 +143,20 @@ class HookServer:
                 problems = {f"syncing the team server's mirror failed: {type(exc).__name__}: {exc}"}
             for problem in problems - told:
                 log("-", "-", f"hook server: {problem}")
+            if told and not problems:
+                log("-", "-", "hook server: the team server answers again; the mirrors are synced")
             told = problems
+            self.mirrors_state = self._mirrors_state(problems)
+
+    def _mirrors_state(self, problems: set[str]) -> str:
+        """What `status` (and so `doctor`) says of the mirrors: synced, or why not and since when."""
+        if not problems:
+            self.synced_at = time.strftime("%H:%M:%SZ", time.gmtime())
+            return f"team server mirrors synced at {self.synced_at}"
+        since = f"since {self.synced_at}" if self.synced_at else "since it started"
+        return (
+            f"team server mirrors not synced {since}, hooks answer from them as they are: {'; '.join(sorted(problems))}"
+        )
 
     def serve(self) -> str:
         """Answer events until it is time to leave; why it left."""
@@ -316,7 +331,8 @@ class HookServer:
     def _status(self) -> str:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_ns / 1e9))
         answered = f"{self.events} event{'' if self.events == 1 else 's'} answered"
-        return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle"
+        state = f", {self.mirrors_state}" if self.mirrors_state else ""
+        return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle{state}"
 
 
 def idle_seconds(environ: Mapping[str, str]) -> float:

@@ -21,7 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from hivelore import errors
+from hivelore.memory.scope import parse
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.remote.status import TeamStatus, look_from
 from hivelore.schemas import (
     AttemptOut,
     BlastRadiusOut,
@@ -38,10 +40,13 @@ from hivelore.schemas import (
     ListOut,
     MemoryOut,
     Neighbour,
+    OrgScopesOut,
     PathOut,
     ProfileFileOut,
     ProfileLine,
     ProfileSearchOut,
+    RejectedChange,
+    RemoteStatusOut,
     ScopeGroup,
     ScopesOut,
     SearchOut,
@@ -190,6 +195,35 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             found = profile.search(query, include_protected)
         return ProfileSearchOut(profile=profile.profile_id, lines=[ProfileLine(file=f, line=line) for f, line in found])
 
+    @server.tool(annotations=READ_ONLY)
+    def remote_status() -> RemoteStatusOut:
+        """Whether this folder's memory is shared with a team: the team server, the mode (local or
+        remote), whether the server answers now, how old this machine's mirror of it is, and what
+        waits in the outbox. Tokens and organisations are managed by the user (`hivelore token`, `org`)."""
+        with service() as svc:
+            mode = svc.settings.mode
+            found = _team(svc)
+        return _status_out(mode, found)
+
+    @server.tool(annotations=READ_ONLY)
+    def org_scopes() -> OrgScopesOut:
+        """The scopes each of the user's organisations shares, and which scopes of this folder's chain
+        they cover: write a lesson the team should get under one of those (memory_write)."""
+        with service() as svc:
+            found = _team(svc)
+            chain = [parse(scope) for scope in svc.scopes]
+        if found is None:
+            return OrgScopesOut(orgs={}, roles={}, shared_here={}, synced_seconds_ago=None, warnings=[_NO_SERVER])
+        mirror = found.mirror
+        warnings = [w for w in (found.remote.withheld(), found.unreachable) if w]
+        return OrgScopesOut(
+            orgs=mirror.orgs() if mirror else {},
+            roles=found.roles,
+            shared_here=mirror.sharing(chain) if mirror else {},
+            synced_seconds_ago=mirror.synced_seconds_ago if mirror else None,
+            warnings=warnings,
+        )
+
     @contextlib.contextmanager
     def coordination() -> Iterator[Coordination]:
         with service() as svc, Coordination.for_service(svc) as found:
@@ -296,6 +330,44 @@ def tool_error(exc: Exception) -> ToolError | None:
     which the SDK reports as a crash."""
     error = errors.reported(exc)
     return None if error is None else ToolError(error.sentence())
+
+
+_NO_SERVER = "no team server is named (local mode): set endpoint in config.json or HIVELORE_ENDPOINT"
+
+
+def _team(svc: Hivelore) -> TeamStatus | None:
+    """The team server this folder names, looked at within a command's network budget."""
+    git = svc.chain.git
+    root = str(git.root) if git else None
+    token = os.environ.get("HIVELORE_TOKEN")
+    return look_from(str(svc.settings.home), root, svc.env, token, COMMAND_NETWORK_BUDGET_S)
+
+
+def _status_out(mode: str, found: TeamStatus | None) -> RemoteStatusOut:
+    if found is None:
+        return RemoteStatusOut(
+            mode=mode, endpoint=None, endpoint_decided_by=None, token=None, withheld=None, reachable=False,
+            unreachable=None, user=None, orgs={}, mirror_synced_seconds_ago=None, mirror_pending=0,
+            outbox_waiting=0, outbox_rejected=[], problem=_NO_SERVER,
+        )  # fmt: skip
+    remote, mirror, outbox = found.remote, found.mirror, found.outbox
+    user = found.me.get("user") if found.me else None
+    return RemoteStatusOut(
+        mode=mode,
+        endpoint=remote.endpoint.url,
+        endpoint_decided_by=remote.endpoint_source,
+        token=remote.token_source,
+        withheld=remote.withheld(),
+        reachable=found.reachable,
+        unreachable=found.unreachable,
+        user=str(user) if user is not None else None,
+        orgs=found.roles,
+        mirror_synced_seconds_ago=mirror.synced_seconds_ago if mirror else None,
+        mirror_pending=mirror.pending if mirror else 0,
+        outbox_waiting=outbox.waiting if outbox else 0,
+        outbox_rejected=[RejectedChange(change=c, why=w) for c, w in outbox.rejected] if outbox else [],
+        problem=mirror.problem if mirror else None,
+    )
 
 
 def _task(intent: Intent) -> TaskOut:

@@ -41,9 +41,12 @@ class Outbox:
         self.folder = folder
 
     def add(self, op: str, body: dict[str, object]) -> Change:
-        """Keep a change on disk (whole, synced) and return it."""
+        """Keep a change on disk (whole, synced) and return it. Its name sorts after every change
+        waiting, even when the clock stepped back since (the changes are sent in name order)."""
         private_folder(self.folder)
-        name = f"{time.time_ns():020d}-{uuid.uuid4().hex}.json"
+        newest = self._names(self.folder)[-1:]
+        stamp = max([time.time_ns(), *(int(name.split("-", 1)[0]) + 1 for name in newest)])
+        name = f"{stamp:020d}-{uuid.uuid4().hex}.json"
         data = json.dumps({"op": op, "body": body}, ensure_ascii=False).encode()
         atomicfile.replace(os.path.join(self.folder, name), data, permissions=FILE_MODE)
         return Change(name, op, body)

@@ -79,6 +79,48 @@ class Replica:
         return applied
 
     def send(self, change: Change) -> dict[str, object]:
+        """Send a change just queued, after the changes queued before it, and return the server's
+        answer. A change never overtakes an older one: the older would land last and its value win.
+        An older one the server refuses is set aside as `flush` does; one it does not answer stops
+        here (raised), and `change` waits behind it."""
+        for older in self.outbox.waiting():
+            if older.name >= change.name:
+                break
+            self._settle(older)
+        return self._deliver(change)
+
+    def flush(self) -> Flushed:
+        """Send what the outbox holds, oldest first. A refusal sets the change aside (waiting would
+        not help); a server that does not answer stops the flush, the rest waits for the next one."""
+        report = Flushed()
+        waiting = self.outbox.waiting()
+        for n, change in enumerate(waiting):
+            try:
+                refusal = self._settle(change)
+            except (errors.Unavailable, errors.Busy):
+                report.waiting = len(waiting) - n
+                break
+            if refusal is None:
+                report.sent += 1
+            else:
+                report.rejected.append(refusal)
+        return report
+
+    def _settle(self, change: Change) -> str | None:
+        """Send a waiting change: None when the server took it; its sentence when it refused it (the
+        change is set aside, never sent again). A server that does not answer is raised: it waits."""
+        try:
+            self._deliver(change)
+        except (errors.Unavailable, errors.Busy):
+            raise
+        except errors.HiveloreError as exc:
+            self.outbox.reject(change, exc.sentence())
+            self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
+            self.mirror.resync()  # what the refused change replaced here comes back from the server
+            return exc.sentence()
+        return None
+
+    def _deliver(self, change: Change) -> dict[str, object]:
         """Send one change (with its idempotency key) and put the server's answer in the mirror."""
         answer = self.client.post(PATHS[change.op], change.body, idempotency_key=change.key)
         assert isinstance(answer, dict)
@@ -90,25 +132,6 @@ class Replica:
             self.mirror.put(str(answer["space"]), Memory.from_dict(answer["memory"]), pending=False)
         self.outbox.done(change)
         return answer
-
-    def flush(self) -> Flushed:
-        """Send what the outbox holds, oldest first. A refusal sets the change aside (waiting would
-        not help); a server that does not answer stops the flush, the rest waits for the next one."""
-        report = Flushed()
-        waiting = self.outbox.waiting()
-        for n, change in enumerate(waiting):
-            try:
-                self.send(change)
-                report.sent += 1
-            except (errors.Unavailable, errors.Busy):
-                report.waiting = len(waiting) - n
-                break
-            except errors.HiveloreError as exc:
-                self.outbox.reject(change, exc.sentence())
-                self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
-                self.mirror.resync()  # what the refused change replaced here comes back from the server
-                report.rejected.append(exc.sentence())
-        return report
 
 
 def refresh_mirrors(home: str, budget_s: float) -> list[str]:

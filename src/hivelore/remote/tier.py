@@ -28,6 +28,9 @@ from hivelore.remote.replica import Replica
 AUTO = "server"
 PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")
+# A mirror read without asking the server (a hook) is said to be stale past this: five of the hook
+# server's sync rounds (hooks/server.py MIRROR_SYNC_S) missed in a row.
+STALE_S = 10.0
 
 
 class RemoteTier(Tier):
@@ -35,15 +38,26 @@ class RemoteTier(Tier):
         self.replica, self.mirror, self.warnings, self.online = replica, replica.mirror, warnings, online
         spaces = self.mirror.spaces or [PERSONAL]
         self.parts = {space: origin_of(space) for space in spaces}
+        if not online:
+            self._tell_staleness()
+
+    def _tell_staleness(self) -> None:
+        """A read that does not ask the server (a hook) answers from the mirror as it is; when that
+        is older than STALE_S, the warning says so (a hook's warnings go to its log)."""
+        age = self.replica.age_s
+        if age is not None and age <= STALE_S:
+            return
+        since = "has never been synced" if age is None else f"was last synced {age:.0f} s ago"
+        self._warn(
+            f"answered from the team server's mirror, which {since}, without waiting on the server"
+            " (`hivelore remote status` says why it is not synced)"
+        )
 
     # -- where a write goes ----------------------------------------------------------------------
 
     def sharing(self, scope: Scope) -> str | None:
         """The organisation space that shares `scope` (or, for a branch, its repository), if any."""
-        names = {str(scope)}
-        if scope.level is Level.BRANCH:
-            names.add("repo::" + str(scope).split("::")[1])
-        return next((space for space, shared in self.mirror.shared.items() if names & set(shared)), None)
+        return sharing_space(scope, self.mirror.shared)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -173,6 +187,15 @@ class RemoteTier(Tier):
 
     def close(self) -> None:
         self.replica.close()
+
+
+def sharing_space(scope: Scope, shared: dict[str, list[str]]) -> str | None:
+    """Of `shared` (per organisation space, its scopes, as the mirror holds them), the space that
+    shares `scope` or, for a branch, its repository; None when none does."""
+    names = {str(scope)}
+    if scope.level is Level.BRANCH:
+        names.add("repo::" + str(scope).split("::")[1])
+    return next((space for space, scopes in shared.items() if names & set(scopes)), None)
 
 
 def _change(existing: Memory | None, after: Memory, space: str | None) -> tuple[str, dict[str, object]]:
