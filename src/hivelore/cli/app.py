@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import agents, fast
 from hivelore.cli.graph import graph_app, task_app
+from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
 from hivelore.cli.remote import org_app, remote_app, token_app
@@ -25,6 +27,10 @@ from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory.model import Memory, looks_like_address, parse_address
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.memory.transfer import ImportRecord
+
+if TYPE_CHECKING:  # the remote modules load only in remote mode
+    from hivelore.remote import sides
+    from hivelore.remote.tier import RemoteTier
 
 app = typer.Typer(
     name="hivelore",
@@ -44,6 +50,7 @@ hook_server_app = typer.Typer(
 )
 app.add_typer(hook_server_app, name="hook-server")
 app.command(name="serve")(serve)
+app.command(name="migrate")(migrate)
 app.add_typer(remote_app, name="remote")
 app.add_typer(org_app, name="org")
 app.add_typer(token_app, name="token")
@@ -151,10 +158,22 @@ def list_(
     include_hidden: Annotated[bool, typer.Option("--include-hidden", help="Also archived and expired.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List memories grouped by scope, narrowest first."""
+    """List memories grouped by scope, narrowest first; in remote mode, this machine's and the team
+    server's side by side."""
+    started = time.time()
     with reported_errors():
         service = _service()
         chosen = service.scopes_in_vault() if everywhere else scopes
+        if service.remote is not None:
+            _list_sides(
+                service,
+                service.remote,
+                service.scopes_for(chosen) if chosen or not everywhere else [],
+                include_hidden,
+                started,
+                as_json,
+            )
+            return
         grouped = service.list(chosen, include_hidden=include_hidden) if chosen or not everywhere else {}
         print_warnings(service)
     if as_json:
@@ -165,8 +184,63 @@ def list_(
     for scope, memories in grouped.items():
         out.print(f"[bold]{escape(scope)}[/bold] ({len(memories)})")
         for m in memories:
-            hidden = " [dim](archived)[/dim]" if m.archived_at else " [dim](expired)[/dim]" if m.is_expired() else ""
-            out.print(f"  {escape(m.key)}{hidden}: {escape(' '.join(m.value.split())[:100])}")
+            out.print(f"  {escape(m.key)}{_hidden(m)}: {escape(_line(m.value))}")
+
+
+def _hidden(memory: Memory) -> str:
+    return " [dim](archived)[/dim]" if memory.archived_at else " [dim](expired)[/dim]" if memory.is_expired() else ""
+
+
+def _line(value: str) -> str:
+    return " ".join(value.split())[:100]
+
+
+def _list_sides(
+    service: Hivelore, remote: RemoteTier, chosen: list[str], include_hidden: bool, started: float, as_json: bool
+) -> None:
+    """Remote mode: each key with its copies here and on the team server, marked local-only,
+    remote-only, both (the same text) or differs; and as of when the server's side is."""
+    from hivelore.remote import sides
+
+    pairs = sides.compare(service.local, remote, chosen, include_hidden)
+    state = sides.mirror_state(remote, started)
+    print_warnings(service)
+    grouped: dict[str, list[sides.Pair]] = {}
+    for pair in pairs:
+        grouped.setdefault(pair.scope, []).append(pair)
+    if as_json:
+        print_json({"remote": state, "scopes": {s: [_pair_json(p) for p in ps] for s, ps in grouped.items()}})
+        return
+    out.print(_freshness(state))
+    if not grouped:
+        out.print(f"no memories in {escape(' → '.join(chosen))}")
+    for scope, found in grouped.items():
+        out.print(f"[bold]{escape(scope)}[/bold] ({len(found)})")
+        for pair in found:
+            out.print(f"  [bold]{pair.mark:<11}[/bold] {escape(pair.key)}")
+            for side, copies in (("local", pair.local), ("remote", pair.remote)):
+                for where, m in copies:
+                    out.print(f"      {side} {escape(where)}{_hidden(m)}: {escape(_line(m.value))}")
+
+
+def _freshness(state: dict[str, Any]) -> str:
+    if state["live"]:
+        when = f"live (synced {state['synced_seconds_ago']:.0f} s ago)"
+    elif state["synced_at"]:
+        when = f"not answering: its side is as of {state['synced_at']} ({state['synced_seconds_ago']:.0f} s ago)"
+    else:
+        when = "not answering, and never synced: its side is empty here"
+    waiting = f"; {state['outbox_waiting']} changes wait in the outbox" if state["outbox_waiting"] else ""
+    return f"team server {escape(state['endpoint'])}: {escape(when)}{waiting}"
+
+
+def _pair_json(pair: sides.Pair) -> dict[str, object]:
+    return {
+        "key": pair.key,
+        "mark": pair.mark,
+        "local": [{"tier": where, "memory": m.to_dict()} for where, m in pair.local],
+        "remote": [{"space": where, "memory": m.to_dict()} for where, m in pair.remote],
+    }
 
 
 @app.command()
@@ -460,7 +534,9 @@ def index_path() -> None:
 @app.command()
 def doctor(as_json: JsonFlag = False) -> None:
     """The resolved mode and what decided it, the store paths, the index's health, and per agent what
-    is wired (each hook command is run once with a sample payload)."""
+    is wired (each hook command is run once with a sample payload); in remote mode, the mirror of the
+    team server: as of when, whether the server answered, what waits in the outbox."""
+    started = time.time()
     with reported_errors():
         service = _service()
         git = service.chain.git
@@ -483,6 +559,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             "swept": swept,
             "hook_server": server_state(str(service.settings.home), os.environ),
             "team_server": _team_server_report(service),
+            "remote_mirror": _mirror_report(service, started),
             "agents": agents.agents_report(service),
         }
     if as_json:
@@ -525,6 +602,17 @@ def _team_server_report(service: Hivelore) -> dict[str, object] | str:
     if found.withheld():
         report["withheld"] = found.withheld()
     return report
+
+
+def _mirror_report(service: Hivelore, started: float) -> dict[str, object] | str:
+    from hivelore.remote import sides
+
+    if service.settings.mode != "remote":
+        return "none (local mode)"
+    remote = service.remote
+    if remote is None:
+        return {"problem": service.remote_problem}
+    return sides.mirror_state(remote, started)
 
 
 def _sweep(service: Hivelore) -> dict[str, int]:

@@ -72,6 +72,7 @@ class Client:
     def __init__(self, endpoint: Endpoint, token: str | None, timeout_s: float = TIMEOUT_S) -> None:
         self.endpoint, self.token, self.timeout_s = endpoint, token, timeout_s
         self.retry_budget_s = RETRY_BUDGET_S
+        self.waited_s = 0.0  # spent waiting out 429s and 503s, for a long job to report
 
     def get(self, path: str) -> object:
         return self.request("GET", path)
@@ -124,6 +125,7 @@ class Client:
                 continue
             if status in (429, 503) and retry_after is not None and time.monotonic() + retry_after <= deadline:
                 time.sleep(retry_after)
+                self.waited_s += retry_after
                 continue
             return _result(status, answer, retry_after)
 
