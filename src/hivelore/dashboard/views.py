@@ -1,0 +1,85 @@
+"""What the pages show, computed from the services' records: no HTML here (templates/ has it), and
+no web framework, so the rules of a view are plain functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hivelore.memory.model import Memory
+from hivelore.memory.service import Hivelore
+from hivelore.memory.tier import Candidate
+
+SHOWN = 200  # rows on one page: a vault of 60,000 is narrowed by scope, search or filters, not scrolled
+TIERS = ("project", "home", "team server")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What the memories view was asked for; empty strings mean "any"."""
+
+    scope: str = ""
+    q: str = ""
+    tag: str = ""
+    kind: str = ""
+    state: str = ""
+    tier: str = ""
+    archived: bool = False
+
+    def keeps(self, memory: Memory, tier: str) -> bool:
+        if self.archived == memory.is_visible():  # the archived view shows only hidden ones, and back
+            return False
+        return (
+            (not self.tag or self.tag in memory.tags)
+            and (not self.kind or memory.kind == self.kind)
+            and (not self.state or memory.state == self.state)
+            and (not self.tier or tier == self.tier)
+        )
+
+
+@dataclass(frozen=True)
+class Row:
+    memory: Memory
+    tier: str
+    path: Path
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Listing:
+    scopes: list[str]  # the scopes read, narrowest first
+    rows: list[Row]  # at most SHOWN
+    more: int  # matching rows not shown
+
+
+def tier_of(service: Hivelore, copy: Candidate) -> str:
+    """Which tier holds a copy: the repository's `.hivelore/` ("project"), the user's home ("home"), or
+    else the team server (remote mode's mirror of it)."""
+    for vault in service.vaults:
+        if copy.path.is_relative_to(vault.root):
+            return vault.tier
+    return "team server"
+
+
+def listing(service: Hivelore, filters: Filters) -> Listing:
+    """The memories the view shows: search hits ranked as `hivelore search` ranks them, or every copy
+    in the scopes (by scope, narrowest first, then key); filtered, at most SHOWN of them."""
+    scopes = service.scopes_for([filters.scope] if filters.scope else None)
+    if filters.q and not filters.archived:
+        hits = service.search(filters.q, scopes, limit=SHOWN * 5)
+        found = [Row(h.row.memory, tier_of(service, h.row), h.row.path, h.score) for h in hits]
+    else:
+        copies = service.copies(scopes, include_hidden=filters.archived)
+        order = {scope: n for n, scope in enumerate(scopes)}
+        copies.sort(key=lambda c: (order.get(c.scope, len(order)), c.key))
+        found = [Row(c.memory, tier_of(service, c), c.path) for c in copies]
+        if filters.q:  # archived memories are not searchable: match the words in the text
+            words = filters.q.lower().split()
+            found = [r for r in found if all(w in f"{r.memory.key} {r.memory.value}".lower() for w in words)]
+    kept = [row for row in found if filters.keeps(row.memory, row.tier)]
+    return Listing(scopes, kept[:SHOWN], max(0, len(kept) - SHOWN))
+
+
+def copies_of(service: Hivelore, scope: str, key: str) -> list[Row]:
+    """Every copy of scope::key (archived ones too), the one that wins first."""
+    return [Row(c.memory, tier_of(service, c), c.path) for c in service.copies([scope], key=key)]
