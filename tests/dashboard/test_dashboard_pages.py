@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 from conftest import SCRIPT_LESSON, Dashboard
@@ -137,4 +138,18 @@ def test_a_taken_port_is_one_sentence(dashboard: Dashboard) -> None:
     assert done.returncode != 0
     assert done.stderr.strip().splitlines() == [
         f"hivelore: port {port} on 127.0.0.1 is taken: pick another with --port."
+    ]
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    """jinja2 made unimportable in the child, as if `hivelore[dashboard]` were not installed."""
+    code = (
+        "import sys; sys.modules['jinja2'] = None; sys.argv = ['hivelore', 'dashboard']\n"
+        "from hivelore.cli import run; run()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "hivelore: the dashboard needs the dashboard extra (jinja2 is missing): pip install 'hivelore[dashboard]'"
     ]
