@@ -46,20 +46,20 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _ok(done: subprocess.CompletedProcess[str]) -> str:
+def ok(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def _seed(home: Path, repo: Path) -> int:
     """Lessons in three scopes and both tiers, and dev-a's task; the id of the task."""
-    _ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::xss-in-templates", SCRIPT_LESSON, "--tags", "web"))
-    _ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::tests-need-postgres",
+    ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::xss-in-templates", SCRIPT_LESSON, "--tags", "web"))
+    ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::tests-need-postgres",
                "the checkout tests need a local postgres on 5432", "--kind", "fact", "--tags", "db,tests"))  # fmt: skip
-    _ok(cli_as(home, repo, "dev-a", "write", "global::prefer-uv", "use uv to install python packages", "--staged"))
-    _ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::old-cache-rule", "clear the cache by hand"))
-    _ok(cli_as(home, repo, "dev-a", "archive", "repo::acme/shop::old-cache-rule"))
-    _ok(cli_as(home, repo, "dev-a", "graph", "index"))
+    ok(cli_as(home, repo, "dev-a", "write", "global::prefer-uv", "use uv to install python packages", "--staged"))
+    ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::old-cache-rule", "clear the cache by hand"))
+    ok(cli_as(home, repo, "dev-a", "archive", "repo::acme/shop::old-cache-rule"))
+    ok(cli_as(home, repo, "dev-a", "graph", "index"))
     claude_hook_as(home, repo, "dev-a", "UserPromptSubmit", {"session_id": "a-1", "prompt": "add JWT support"})
     edit = {"file_path": str(repo / "shop/tokens.py"), "old_string": "    return token.split('.')[0]",
             "new_string": "    return token.split('.')[0]  # changed"}  # fmt: skip
@@ -67,13 +67,13 @@ def _seed(home: Path, repo: Path) -> int:
     failure = {"session_id": "a-1", "tool_name": "Bash", "tool_input": {"command": "pytest -q tests/test_tokens.py"},
                "error": f"Exit code 1\n{PYTEST_FAILURE}"}  # fmt: skip
     claude_hook_as(home, repo, "dev-a", "PostToolUseFailure", failure)
-    _ok(cli_as(home, repo, "dev-a", "task", "decide", "Tokens are opaque ids", "--symbol", "validate_token"))
-    _ok(
+    ok(cli_as(home, repo, "dev-a", "task", "decide", "Tokens are opaque ids", "--symbol", "validate_token"))
+    ok(
         cli_as(home, repo, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token")
     )
-    (task,) = json.loads(_ok(cli_as(home, repo, "dev-a", "task", "list", "--json")))
-    _ok(cli_as(home, repo, "dev-a", "task", "handoff", str(task["id"]), "refresh_session still fails: see the attempt"))
-    _ok(cli_as(home, repo, "dev-b", "task", "create", "speed up <b>checkout</b>"))
+    (task,) = json.loads(ok(cli_as(home, repo, "dev-a", "task", "list", "--json")))
+    ok(cli_as(home, repo, "dev-a", "task", "handoff", str(task["id"]), "refresh_session still fails: see the attempt"))
+    ok(cli_as(home, repo, "dev-b", "task", "create", "speed up <b>checkout</b>"))
     return int(task["id"])
 
 

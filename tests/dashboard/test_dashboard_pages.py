@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
-from conftest import SCRIPT_LESSON, Dashboard
+from conftest import SCRIPT_LESSON, Dashboard, ok
 from harness import cli_as
 
 ADDRESS_RE = re.compile(r'href="/memory\?scope=([^&"]+)&amp;key=([^"]+)"')
@@ -92,14 +92,12 @@ def test_archive_and_restore_go_through_the_service(dashboard: Dashboard) -> Non
     assert archived.status_code == 303 and "archived" in archived.headers["location"]
     assert hidden.returncode != 0
     assert restored.status_code == 303
-    assert _ok_read(dashboard, "global::prefer-uv")["archived_at"] is None
+    assert read_json(dashboard, "global::prefer-uv")["archived_at"] is None
     assert again.status_code == 400 and "not archived or expired" in again.text
 
 
-def _ok_read(dashboard: Dashboard, address: str) -> dict:
-    done = cli_as(dashboard.home, dashboard.repo, "dev-a", "read", address, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def read_json(dashboard: Dashboard, address: str) -> dict:
+    return json.loads(ok(cli_as(dashboard.home, dashboard.repo, "dev-a", "read", address, "--json")))
 
 
 def test_the_task_board_by_status_and_owner(dashboard: Dashboard) -> None:
@@ -153,3 +151,18 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> N
     assert done.stderr.strip().splitlines() == [
         "hivelore: the dashboard needs the dashboard extra (jinja2 is missing): pip install 'hivelore[dashboard]'"
     ]
+
+
+def test_forget_deletes_the_file_through_the_service(dashboard: Dashboard) -> None:
+    ok(cli_as(dashboard.home, dashboard.repo, "dev-a", "write", "global::to-forget", "a lesson about nothing"))
+    (path,) = dashboard.home.glob("global/to-forget.md")
+    with httpx.Client(base_url=dashboard.url) as browser:
+        browser.get("/memories")
+        forgot = browser.post(
+            "/memory/forget", data={"scope": "global", "key": "to-forget", "csrf": browser.cookies["hivelore_csrf"]}
+        )
+        listed = browser.get(forgot.headers["location"]).text
+
+    assert forgot.status_code == 303
+    assert not path.exists()
+    assert "forgot global::to-forget" in listed and "to-forget" not in keys(listed)

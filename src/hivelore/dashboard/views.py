@@ -39,10 +39,17 @@ class Filters:
 
 @dataclass(frozen=True)
 class Row:
-    memory: Memory
+    copy: Candidate
     tier: str
-    path: Path
     score: float | None = None
+
+    @property
+    def memory(self) -> Memory:
+        return self.copy.memory
+
+    @property
+    def path(self) -> Path:  # built only for the rows shown: a Path per copy is most of a 60,000 listing
+        return self.copy.path
 
 
 @dataclass(frozen=True)
@@ -52,13 +59,18 @@ class Listing:
     more: int  # matching rows not shown
 
 
-def tier_of(service: Hivelore, copy: Candidate) -> str:
-    """Which tier holds a copy: the repository's `.hivelore/` ("project"), the user's home ("home"), or
-    else the team server (remote mode's mirror of it)."""
-    for vault in service.vaults:
-        if copy.path.is_relative_to(vault.root):
-            return vault.tier
-    return "team server"
+def tier_names(service: Hivelore) -> dict[str, str]:
+    """{origin: tier} for every part the service reads: the repository's `.hivelore/` ("project"), the
+    user's home ("home"), and in remote mode the team server's spaces ("team server")."""
+    return {
+        origin: name if name in ("project", "home") else "team server"
+        for tier in service.tiers
+        for name, origin in tier.parts.items()
+    }
+
+
+def _tier(names: dict[str, str], copy: Candidate) -> str:
+    return names.get(copy.origin, "team server")  # a space the mirror heard of after the names were taken
 
 
 def listing(service: Hivelore, filters: Filters) -> Listing:
@@ -67,12 +79,14 @@ def listing(service: Hivelore, filters: Filters) -> Listing:
     scopes = service.scopes_for([filters.scope] if filters.scope else None)
     if filters.q and not filters.archived:
         hits = service.search(filters.q, scopes, limit=SHOWN * 5)
-        found = [Row(h.row.memory, tier_of(service, h.row), h.row.path, h.score) for h in hits]
+        names = tier_names(service)  # after the first read, which opens the tiers
+        found = [Row(h.row, _tier(names, h.row), h.score) for h in hits]
     else:
         copies = service.copies(scopes, include_hidden=filters.archived)
         order = {scope: n for n, scope in enumerate(scopes)}
         copies.sort(key=lambda c: (order.get(c.scope, len(order)), c.key))
-        found = [Row(c.memory, tier_of(service, c), c.path) for c in copies]
+        names = tier_names(service)
+        found = [Row(c, _tier(names, c)) for c in copies]
         if filters.q:  # archived memories are not searchable: match the words in the text
             words = filters.q.lower().split()
             found = [r for r in found if all(w in f"{r.memory.key} {r.memory.value}".lower() for w in words)]
@@ -82,4 +96,6 @@ def listing(service: Hivelore, filters: Filters) -> Listing:
 
 def copies_of(service: Hivelore, scope: str, key: str) -> list[Row]:
     """Every copy of scope::key (archived ones too), the one that wins first."""
-    return [Row(c.memory, tier_of(service, c), c.path) for c in service.copies([scope], key=key)]
+    copies = service.copies([scope], key=key)
+    names = tier_names(service)
+    return [Row(c, _tier(names, c)) for c in copies]
