@@ -68,9 +68,7 @@ def _seed(home: Path, repo: Path) -> int:
                "error": f"Exit code 1\n{PYTEST_FAILURE}"}  # fmt: skip
     claude_hook_as(home, repo, "dev-a", "PostToolUseFailure", failure)
     ok(cli_as(home, repo, "dev-a", "task", "decide", "Tokens are opaque ids", "--symbol", "validate_token"))
-    ok(
-        cli_as(home, repo, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token")
-    )
+    ok(cli_as(home, repo, "dev-a", "task", "decide", "Tokens are JWTs signed with RS256", "--symbol", "validate_token"))
     (task,) = json.loads(ok(cli_as(home, repo, "dev-a", "task", "list", "--json")))
     ok(cli_as(home, repo, "dev-a", "task", "handoff", str(task["id"]), "refresh_session still fails: see the attempt"))
     ok(cli_as(home, repo, "dev-b", "task", "create", "speed up <b>checkout</b>"))
