@@ -13,13 +13,13 @@ from importlib import resources
 from typing import Protocol
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
 from hivelore.dashboard import csrf, views
-from hivelore.errors import NotFound
+from hivelore.errors import HiveloreError, NotFound
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
 from hivelore.memory.service import Hivelore
 from hivelore.team.coordination import Coordination
@@ -45,9 +45,14 @@ TEMPLATES = Environment(
 TEMPLATES.filters["when"] = iso_from_epoch
 
 
-def router(services: Services) -> APIRouter:
-    """The pages and actions, reading and changing memory only through `services`."""
-    routes = APIRouter()
+def router(services: Services, base: str = "") -> APIRouter:
+    """The pages and actions under the path `base` ("" or e.g. "/dashboard" where the team server mounts
+    them), reading and changing memory only through `services`."""
+
+    def mounted_at(request: Request) -> None:  # the pages' links and redirects start with it
+        request.state.base = base
+
+    routes = APIRouter(prefix=base, dependencies=[Depends(mounted_at)])
     routes.add_api_route("/", _home, methods=["GET"], include_in_schema=False)
     routes.add_api_route("/memories", _memories(services), methods=["GET"], response_class=HTMLResponse)
     routes.add_api_route("/memory", _memory(services), methods=["GET"], response_class=HTMLResponse)
@@ -58,14 +63,14 @@ def router(services: Services) -> APIRouter:
     return routes
 
 
-def _home() -> RedirectResponse:
-    return RedirectResponse("/memories", status_code=303)
+def _home(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"{request.state.base}/memories", status_code=303)
 
 
 def _page(request: Request, template: str, code: int = 200, **values: object) -> HTMLResponse:
     """A rendered page; a browser without the CSRF cookie gets one with it."""
     token = request.cookies.get(csrf.COOKIE) or csrf.new_token()
-    body = TEMPLATES.get_template(template).render(csrf=token, version=__version__, request=request, **values)
+    body = TEMPLATES.get_template(template).render(csrf=token, version=__version__, base=request.state.base, **values)
     response = HTMLResponse(body, status_code=code)
     if request.cookies.get(csrf.COOKIE) != token:
         secure = request.url.scheme == "https"
@@ -94,7 +99,7 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         with services.memory() as service:
             try:
                 found = views.listing(service, filters)
-            except ValueError as exc:  # a scope or query that cannot be read: say so on the page
+            except (ValueError, HiveloreError) as exc:  # a scope or query that cannot be read, a damaged store
                 return _problem(request, exc)
             chain, everywhere = service.scopes, service.scopes_in_vault()
         return _page(
@@ -118,7 +123,7 @@ def _memory(services: Services) -> Callable[..., HTMLResponse]:
         with services.memory() as service:
             try:
                 copies = views.copies_of(service, scope, key)
-            except ValueError as exc:
+            except (ValueError, HiveloreError) as exc:
                 return _problem(request, exc)
         if not copies:
             return _problem(request, NotFound(f"no memory {scope}::{key}: it may have been forgotten."))
@@ -143,13 +148,14 @@ def _act(services: Services) -> Callable[..., object]:
         try:
             with services.memory() as service:
                 _change(service, action, scope, key, tier)
-        except ValueError as exc:  # NotFound, a bad address or tier, nothing to restore
+        except (ValueError, HiveloreError) as exc:  # not found, a bad address or tier, nothing to restore
             return _problem(request, exc)
         done = {"archive": "archived", "restore": "restored", "forget": "forgot"}[action]
         message = urlencode({"done": f"{done} {scope}::{key}"})
         if action == "forget":
-            return RedirectResponse(f"/memories?{message}", status_code=303)
-        return RedirectResponse(f"/memory?{urlencode({'scope': scope, 'key': key})}&{message}", status_code=303)
+            return RedirectResponse(f"{request.state.base}/memories?{message}", status_code=303)
+        address = urlencode({"scope": scope, "key": key})
+        return RedirectResponse(f"{request.state.base}/memory?{address}&{message}", status_code=303)
 
     return act
 
@@ -174,9 +180,11 @@ async def _form(request: Request) -> dict[str, str]:
 
 def _tasks(services: Services) -> Callable[..., HTMLResponse]:
     def page(request: Request, owner: str = "", status: str = "") -> HTMLResponse:
-        with services.coordination() as team:
-            cards = team.task_board()
-            repo = team.repo
+        try:
+            with services.coordination() as team:
+                cards, repo = team.task_board(), team.repo
+        except HiveloreError as exc:  # team.db unusable: its error says what to do
+            return _problem(request, exc)
         owners = sorted({card.intent.owner for card in cards})
         shown = [
             c for c in cards if (not owner or c.intent.owner == owner) and (not status or c.intent.status == status)
@@ -201,7 +209,7 @@ def _task(services: Services) -> Callable[..., HTMLResponse]:
         with services.coordination() as team:
             try:
                 task = team.task(task_id)
-            except NotFound as exc:
+            except HiveloreError as exc:  # no such task, team.db unusable
                 return _problem(request, exc)
         return _page(request, "task.html", task=task)
 
