@@ -57,6 +57,7 @@ def _seed(home: Path, repo: Path) -> int:
     ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::tests-need-postgres",
                "the checkout tests need a local postgres on 5432", "--kind", "fact", "--tags", "db,tests"))  # fmt: skip
     ok(cli_as(home, repo, "dev-a", "write", "global::prefer-uv", "use uv to install python packages", "--staged"))
+    ok(cli_as(home, repo, "dev-a", "write", "global::rotate-keys", "rotate the staging keys", "--ttl-days", "2"))
     ok(cli_as(home, repo, "dev-a", "write", "repo::acme/shop::old-cache-rule", "clear the cache by hand"))
     ok(cli_as(home, repo, "dev-a", "archive", "repo::acme/shop::old-cache-rule"))
     ok(cli_as(home, repo, "dev-a", "graph", "index"))

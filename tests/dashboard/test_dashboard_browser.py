@@ -45,7 +45,7 @@ def test_the_memories_view_shows_the_script_lesson_as_text(page: Page, shots: Pa
     page.goto("/memories")
     page.screenshot(path=shots / "dashboard-memories.png", full_page=True)
 
-    assert _keys(page) == ["tests-need-postgres", "xss-in-templates", "prefer-uv"]
+    assert _keys(page) == ["tests-need-postgres", "xss-in-templates", "prefer-uv", "rotate-keys"]
     assert SCRIPT_LESSON[:40] in page.locator("td.text").nth(1).inner_text()
     assert page.locator("main script").count() == 0  # the lesson's <script> is no element
     assert dialogs == []
@@ -61,7 +61,7 @@ def test_search_and_filters(page: Page, shots: Path) -> None:
     page.goto("/memories")
     page.select_option("select[name=kind]", "lesson")  # the script submits the filter on change
     page.wait_for_url("**kind=lesson*")
-    assert _keys(page) == ["xss-in-templates", "prefer-uv"]
+    assert _keys(page) == ["xss-in-templates", "prefer-uv", "rotate-keys"]
     page.check("input[name=archived]")
     page.wait_for_url("**archived=true*")
     assert _keys(page) == ["old-cache-rule"]

@@ -24,7 +24,8 @@ def keys(page: str) -> list[str]:
 def test_the_memories_view_lists_the_chain_and_escapes_every_text(dashboard: Dashboard) -> None:
     page = httpx.get(f"{dashboard.url}/memories").text
 
-    assert keys(page) == ["tests-need-postgres", "xss-in-templates", "prefer-uv"]  # repo scope first, then global
+    # the repo scope first, then global; by key within a scope
+    assert keys(page) == ["tests-need-postgres", "xss-in-templates", "prefer-uv", "rotate-keys"]
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
     assert "<script>alert" not in page
 
@@ -36,7 +37,7 @@ def test_search_ranks_as_the_cli_does(dashboard: Dashboard) -> None:
     assert keys(page) == [hit["key"] for hit in cli] != []
 
 
-def test_filters_by_kind_tag_state_tier_and_archived(dashboard: Dashboard) -> None:
+def test_filters_by_kind_tag_state_tier_expiring_and_archived(dashboard: Dashboard) -> None:
     def shown(**params: str) -> list[str]:
         return keys(httpx.get(f"{dashboard.url}/memories", params=params).text)
 
@@ -44,9 +45,10 @@ def test_filters_by_kind_tag_state_tier_and_archived(dashboard: Dashboard) -> No
     assert shown(tag="web") == ["xss-in-templates"]
     assert shown(state="staged") == ["prefer-uv"]
     assert shown(tier="project") == []
-    assert shown(tier="home") == ["tests-need-postgres", "xss-in-templates", "prefer-uv"]
+    assert shown(tier="home") == ["tests-need-postgres", "xss-in-templates", "prefer-uv", "rotate-keys"]
+    assert shown(expiring="true") == ["rotate-keys"]
     assert shown(archived="true") == ["old-cache-rule"]
-    assert shown(scope="global") == ["prefer-uv"]
+    assert shown(scope="global") == ["prefer-uv", "rotate-keys"]
 
 
 def test_a_bad_scope_is_one_sentence_on_the_page(dashboard: Dashboard) -> None:

@@ -93,9 +93,10 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         state: str = "",
         tier: str = "",
         archived: bool = False,
+        expiring: bool = False,
         done: str = "",
     ) -> HTMLResponse:
-        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived)
+        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring)
         with services.memory() as service:
             try:
                 found = views.listing(service, filters)
@@ -112,6 +113,7 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
             kinds=KINDS,
             states=STATES,
             tiers=views.TIERS,
+            expiring_days=views.EXPIRING_DAYS,
             done=done,
         )
 

@@ -3,6 +3,7 @@ no web framework, so the rules of a view are plain functions."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,8 +11,10 @@ from hivelore.memory.model import Memory
 from hivelore.memory.service import Hivelore
 from hivelore.memory.tier import Candidate
 
+EXPIRING_DAYS = 7  # "expiring soon": hidden by their TTL within this many days
 SHOWN = 200  # rows on one page: a vault of 60,000 is narrowed by scope, search or filters, not scrolled
 TIERS = ("project", "home", "team server")
+DAY = 86_400
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,12 @@ class Filters:
     state: str = ""
     tier: str = ""
     archived: bool = False
+    expiring: bool = False
 
     def keeps(self, memory: Memory, tier: str) -> bool:
         if self.archived == memory.is_visible():  # the archived view shows only hidden ones, and back
+            return False
+        if self.expiring and not (memory.expires_at and memory.is_expired(time.time() + EXPIRING_DAYS * DAY)):
             return False
         return (
             (not self.tag or self.tag in memory.tags)
