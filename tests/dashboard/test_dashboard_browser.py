@@ -1,5 +1,5 @@
 """The dashboard in a real browser: Playwright driving Debian's chromium (/usr/bin/chromium, never a
-downloaded browser) against a real `hivelore dashboard` (conftest.py). Each view is loaded and
+downloaded browser) against a real `hivelore dashboard` (dashboard_site.py). Each view is loaded and
 screenshotted under the run's temporary folder (docs/images/ holds copies of these)."""
 
 from __future__ import annotations
@@ -9,7 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT_LESSON, Dashboard
+from dashboard_site import (
+    SCRIPT_LESSON,
+    Dashboard,
+    dashboard_fixture,  # noqa: F401 -- the `dashboard` fixture
+)
 from playwright.sync_api import Page, sync_playwright
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

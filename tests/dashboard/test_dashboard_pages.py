@@ -1,5 +1,5 @@
 """The dashboard's pages and actions over real HTTP, against a real `hivelore dashboard` process
-(conftest.py): what each view shows, that search ranks as the CLI does, that every action needs the
+(dashboard_site.py): what each view shows, that search ranks as the CLI does, that every action needs the
 CSRF token, and that memory text is escaped."""
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ import sys
 from pathlib import Path
 
 import httpx
-from conftest import SCRIPT_LESSON, Dashboard, ok
+from dashboard_site import (
+    SCRIPT_LESSON,
+    Dashboard,
+    dashboard_fixture,  # noqa: F401 -- the `dashboard` fixture
+    ok,
+)
 from harness import cli_as
 
 ADDRESS_RE = re.compile(r'href="/memory\?scope=([^&"]+)&amp;key=([^"]+)"')

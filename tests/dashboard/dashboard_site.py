@@ -99,8 +99,10 @@ def start(home: Path, repo: Path, log: Path) -> tuple[str, subprocess.Popen[byte
     raise AssertionError(f"hivelore dashboard was not ready in {START_TIMEOUT_S} s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
+# Not a conftest.py: tests/server's test modules import their conftest by that name, and two would clash.
+# A test module imports this fixture under another name; pytest finds it as `dashboard`.
+@pytest.fixture(scope="module", name="dashboard")
+def dashboard_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     base = tmp_path_factory.mktemp("dashboard")
     home, repo = base / "home", make_shop(base / "shop", SHOP_FILES)
     task_id = _seed(home, repo)
