@@ -22,7 +22,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from pathlib import Path
 
-MODES = ("local", "remote")
+MODES = ("local", "remote", "off")
+CAPTURE = ("on", "off")
 REMOTE_WRITES = ("shared", "all")
 DEFAULTS = {"context_budget_chars": 2000, "context_line_chars": 240, "search_limit": 10}
 MAXIMA = {"context_budget_chars": 1_000_000, "context_line_chars": 100_000, "search_limit": 1000}
@@ -44,6 +45,23 @@ class Settings:
     profile: str = "default"
     remote_writes: str = "shared"  # in remote mode, which writes go to the team server
     decided_by: tuple[tuple[str, str], ...] = ()  # (key, the file or variable that set it), for doctor
+    capture: str = "on"  # "off": hooks read (context, recall) but store no prompts, failures, notes or claims
+    private_prefix: tuple[str, ...] = ()  # lines starting with one of these are never stored
+
+    @property
+    def off(self) -> bool:
+        return self.mode == "off"
+
+    def off_message(self) -> str:
+        """The one line every surface says when hivelore is off here."""
+        where = "in this repository " if self.mode_source.endswith(".hivelore.json") else ""
+        undo = "unset it" if self.mode_source.startswith("HIVELORE_MODE") else 'remove "mode": "off" from that file'
+        said = f"hivelore is off {where}(set by {self.mode_source})"
+        return f"{said}: it reads and stores nothing here; {undo} to switch it on."
+
+
+class Off(BadInput):
+    """hivelore is switched off for this folder (`"mode": "off"`): the command does nothing."""
 
 
 def home_dir(env: Mapping[str, str]) -> Path:
@@ -104,10 +122,12 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
                 mode, mode_source = str(data["mode"]), str(path)
                 break
     if mode not in MODES:
-        raise ConfigError(f'mode \'{mode}\' (set by {mode_source}) is not a mode: use "local" or "remote".')
+        raise ConfigError(f'mode \'{mode}\' (set by {mode_source}) is not a mode: use "local", "remote" or "off".')
     limits = {name: _int_setting(name, repo, user) for name in DEFAULTS}
     profile, profile_source = _profile_setting(env, sources)
     remote_writes, remote_writes_source = _remote_writes(env, user)
+    capture, capture_source = _capture(env, sources)
+    prefixes, prefixes_source = _private_prefixes(sources)
     return Settings(
         home=home,
         mode=mode,
@@ -123,8 +143,47 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
             *((name, source) for name, (_, source) in limits.items()),
             ("profile", profile_source),
             ("remote_writes", remote_writes_source),
+            ("capture", capture_source),
+            ("private_prefix", prefixes_source),
         ),
+        capture=capture,
+        private_prefix=prefixes,
     )
+
+
+def _capture(env: Mapping[str, str], sources: list[tuple[Path, dict[str, object]]]) -> tuple[str, str]:
+    """Whether hooks store what they see. Off wins wherever it is said (HIVELORE_CAPTURE, the
+    repository's file or the user's): keeping less is always allowed, so no file can turn it back on."""
+    said: list[tuple[str, object]] = []
+    if env.get("HIVELORE_CAPTURE"):
+        said.append(("HIVELORE_CAPTURE environment variable", env["HIVELORE_CAPTURE"]))
+    said += [(str(path), data["capture"]) for path, data in sources if "capture" in data]
+    for source, value in said:
+        if value not in CAPTURE:
+            raise ConfigError(f'capture {value!r} (set by {source}) is not "on" or "off".')
+    for source, value in said:
+        if value == "off":
+            return "off", source
+    return "on", said[0][0] if said else "default"
+
+
+def _private_prefixes(sources: list[tuple[Path, dict[str, object]]]) -> tuple[tuple[str, ...], str]:
+    """The line prefixes that mark a line private: those of every config file (each may add, none
+    may take one away). A file gives one prefix or a list of them."""
+    found: list[str] = []
+    named: list[str] = []
+    for path, data in sources:
+        if "private_prefix" not in data:
+            continue
+        value = data["private_prefix"]
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+            raise ConfigError(
+                f"{path}: 'private_prefix' must be a non-empty text like \"#private\", or a list of them."
+            )
+        found += [v.strip() for v in values if v.strip() not in found]
+        named.append(str(path))
+    return tuple(found), ", ".join(named) or "default (none)"
 
 
 def _remote_writes(env: Mapping[str, str], user: tuple[Path, dict[str, object]]) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from hivelore.hooks.wire import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from hivelore.config import Settings
     from hivelore.memory.service import Hivelore
 
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
@@ -109,6 +110,29 @@ def _without_surrogates(value: object) -> object:
     return value
 
 
+def _settings(cwd: str) -> Settings:
+    """The settings for the event's folder (its repository's `.hivelore.json`, the user's config):
+    decided per event, since one hook server answers for every repository."""
+    from pathlib import Path
+
+    from hivelore.config import load_settings
+    from hivelore.gitrepo import read_git_info
+
+    git = read_git_info(Path(cwd))
+    return load_settings(git.root if git else None, os.environ)
+
+
+def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
+    """Take the private spans out of every text the event carries, before any handler sees it: this
+    is where a hook payload becomes what hivelore may store (the prompt, a command, its output, the
+    agent's last message or compaction summary, the texts an edit replaces)."""
+    from hivelore.privacy import strip_private
+
+    for name in ("prompt", "command", "error", "output", "summary", "last_message"):
+        setattr(event, name, strip_private(getattr(event, name), prefixes))
+    event.anchors = tuple(strip_private(anchor, prefixes) for anchor in event.anchors)
+
+
 def _handle(event: Event, read_only: bool, cwd: str) -> str:
     from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
@@ -123,6 +147,11 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
     if event.cwd and os.path.isdir(event.cwd):
         cwd = event.cwd
     event.cwd = cwd
+    settings = _settings(cwd)
+    if settings.off:
+        return ""  # switched off for this folder: nothing is read, nothing is stored
+    read_only = read_only or settings.capture == "off"
+    hide_private(event, settings.private_prefix)
     home = home_path(os.environ)
     store = None
     try:
