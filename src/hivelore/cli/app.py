@@ -245,7 +245,7 @@ def _forget_captured(session: str | None, before: str | None, dry_run: bool, as_
             {"session": session, "before": before, "dry_run": dry_run, "counts": found.counts, "notes": found.notes}
         )
         return
-    what = f"session {session}" if session is not None else f"before {before}"
+    what = f"in session {session}" if session is not None else f"before {before}"
     verb = "would remove" if dry_run else "removed"
     kinds = ", ".join(f"{count} {kind}" for kind, count in found.counts.items() if count)
     out.print(f"{verb} what hooks captured {escape(what)}: {escape(kinds) if kinds else 'nothing was there'}")
