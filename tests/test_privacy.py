@@ -12,6 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -320,3 +321,35 @@ def test_capture_off_keeps_the_reads_and_stores_no_prompt_failure_or_note(home: 
         kept = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("prompts", "runs", "evidence")}
     assert kept == {"prompts": 0, "runs": 0, "evidence": 0}
     assert [p.name for p in home.rglob("*.md") if "session-" in p.name] == []
+
+
+def test_the_hook_server_decides_off_and_private_spans_per_event(
+    home: Path, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One resident server answers for every repository: the switch and the prefix are each event's folder's."""
+    from harness import make_repo
+
+    from hivelore.hooks.client import server_state, start_server, stop_server
+
+    monkeypatch.setenv("HIVELORE_HOOK_SERVER", "on")
+    other = make_repo(tmp_path / "other", origin="git@github.com:acme/other.git")
+    (repo / ".hivelore.json").write_text('{"mode": "off"}')
+    (other / ".hivelore.json").write_text(json.dumps({"private_prefix": PREFIX}))
+    home.mkdir()
+    start_server(str(home))
+    deadline = time.monotonic() + 30
+    while not server_state(str(home), {}).startswith("running"):
+        assert time.monotonic() < deadline, "the hook server did not start"
+        time.sleep(0.05)
+    try:
+        for folder, session in ((repo, "in-off"), (other, "in-on"), (repo, "in-off-2")):
+            payload = aimed(example("claude", "UserPromptSubmit", "plain prompt"), folder, session_id=session)
+            payload["prompt"] = (
+                f"We use pnpm here ({session}).\n{PREFIX} SECRET-SERVED <private>SECRET-SERVED</private>"
+            )
+            run_launcher(home, folder, "claude", "UserPromptSubmit", payload)
+        assert "3 events answered" in server_state(str(home), {})
+    finally:
+        stop_server(str(home))
+    assert [p.splitlines() for p in stored_prompts(home)] == [["We use pnpm here (in-on)."]]
+    assert files_holding("SECRET-SERVED", home) == []
