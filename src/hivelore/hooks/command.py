@@ -23,7 +23,6 @@ from hivelore.hooks.wire import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore.config import Settings
     from hivelore.memory.service import Hivelore
 
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
@@ -110,18 +109,6 @@ def _without_surrogates(value: object) -> object:
     return value
 
 
-def _settings(cwd: str) -> Settings:
-    """The settings for the event's folder (its repository's `.hivelore.json`, the user's config):
-    decided per event, since one hook server answers for every repository."""
-    from pathlib import Path
-
-    from hivelore.config import load_settings
-    from hivelore.gitrepo import read_git_info
-
-    git = read_git_info(Path(cwd))
-    return load_settings(git.root if git else None, os.environ)
-
-
 def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
     """Take the private spans out of every text the event carries, before any handler sees it: this
     is where a hook payload becomes what hivelore may store (the prompt, a command, its output, the
@@ -134,6 +121,7 @@ def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
 
 
 def _handle(event: Event, read_only: bool, cwd: str) -> str:
+    from hivelore.config import switches
     from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
 
@@ -147,11 +135,12 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
     if event.cwd and os.path.isdir(event.cwd):
         cwd = event.cwd
     event.cwd = cwd
-    settings = _settings(cwd)
-    if settings.off:
-        return ""  # switched off for this folder: nothing is read, nothing is stored
-    read_only = read_only or settings.capture == "off"
-    hide_private(event, settings.private_prefix)
+    # Decided per event, from the event's folder: one hook server answers for every repository.
+    switched = switches(cwd, os.environ)
+    if switched.mode == "off":
+        return ""  # nothing is read, nothing is stored
+    read_only = read_only or switched.capture == "off"
+    hide_private(event, switched.private_prefix)
     home = home_path(os.environ)
     store = None
     try:
