@@ -112,6 +112,8 @@ def test_forget_before_a_date_removes_every_session_captured_before_it(
         (("--session", "s-1", "--before", "2026-01-01"), "not both and not neither"),
         (("--before", "last tuesday"), "--before takes a date like 2026-11-30"),
         (("--session", " "), "--session needs a session id"),
+        (("--session", "s-old", "--tier", "home"), "--tier picks the copy of a memory"),
+        ((LESSON, "--dry-run"), "--dry-run goes with --session or --before"),
     ],
 )
 def test_bad_forget_arguments_are_one_sentence_and_change_nothing(

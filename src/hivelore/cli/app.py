@@ -220,8 +220,12 @@ def forget(
             EXIT_BAD_INPUT,
         )
     if address is None:
+        if tier is not None:
+            fail("--tier picks the copy of a memory (SCOPE::KEY); --session/--before cover both tiers.", EXIT_BAD_INPUT)
         _forget_captured(session, before, dry_run, as_json)
         return
+    if dry_run:
+        fail("--dry-run goes with --session or --before; forgetting one memory has no dry run.", EXIT_BAD_INPUT)
     with reported_errors():
         service = _service(allow_off=True)
         path = service.forget(*_address(address), tier=tier)
