@@ -9,11 +9,15 @@ A search asks PostgreSQL for the matches (a GIN-indexed `tsvector` of the tokens
 make, prefix matches from four characters as the local index's), and scores them with FTS5's own
 bm25 (memory/bm25.py) over the spaces read: the same query gives the same relevance, so the same
 order, as on one machine. PostgreSQL's `ts_rank_cd` only picks which matches are scored when there
-are more than the shortlist holds.
+are more than the shortlist holds (the corpus counts say when there are not, and then nothing is
+ranked in SQL). The shortlist is scored from the tokens each row keeps (`terms`, written with it), and
+only the rows kept are decoded.
 
 A write takes a transaction-scoped advisory lock on its address: N writers of one key give one row
 and N counted updates, as the vault's lock does for files. A write that makes a row visible
-(new, or revived) counts against its owner's quota; an update of a visible row does not.
+(new, or revived) counts against its owner's quota; an update of a visible row does not. After the
+lock and the read of what is there, a write is one statement (the row, its tombstone, the space's
+counters), inside the caller's transaction when one is open (an Idempotency-Key's).
 """
 
 from __future__ import annotations
