@@ -198,13 +198,13 @@ class PostgresTier(Tier):
 
         One pass over the spaces' rows counts every phrase: query words are common enough (a tenth to
         half of a large organisation's rows) that a count per phrase through the GIN index took twice
-        as long."""
+        as long. The pass reads `memory_docs` (migration 0005), a third of the size of `memories`."""
         wanted = [p for p in dict.fromkeys(phrases) if p not in self._held]
         if wanted:
             counts = ", ".join(f"count(*) FILTER (WHERE doc @@ %(q{n})s::tsquery)" for n in range(len(wanted)))
             params: dict[str, object] = {f"q{n}": phrase_query(p) for n, p in enumerate(wanted)}
             row = self.conn.execute(
-                f"SELECT {counts} FROM memories WHERE space = ANY(%(spaces)s)", {"spaces": self._spaces(), **params}
+                f"SELECT {counts} FROM memory_docs WHERE space = ANY(%(spaces)s)", {"spaces": self._spaces(), **params}
             ).fetchone()
             self._held.update(zip(wanted, (int(n) for n in row or [0] * len(wanted)), strict=True))
         return [self._held[p] for p in phrases]
@@ -350,6 +350,10 @@ class PostgresTier(Tier):
                     updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, terms = excluded.terms,
                     doc = excluded.doc, tokens = excluded.tokens, seq = nextval('memory_changes'),
                     changed = clock_timestamp()
+                RETURNING id
+            ), indexed AS (
+                INSERT INTO memory_docs (id, space, doc) SELECT id, %(space)s, %(doc)s::tsvector FROM put
+                ON CONFLICT (id) DO UPDATE SET doc = excluded.doc
             ), unburied AS (
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
@@ -411,7 +415,9 @@ class PostgresTier(Tier):
             self.conn.execute(
                 """
                 WITH gone AS (
-                    DELETE FROM memories WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
+                    DELETE FROM memories WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s RETURNING id
+                ), unindexed AS (
+                    DELETE FROM memory_docs WHERE id IN (SELECT id FROM gone)
                 ), buried AS (
                     INSERT INTO memory_tombstones (space, scope, key) VALUES (%(space)s, %(scope)s, %(key)s)
                     ON CONFLICT (space, scope, key) DO UPDATE SET seq = nextval('memory_changes'),
