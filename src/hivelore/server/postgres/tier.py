@@ -172,11 +172,15 @@ class PostgresTier(Tier):
         shortlist = limit * SHORTLIST_FACTOR
         query = join.join(f"({phrase_query(p)})" for p in phrases)
         # Ties at the cut are broken by id, so that the same query over the same rows scores the same ones.
-        order = "" if matches <= shortlist else " ORDER BY ts_rank_cd(doc, %(query)s::tsquery) DESC, id"
+        rank = "0.0" if matches <= shortlist else "ts_rank_cd(doc, %(query)s::tsquery)"
         rows = self.conn.execute(
-            "SELECT id, terms, CASE WHEN terms IS NULL THEN record END FROM memories"
-            f" WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE}"
-            f" AND doc @@ %(query)s::tsquery{order} LIMIT %(n)s",
+            f"""
+            SELECT m.id, m.terms, CASE WHEN m.terms IS NULL THEN m.record END FROM (
+                SELECT id, {rank} AS rank FROM memory_docs
+                WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE} AND doc @@ %(query)s::tsquery
+                ORDER BY rank DESC, id LIMIT %(n)s
+            ) shortlist JOIN memories m USING (id) ORDER BY shortlist.rank DESC, m.id
+            """,
             {**self._where(scopes), "query": query, "n": shortlist},
         ).fetchall()
         scored = [
@@ -198,7 +202,7 @@ class PostgresTier(Tier):
 
         One pass over the spaces' rows counts every phrase: query words are common enough (a tenth to
         half of a large organisation's rows) that a count per phrase through the GIN index took twice
-        as long. The pass reads `memory_docs` (migration 0005), a third of the size of `memories`."""
+        as long. The pass reads `memory_docs` (migration 0005), a fraction of the size of `memories`."""
         wanted = [p for p in dict.fromkeys(phrases) if p not in self._held]
         if wanted:
             counts = ", ".join(f"count(*) FILTER (WHERE doc @@ %(q{n})s::tsquery)" for n in range(len(wanted)))
@@ -342,18 +346,20 @@ class PostgresTier(Tier):
             """
             WITH put AS (
                 INSERT INTO memories (space, scope, key, record, archived, expires_ts, updated_ts, seen_count, terms,
-                                      doc, owner, tokens)
+                                      owner, tokens)
                 VALUES (%(space)s, %(scope)s, %(key)s, %(record)s, %(archived)s, %(expires)s, %(updated)s, %(seen)s,
-                        %(terms)s, %(doc)s::tsvector, %(owner)s, %(tokens)s)
+                        %(terms)s, %(owner)s, %(tokens)s)
                 ON CONFLICT (space, scope, key) DO UPDATE SET
                     record = excluded.record, archived = excluded.archived, expires_ts = excluded.expires_ts,
                     updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, terms = excluded.terms,
-                    doc = excluded.doc, tokens = excluded.tokens, seq = nextval('memory_changes'),
+                    tokens = excluded.tokens, seq = nextval('memory_changes'),
                     changed = clock_timestamp()
                 RETURNING id
             ), indexed AS (
-                INSERT INTO memory_docs (id, space, doc) SELECT id, %(space)s, %(doc)s::tsvector FROM put
-                ON CONFLICT (id) DO UPDATE SET doc = excluded.doc
+                INSERT INTO memory_docs (id, space, scope, archived, expires_ts, doc)
+                SELECT id, %(space)s, %(scope)s, %(archived)s, %(expires)s, %(doc)s::tsvector FROM put
+                ON CONFLICT (id) DO UPDATE SET archived = excluded.archived, expires_ts = excluded.expires_ts,
+                    doc = excluded.doc
             ), unburied AS (
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
