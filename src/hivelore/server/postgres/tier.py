@@ -188,10 +188,12 @@ class PostgresTier(Tier):
         ]
         scored.sort(key=lambda entry: (-entry[0], entry[1]))
         best = scored[:limit]
+        # Read again, a row archived or deleted since the shortlist is left out.
         found = {
             id_: Candidate.of(Memory.from_dict(record), space, f"{scope}/{key}")
             for id_, space, scope, key, record in self.conn.execute(
-                f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%s)", ([id_ for _, _, id_ in best],)
+                f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%(ids)s) AND {_VISIBLE}",
+                {"ids": [id_ for _, _, id_ in best], "now": time.time()},
             )
         }
         return [(found[id_], relevance) for relevance, _, id_ in best if id_ in found]
