@@ -180,6 +180,20 @@ def test_a_replayed_archive_or_forget_answers_as_the_first_time_and_changes_noth
     assert kept.status_code == 200 and kept.json()["memory"]["value"] == "written again after the forget"
 
 
+def test_a_scope_limited_token_sees_no_change_outside_its_scopes_in_the_feed(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    who = make_user()
+    for scope, key in (("project::secretproj", "payroll-db-password-rotation"), ("repo::acme/checkout", "db-port")):
+        assert write(api, who, scope, key).status_code == 200
+        forgotten = api.post("/v1/memories/forget", json={"scope": scope, "key": key}, headers=who.headers())
+        assert forgotten.status_code == 200
+    made = api.post("/v1/tokens", json={"kind": "ro", "name": "ci", "scopes": ["repo::acme/*"]}, headers=who.headers())
+    ci = {"Authorization": f"Bearer {made.json()['token']}"}
+    feed = api.get("/v1/memories/changes", params={"since": 0}, headers=ci).json()
+    assert [(g["scope"], g["key"]) for g in feed["gone"]] == [("repo::acme/checkout", "db-port")]
+
+
 @pytest.fixture(scope="module")
 def small_quota(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_server(database_url, tmp_path_factory.mktemp("quota") / "server.log", "--active-memories", "3")

@@ -357,5 +357,9 @@ def changes(request: Request, who: Caller, conn: Conn, since: int = 0) -> Change
         spaces=list(service.tier.parts),
         shared={m.part: sorted(m.shared) for m in service.memberships},
         memories=memories,
-        gone=[Gone(space=service.part_of_space(space), scope=scope, key=key) for space, scope, key in found.gone],
+        gone=[
+            Gone(space=service.part_of_space(space), scope=scope, key=key)
+            for space, scope, key in found.gone
+            if who.allows(scope)
+        ],
     )
