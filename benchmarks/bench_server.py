@@ -71,6 +71,12 @@ IMPORT_BATCH = 500  # records per import request: the route's maximum
 LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
+OPS = ("healthz", "search", "list", "write")  # the order of the table's rows
+# A paced client's period: an agent's memory operations come from its hooks and tools, a few per
+# turn, and a turn (a model call and a tool run) takes seconds; one operation every 2 s per agent is
+# a busy agent, and 50 of them offer 25 operations a second.
+PACE_MS = 2000.0
+SMALL_PACE_MS = 250.0  # --small: runs of 3 s still give each client a dozen operations
 QUERIES = (
     "ECONNREFUSED 5432",
     "pnpm test fails",
@@ -90,7 +96,6 @@ TARGET_CLIENTS = 50
 TARGET_WRITES_S = 500.0
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
-CALIBRATION_S = 3.0
 CORES_NOTE = "this machine: 2 shared cores; client, replicas and PostgreSQL all run on them"
 
 
@@ -379,6 +384,8 @@ class Run:
     seconds: float
     samples: list[Sample]
     usage: Usage
+    load: float  # the machine's 1-minute load average when the run started
+    pace_ms: float | None = None  # a paced run's period per client; None: back to back
 
 
 class Client:
@@ -391,8 +398,10 @@ class Client:
         self.written = 0
         self.samples: list[Sample] = []
 
-    def timed(self, op: str, request: httpx.Request) -> None:
-        started = time.perf_counter()
+    def timed(self, op: str, request: httpx.Request, due: float | None = None) -> None:
+        """Send one request; its latency counts from `due` (a paced client's scheduled time) when given,
+        so a request sent late because the one before was slow is not measured as fast."""
+        started = time.perf_counter() if due is None else due
         try:
             answer = self.http.send(request)
             answer.read()
@@ -426,30 +435,43 @@ class Client:
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         return self.http.build_request("POST", "/v1/memories", json=body, headers=headers)
 
-    def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start) -> None:
+    def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start, pace_s: float | None) -> None:
+        """Operations of `mix` until the time is up: back to back, or one every `pace_s` seconds (each
+        client at its own phase), latency counted from the time it was due."""
         ops, weights = [op for op, _ in mix], [w for _, w in mix]
         start.wait()
-        while time.perf_counter() < start.stop:
+        due = start.began + self.rng.random() * pace_s if pace_s else None
+        while True:
+            if due is None:
+                if time.perf_counter() >= start.stop:
+                    return
+            else:
+                if due >= start.stop:
+                    return
+                time.sleep(max(0.0, due - time.perf_counter()))
             op = self.rng.choices(ops, weights)[0]
             if op == "search":
-                self.timed(op, self.search())
+                self.timed(op, self.search(), due)
             elif op == "list":
-                self.timed(op, self.list())
+                self.timed(op, self.list(), due)
             elif op == "write":
-                self.timed(op, self.write(run))
+                self.timed(op, self.write(run), due)
             else:
-                self.timed(op, self.http.build_request("GET", "/healthz"))
+                self.timed(op, self.http.build_request("GET", "/healthz"), due)
+            if due is not None and pace_s is not None:
+                due += pace_s
 
 
 class Start:
     """Releases every client at once, and says when they stop."""
 
     def __init__(self, parties: int, seconds: float) -> None:
-        self.seconds, self.stop = seconds, 0.0
+        self.seconds, self.began, self.stop = seconds, 0.0, 0.0
         self.barrier = threading.Barrier(parties, action=self._go)
 
     def _go(self) -> None:
-        self.stop = time.perf_counter() + self.seconds
+        self.began = time.perf_counter()
+        self.stop = self.began + self.seconds
 
     def wait(self) -> None:
         self.barrier.wait()
@@ -464,15 +486,19 @@ def run_clients(
     clients: int,
     seconds: float,
     seed: int,
+    pace_ms: float | None = None,
 ) -> Run:
-    """`clients` threads, spread over the replicas' ports, each running `mix` until the time is up."""
+    """`clients` threads, spread over the replicas' ports, each running `mix` until the time is up,
+    back to back or (with `pace_ms`) one operation every `pace_ms`."""
+    load_average = os.getloadavg()[0]
     tag = f"{name}-{len(replicas)}"
     workers = [Client(n, team.clients[n], replicas[n % len(replicas)], loaded, seed) for n in range(clients)]
     start = Start(clients + 1, seconds)
     try:
         for worker in workers:  # each keep-alive connection is open before the clock starts
             worker.http.get("/healthz").raise_for_status()
-        threads = [threading.Thread(target=w.loop, args=(tag, mix, start), daemon=True) for w in workers]
+        pace_s = pace_ms / 1000 if pace_ms else None
+        threads = [threading.Thread(target=w.loop, args=(tag, mix, start, pace_s), daemon=True) for w in workers]
         for thread in threads:
             thread.start()
         with measured(replicas) as usage:
@@ -487,7 +513,7 @@ def run_clients(
     for worker in workers:
         worker.http.close()
     samples = [s for w in workers for s in w.samples]
-    return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0])
+    return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0], load_average, pace_ms)
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -515,7 +541,7 @@ def table(runs: Sequence[Run]) -> str:
     header = ("replicas", "run", "operation", "count", "ops/s", "p50 ms", "p99 ms", "errors", "target")
     rows = []
     for run in runs:
-        for op in sorted({s.op for s in run.samples}, key=lambda o: [m for m, _ in MIX].index(o)):
+        for op in sorted({s.op for s in run.samples}, key=OPS.index):
             mine = [s for s in run.samples if s.op == op]
             ok = sorted(s.seconds for s in mine if s.status.startswith("2"))
             errors = Counter(s.status for s in mine if not s.status.startswith("2"))
@@ -523,7 +549,7 @@ def table(runs: Sequence[Run]) -> str:
             rows.append(
                 (
                     str(run.replicas),
-                    run.name,
+                    run.name if run.pace_ms is None else f"{run.name} {run.pace_ms:g} ms",
                     op,
                     f"{len(mine):,}",
                     f"{throughput:,.0f}",
@@ -548,11 +574,32 @@ def usage_line(run: Run) -> str:
     u, n = run.usage, len(run.samples)
     per_request = f"{u.client / n * 1000:.2f} ms a request" if n else "-"
     others = u.busy - u.client - u.replicas - u.postgres  # other jobs on the machine
+    pace = "" if run.pace_ms is None else f" (one every {run.pace_ms:g} ms a client)"
     return (
-        f"{run.replicas} replica{'s' if run.replicas > 1 else ''}, {run.name}: {n / u.wall:,.0f} requests/s in all;"
-        f" CPU (cores busy): client {u.client / u.wall:.2f} ({per_request}), replicas {u.replicas / u.wall:.2f},"
-        f" PostgreSQL {u.postgres / u.wall:.2f}, anything else {max(0.0, others) / u.wall:.2f};"
-        f" whole machine {u.busy / u.wall:.2f} of {os.cpu_count()}"
+        f"{run.replicas} replica{'s' if run.replicas > 1 else ''}, {run.name}{pace}: {n / u.wall:,.0f} requests/s in"
+        f" all; load average at the start {run.load:.1f}; CPU (cores busy): client {u.client / u.wall:.2f}"
+        f" ({per_request}), replicas {u.replicas / u.wall:.2f}, PostgreSQL {u.postgres / u.wall:.2f}, anything else"
+        f" {max(0.0, others) / u.wall:.2f}; whole machine {u.busy / u.wall:.2f} of {os.cpu_count()}"
+    )
+
+
+def floor_line(run: Run) -> str:
+    """Little's law for a closed-loop run (no pause between requests): C clients always have C
+    requests in the system, so the mean latency is C / throughput. When the cores are the
+    bottleneck, the throughput is at most cores / (CPU a request), so the mean latency is at least
+    C × (CPU a request) / cores: what no tuning of the waits can beat, only less CPU a request."""
+    u, n = run.usage, len(run.samples)
+    if not n:
+        return f"{run.replicas} replica(s), {run.name}: no requests"
+    mean = sum(s.seconds for s in run.samples) / n * 1000
+    demand = (u.client + u.replicas + u.postgres) / n * 1000  # ms of CPU a request, every part of it
+    cores = os.cpu_count() or 1
+    return (
+        f"{run.replicas} replica(s), {run.name}: mean latency {mean:,.1f} ms, C / throughput ="
+        f" {run.clients} / {n / u.wall:,.0f} per s = {run.clients / (n / u.wall) * 1000:,.1f} ms;"
+        f" CPU a request {demand:.2f} ms (client {u.client / n * 1000:.2f}, replicas {u.replicas / n * 1000:.2f},"
+        f" PostgreSQL {u.postgres / n * 1000:.2f}) → on {cores} cores at least"
+        f" {run.clients} × {demand:.2f} / {cores} = {run.clients * demand / cores:,.1f} ms"
     )
 
 
@@ -561,6 +608,7 @@ def usage_line(run: Run) -> str:
 
 def bench(args: argparse.Namespace, work: Path) -> int:
     name = f"hivelore_bench_{os.getpid()}"
+    started_load = os.getloadavg()[0]
     replicas: list[Replica] = []
     created = False
     try:
@@ -573,23 +621,22 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
         log(f"loaded in {loaded.seconds:.1f} s")
 
-        calibration = run_clients(
-            "calibration",
-            (("healthz", 1),),
-            replicas,
-            team,
-            loaded,
-            args.clients,
-            min(CALIBRATION_S, args.seconds),
-            args.seed,
-        )
-        runs: list[Run] = []
+        # The floor: the same clients against a route that does nothing, back to back.
+        log(f"1 replica, floor (GET /healthz): {args.clients} clients for {args.seconds:g} s…")
+        runs = [run_clients("floor", (("healthz", 1),), replicas, team, loaded, args.clients, args.seconds, args.seed)]
         for count in (1, 2):
             while len(replicas) < count:
                 replicas.append(start_replica(url, work))
-            for run_name, mix in (("mixed", MIX), ("writes", (("write", 1),))):
+            for run_name, mix, pace in (
+                ("mixed", MIX, None),
+                ("search", (("search", 1),), None),
+                ("writes", (("write", 1),), None),
+                ("paced", MIX, args.pace_ms),
+            ):
                 log(f"{count} replica(s), {run_name}: {args.clients} clients for {args.seconds:g} s…")
-                runs.append(run_clients(run_name, mix, replicas, team, loaded, args.clients, args.seconds, args.seed))
+                runs.append(
+                    run_clients(run_name, mix, replicas, team, loaded, args.clients, args.seconds, args.seed, pace)
+                )
         with psycopg.connect(url, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
@@ -602,11 +649,11 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             drop_database(name)
             log(f"dropped {name}")
 
-    report(args, loaded, calibration, runs, end)
+    report(args, loaded, runs, end, started_load)
     return 0
 
 
-def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Sequence[Run], end: str) -> None:
+def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: str, started_load: float) -> None:
     try:
         version = metadata.version("hivelore")
     except metadata.PackageNotFoundError:
@@ -619,8 +666,11 @@ def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Seq
         f" ({CORES_NOTE}) · PostgreSQL {server_version[0] if server_version else '?'} at 127.0.0.1:5432"
     )
     print(
-        f"{args.clients} clients (threads, keep-alive httpx, a token each, no pause between requests) for"
-        f" {args.seconds:g} s per run; seed {args.seed}; load average before: {os.getloadavg()[0]:.1f}"
+        f"{args.clients} clients (threads, keep-alive httpx, a token each) for {args.seconds:g} s per run, back to"
+        f" back except `paced` (one operation every {args.pace_ms:g} ms a client,"
+        f" {args.clients / args.pace_ms * 1000:,.0f} offered a second, its latency counted from when it was due);"
+        f" seed {args.seed}; load average at the"
+        f" start {started_load:.1f}, at the end {os.getloadavg()[0]:.1f}"
     )
     print(
         f"load: {loaded.memories:,} memories ({args.memories:,} synthetic + {LIST_SIZE} in {LIST_SCOPE}) into"
@@ -634,14 +684,13 @@ def report(args: argparse.Namespace, loaded: Loaded, calibration: Run, runs: Seq
     print()
     print(table(runs))
     print()
-    n = len(calibration.samples)
-    print(
-        f"calibration: the same {calibration.clients} client threads against GET /healthz:"
-        f" {n / calibration.seconds:,.0f} requests/s,"
-        f" client CPU {calibration.usage.client / max(n, 1) * 1000:.2f} ms a request"
-    )
     for run in runs:
         print(usage_line(run))
+    print()
+    print("the floor of closed-loop runs (Little's law; `floor` is GET /healthz, the least a request costs here):")
+    for run in runs:
+        if run.pace_ms is None:
+            print(floor_line(run))
     print()
     print(
         f"targets (issue 13, on {CORES_NOTE}): search p99 < {TARGET_SEARCH_P99_MS:g} ms at {TARGET_CLIENTS}"
@@ -666,12 +715,20 @@ def main(argv: list[str] | None = None) -> int:
         help="how the memories are loaded: PostgresTier.store_batch on direct connections (default), or"
         " POST /v1/memories/import (guard and quota on every record; slow from ~10,000 memories of one owner)",
     )
+    parser.add_argument(
+        "--pace-ms",
+        type=float,
+        default=None,
+        help=f"the paced run's period per client, in ms (default {PACE_MS:g}; {SMALL_PACE_MS:g} with --small)",
+    )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
     args = parser.parse_args(argv)
     if args.small:
         args.memories, args.clients, args.seconds = 2000, 5, 3.0
-    if args.memories <= 0 or args.clients <= 0 or args.seconds <= 0:
-        parser.error("--memories, --clients and --seconds must be positive")
+    if args.pace_ms is None:
+        args.pace_ms = SMALL_PACE_MS if args.small else PACE_MS
+    if args.memories <= 0 or args.clients <= 0 or args.seconds <= 0 or args.pace_ms <= 0:
+        parser.error("--memories, --clients, --seconds and --pace-ms must be positive")
     # SIGTERM (a CI runner giving up) unwinds like Ctrl-C: the servers stop and the database is dropped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-server-") as work:

@@ -160,6 +160,40 @@ def test_a_retried_write_with_its_idempotency_key_lands_once(
     assert fresh.json()["memory"]["seen_count"] == 2
 
 
+def test_a_replayed_archive_or_forget_answers_as_the_first_time_and_changes_nothing_again(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    who = make_user()
+    address = {"scope": "project::shop", "key": "replayed"}
+    assert write(api, who, "project::shop", "replayed").status_code == 200
+    archive = {**who.headers(), "Idempotency-Key": "outbox-archive"}
+    first = api.post("/v1/memories/archive", json=address, headers=archive)
+    again = api.post("/v1/memories/archive", json=address, headers=archive)
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    assert api.post("/v1/memories/restore", json=address, headers=who.headers()).status_code == 200
+    forget = {**who.headers(), "Idempotency-Key": "outbox-forget"}
+    assert api.post("/v1/memories/forget", json=address, headers=forget).status_code == 200
+    assert write(api, who, "project::shop", "replayed", "written again after the forget").status_code == 200
+    replayed = api.post("/v1/memories/forget", json=address, headers=forget)
+    assert replayed.status_code == 200
+    kept = api.get("/v1/memories/read", params=address, headers=who.headers())
+    assert kept.status_code == 200 and kept.json()["memory"]["value"] == "written again after the forget"
+
+
+def test_a_scope_limited_token_sees_no_change_outside_its_scopes_in_the_feed(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    who = make_user()
+    for scope, key in (("project::secretproj", "payroll-db-password-rotation"), ("repo::acme/checkout", "db-port")):
+        assert write(api, who, scope, key).status_code == 200
+        forgotten = api.post("/v1/memories/forget", json={"scope": scope, "key": key}, headers=who.headers())
+        assert forgotten.status_code == 200
+    made = api.post("/v1/tokens", json={"kind": "ro", "name": "ci", "scopes": ["repo::acme/*"]}, headers=who.headers())
+    ci = {"Authorization": f"Bearer {made.json()['token']}"}
+    feed = api.get("/v1/memories/changes", params={"since": 0}, headers=ci).json()
+    assert [(g["scope"], g["key"]) for g in feed["gone"]] == [("repo::acme/checkout", "db-port")]
+
+
 @pytest.fixture(scope="module")
 def small_quota(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_server(database_url, tmp_path_factory.mktemp("quota") / "server.log", "--active-memories", "3")

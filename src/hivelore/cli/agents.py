@@ -51,7 +51,7 @@ def install(
 ) -> None:
     """Wire hivelore (MCP server, hooks, skills) into the agents; re-running changes nothing."""
     with reported_errors():
-        service = Hivelore.open()
+        service = Hivelore.open(allow_off=True)  # wiring and unwiring work where hivelore is off
         asking = _asking(yes)
         where = _where(project, global_, service, asking, "Install for this project or for your user (global)")
         if asking:
@@ -83,7 +83,7 @@ def uninstall(
 ) -> None:
     """Remove exactly what `install` added; everything else in those files stays."""
     with reported_errors():
-        service = Hivelore.open()
+        service = Hivelore.open(allow_off=True)  # wiring and unwiring work where hivelore is off
         where = _where(project, global_, service, _asking(yes), "Remove from this project or from your user (global)")
         target = _target(where, agent, hooks or "all", service)
         changes = apply(plan_uninstall(target))

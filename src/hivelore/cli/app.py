@@ -70,8 +70,10 @@ ScopesOption = Annotated[
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
-def _service() -> Hivelore:
-    return Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
+def _service(allow_off: bool = False) -> Hivelore:
+    return Hivelore.open(
+        network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"), allow_off=allow_off
+    )
 
 
 def _show(memory: Memory) -> None:
@@ -273,17 +275,62 @@ def tree(scopes: ScopesOption = None, as_json: JsonFlag = False) -> None:
 
 @app.command()
 def forget(
-    address: Annotated[str, typer.Argument(help="SCOPE::KEY")], tier: TierOption = None, as_json: JsonFlag = False
+    address: Annotated[str | None, typer.Argument(help="SCOPE::KEY: the memory to delete.")] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Instead: remove what hooks captured from this session (any agent's).")
+    ] = None,
+    before: Annotated[
+        str | None, typer.Option(help="Instead: remove what hooks captured before this date (UTC), e.g. 2026-11-30.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --session/--before: count, remove nothing.")] = False,
+    tier: TierOption = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Delete a memory's file."""
+    """Delete a memory's file; or, with --session or --before, what hooks captured (prompts, failures,
+    staged notes, profile evidence, claims), leaving memories written on purpose."""
+    if address is None and session is None and before is None:
+        fail("name what to forget: a memory (SCOPE::KEY), --session ID or --before DATE.", EXIT_BAD_INPUT)
+    if address is not None and (session is not None or before is not None):
+        fail(
+            "forget either a memory (SCOPE::KEY) or what a session captured (--session/--before), not both.",
+            EXIT_BAD_INPUT,
+        )
+    if address is None:
+        if tier is not None:
+            fail("--tier picks the copy of a memory (SCOPE::KEY); --session/--before cover both tiers.", EXIT_BAD_INPUT)
+        _forget_captured(session, before, dry_run, as_json)
+        return
+    if dry_run:
+        fail("--dry-run goes with --session or --before; forgetting one memory has no dry run.", EXIT_BAD_INPUT)
     with reported_errors():
-        service = _service()
+        service = _service(allow_off=True)
         path = service.forget(*_address(address), tier=tier)
         print_warnings(service)
     if as_json:
         print_json({"forgotten": address, "path": str(path)})
     else:
         out.print(f"forgot {escape(address)} (deleted {escape(str(path))})")
+
+
+def _forget_captured(session: str | None, before: str | None, dry_run: bool, as_json: bool) -> None:
+    from hivelore.events.captured import forget_captured, parse_before
+
+    with reported_errors():
+        cutoff = parse_before(before) if before is not None else None
+        service = _service(allow_off=True)
+        found = forget_captured(service, session, cutoff, dry_run)
+        print_warnings(service)
+    if as_json:
+        print_json(
+            {"session": session, "before": before, "dry_run": dry_run, "counts": found.counts, "notes": found.notes}
+        )
+        return
+    what = f"in session {session}" if session is not None else f"before {before}"
+    verb = "would remove" if dry_run else "removed"
+    kinds = ", ".join(f"{count} {kind}" for kind, count in found.counts.items() if count)
+    out.print(f"{verb} what hooks captured {escape(what)}: {escape(kinds) if kinds else 'nothing was there'}")
+    for note in found.notes:
+        out.print(f"  [dim]staged note {escape(note)}[/dim]")
 
 
 @app.command()
@@ -540,13 +587,14 @@ def doctor(as_json: JsonFlag = False) -> None:
     team server: as of when, whether the server answered, what waits in the outbox."""
     started = time.time()
     with reported_errors():
-        service = _service()
+        service = _service(allow_off=True)
         git = service.chain.git
         swept = _sweep(service)  # before the index's refresh, which sweeps the folders it lists on its own
         report: dict[str, Any] = {  # JSON: each part its own shape
             "version": __version__,
             "mode": service.settings.mode,
             "mode_decided_by": service.settings.mode_source,
+            "off": service.settings.off_message() if service.settings.off else None,
             "home": str(service.settings.home),
             "home_decided_by": "HIVELORE_HOME" if "HIVELORE_HOME" in os.environ else "default (~/.hivelore)",
             "project_tier": str(service.project.root) if service.project else None,
@@ -570,7 +618,7 @@ def doctor(as_json: JsonFlag = False) -> None:
     for name, value in report.items():
         if name == "agents":
             _print_agents(report["agents"])
-        elif name == "chain_remark":
+        elif name in ("chain_remark", "off"):
             if value:
                 out.print(f"  [yellow]{escape(value)}[/yellow]")
         elif name == "settings":

@@ -126,6 +126,18 @@ _TABLES = (
 )
 
 
+# What `forget_captured` removes per session, by the name it reports: (kind, table).
+_CAPTURED = (
+    ("prompts", "prompts"),
+    ("commands run", "runs"),
+    ("repeated calls", "calls"),
+    ("profile evidence", "evidence"),
+    ("shown lessons", "shown"),
+    ("held notices", "notices"),
+    ("sessions", "sessions"),
+)
+
+
 class EventStoreUnavailable(Unavailable):
     """events.db cannot be used: damaged, from another schema version, or not hivelore's. `reset` helps."""
 
@@ -492,6 +504,55 @@ class EventStore(sqlitedb.Store):
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('pruned_at', ?)", (repr(now),))
             conn.execute(_NOTICES)
             return self._prune(conn, cutoff)
+
+    @_guarded
+    def forget_captured(
+        self, session_id: str | None = None, before: float | None = None, dry_run: bool = False
+    ) -> dict[str, int]:
+        """Remove what hooks recorded for one session (of any agent) or before a time (epoch seconds):
+        its prompts, commands and failures, what it was shown, profile evidence from its prompts,
+        notices held for it; and failure signatures no remaining run refers to (a session's) or last
+        seen before the time (even with a fix). Counts per kind; `dry_run` keeps it all."""
+        with Immediate(self.conn) as conn:
+            conn.execute(_NOTICES)
+            if session_id is not None:
+                counts = self._forget_session(conn, session_id)
+            else:
+                counts = self._forget_before(conn, before if before is not None else 0.0)
+            if dry_run:
+                conn.execute("ROLLBACK")
+        return counts
+
+    @staticmethod
+    def _forget_session(conn: sqlite3.Connection, session_id: str) -> dict[str, int]:
+        signatures = "SELECT signature FROM runs WHERE session_id = ? AND signature IS NOT NULL"
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS forgetting (id INTEGER PRIMARY KEY)")
+        conn.execute("DELETE FROM forgetting")
+        conn.execute(f"INSERT OR IGNORE INTO forgetting {signatures}", (session_id,))
+        counts = {
+            name: conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,)).rowcount
+            for name, table in _CAPTURED
+        }
+        counts["failure signatures"] = conn.execute(
+            "DELETE FROM signatures WHERE id IN (SELECT id FROM forgetting)"
+            " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.signature = signatures.id)"
+        ).rowcount
+        return counts
+
+    @staticmethod
+    def _forget_before(conn: sqlite3.Connection, cutoff: float) -> dict[str, int]:
+        counts = {
+            name: conn.execute(
+                f"DELETE FROM {table} WHERE {'last_ts' if table == 'sessions' else 'ts'} < ?", (cutoff,)
+            ).rowcount
+            for name, table in _CAPTURED
+        }
+        counts["failure signatures"] = conn.execute(
+            "DELETE FROM signatures WHERE last_ts < ?"
+            " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.signature = signatures.id)",
+            (cutoff,),
+        ).rowcount
+        return counts
 
     @staticmethod
     def _prune(conn: sqlite3.Connection, cutoff: float) -> int:

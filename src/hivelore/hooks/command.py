@@ -109,7 +109,19 @@ def _without_surrogates(value: object) -> object:
     return value
 
 
+def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
+    """Take the private spans out of every text the event carries, before any handler sees it: this
+    is where a hook payload becomes what hivelore may store (the prompt, a command, its output, the
+    agent's last message or compaction summary, the texts an edit replaces)."""
+    from hivelore.privacy import strip_private
+
+    for name in ("prompt", "command", "error", "output", "summary", "last_message"):
+        setattr(event, name, strip_private(getattr(event, name), prefixes))
+    event.anchors = tuple(strip_private(anchor, prefixes) for anchor in event.anchors)
+
+
 def _handle(event: Event, read_only: bool, cwd: str) -> str:
+    from hivelore.config import switches
     from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
 
@@ -123,6 +135,12 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
     if event.cwd and os.path.isdir(event.cwd):
         cwd = event.cwd
     event.cwd = cwd
+    # Decided per event, from the event's folder: one hook server answers for every repository.
+    switched = switches(cwd, os.environ)
+    if switched.mode == "off":
+        return ""  # nothing is read, nothing is stored
+    read_only = read_only or switched.capture == "off"
+    hide_private(event, switched.private_prefix)
     home = home_path(os.environ)
     store = None
     try:

@@ -58,6 +58,9 @@ class Phrase:
         n = len(self.parts)
         if n == 0:
             return 0
+        if n == 1:  # most query words: one token, counted without a slice per position
+            part = self.parts[0]
+            return sum(1 for word in words if word.startswith(part)) if self.prefix else words.count(part)
         found = 0
         for start in range(len(words) - n + 1):
             head, last = words[start : start + n - 1], words[start + n - 1]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import builtins  # `Hivelore.list` shadows the type in the class body
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from hivelore import errors
-from hivelore.config import Settings, load_settings
+from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
 from hivelore.memory import recall
@@ -37,6 +37,7 @@ from hivelore.memory.model import (
 from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
 from hivelore.memory.tier import Candidate, Tier
 from hivelore.memory.transfer import ImportRecord, ImportReport
+from hivelore.privacy import strip_private
 from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -98,6 +99,7 @@ class MemoryService:
     (`_check_change`)."""
 
     tier_names: tuple[str, ...] = ()
+    private_prefix: tuple[str, ...] = ()  # lines starting with one of these are never stored (privacy.py)
 
     def __init__(self, chain: Chain, budgets: Budgets, agent: str = "cli", session: str = "") -> None:
         self.chain = chain
@@ -201,6 +203,7 @@ class MemoryService:
     ) -> WriteResult:
         """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
         provenance = self._provenance()
+        value = self._public(value)
         target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days, provenance)
         where, part = self._tier_for_write(target, key, tier)
         now = now_iso()
@@ -235,6 +238,15 @@ class MemoryService:
         assert memory is not None  # build always returns one
         revived = existing is not None and not existing.is_visible()
         return WriteResult(memory, path, _part_at(where, part, path), existing is None, revived)
+
+    def _public(self, value: str) -> str:
+        """The value without its private spans and lines: the one place a memory's text loses them."""
+        public = strip_private(value, self.private_prefix)
+        if value.strip() and not public.strip():
+            raise ValueError(
+                "the value is all private (<private>…</private> or private-prefixed lines): nothing to store."
+            )
+        return public
 
     def _find(self, scope: str, key: str, visible: bool, tier: str | None = None) -> Candidate:
         """The first copy of scope::key (project tier first), visible ones only if `visible`, in one
@@ -299,6 +311,25 @@ class MemoryService:
         if not where.delete(copy, lambda memory: True):
             raise NotFound(f"{copy.memory.address} changed while hivelore was deleting it; nothing was deleted.")
         return copy.path
+
+    def forget_staged(self, captured: Callable[[Memory], bool], dry_run: bool = False) -> list[Memory]:
+        """Delete the files of the staged memories `captured` picks (what hooks kept, such as a
+        session's notes), in every scope the vault holds; each only if, read again, it is still staged
+        and picked (an agent may have just committed it). Committed memories are never touched."""
+
+        def picked(memory: Memory) -> bool:
+            return memory.state == "staged" and captured(memory)
+
+        found = [c for c in self._listed(self.scopes_in_vault(), include_hidden=True) if picked(c.memory)]
+        if dry_run:
+            return [c.memory for c in found]
+        gone = []
+        for copy in found:
+            where, part = self._part_of(copy)
+            self._check_change("forget", where, part)
+            if where.delete(copy, picked):
+                gone.append(copy.memory)
+        return gone
 
     def purge(self, dry_run: bool = False) -> list[Memory]:
         """Delete the files of archived and expired memories in this folder's chain (each only if,
@@ -467,7 +498,14 @@ class MemoryService:
         """The memory a record would become, or ValueError saying why it cannot be imported."""
         provenance = {**self._provenance(), **dict(record.provenance)}
         scope, value, tags, expires = _checked(
-            record.scope, record.key, record.value, record.tags, record.kind, record.state, record.ttl_days, provenance
+            record.scope,
+            record.key,
+            self._public(record.value),
+            record.tags,
+            record.kind,
+            record.state,
+            record.ttl_days,
+            provenance,
         )
         for name in ("created", "updated", "expires_at", "archived_at"):
             validate_timestamp(name, getattr(record, name))
@@ -589,6 +627,7 @@ class Hivelore(MemoryService):
         budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
         super().__init__(chain, budgets, agent, session)
         self.settings = settings
+        self.private_prefix = settings.private_prefix
         self.home = Vault(settings.home, "home")
         private_home(str(settings.home))
         project_root = chain.git.root / ".hivelore" if chain.git else None
@@ -620,10 +659,15 @@ class Hivelore(MemoryService):
         session: str = "",
         network_budget_s: float = 0.0,
         token: str | None = None,
+        allow_off: bool = False,
     ) -> Hivelore:
+        """The service for `cwd`'s folder. Where hivelore is off (`"mode": "off"`) this raises `Off`
+        saying so, unless the caller looks at the switch itself (`allow_off`: doctor, forget, uninstall)."""
         env = os.environ if env is None else env
         chain = chain_for(cwd or Path.cwd())
         settings = load_settings(chain.git.root if chain.git else None, env)
+        if settings.off and not allow_off:
+            raise Off(settings.off_message())
         session = session or env.get("HIVELORE_SESSION", "")
         agent = env.get("HIVELORE_AGENT", agent)
         return cls(

@@ -506,6 +506,64 @@ class SqliteTeam(sqlitedb.Store, TeamStore):
         if rows and rows[0][0] != intent.id:
             self._drop_if_empty(conn, rows[0][0])
 
+    @_guarded
+    def forget_captured(
+        self, session_id: str | None = None, before: float | None = None, dry_run: bool = False
+    ) -> dict[str, int]:
+        """Remove what hooks recorded for one session (of any agent) or before a time (epoch seconds):
+        its links to tasks, its warnings, and — once no other session holds the task — the task's
+        claims, changed symbols and test attempts, and the task itself unless someone decided or
+        noted something on it (that was written on purpose). Counts per kind; `dry_run` keeps it all."""
+        with sqlitedb.Immediate(self.conn) as conn:
+            if session_id is not None:
+                counts = self._forget_session(conn, session_id)
+            else:
+                counts = self._forget_before(conn, before if before is not None else 0.0)
+            if dry_run:
+                conn.execute("ROLLBACK")
+        return counts
+
+    def _forget_session(self, conn: sqlite3.Connection, session_id: str) -> dict[str, int]:
+        held = [
+            row[0] for row in sqlitedb.rows(conn, "SELECT intent_id FROM sessions WHERE session_id = ?", (session_id,))
+        ]
+        counts = {
+            "task links": conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,)).rowcount,
+            "coordination warnings": conn.execute("DELETE FROM warnings WHERE session_id = ?", (session_id,)).rowcount,
+        }
+        alone = [i for i in set(held) if not sqlitedb.rows(conn, "SELECT 1 FROM sessions WHERE intent_id = ?", (i,))]
+        marks = ",".join("?" * len(alone))
+        counts.update(self._forget_rows(conn, f"intent_id IN ({marks})", f"intent_id IN ({marks})", tuple(alone)))
+        counts["tasks"] = self._drop_all_empty(conn, alone)
+        return counts
+
+    def _forget_before(self, conn: sqlite3.Connection, cutoff: float) -> dict[str, int]:
+        counts = {
+            "task links": conn.execute("DELETE FROM sessions WHERE started_ts < ?", (cutoff,)).rowcount,
+            "coordination warnings": conn.execute("DELETE FROM warnings WHERE ts < ?", (cutoff,)).rowcount,
+        }
+        counts.update(self._forget_rows(conn, "ts < ?", "last_ts < ?", (cutoff,)))
+        old = [row[0] for row in sqlitedb.rows(conn, "SELECT id FROM intents WHERE updated_ts < ?", (cutoff,))]
+        counts["tasks"] = self._drop_all_empty(conn, old)
+        return counts
+
+    @staticmethod
+    def _forget_rows(conn: sqlite3.Connection, where: str, attempts_where: str, params: tuple) -> dict[str, int]:
+        """Claims and changes matching `where`, test attempts (with their symbols) matching `attempts_where`."""
+        attempts = f"SELECT id FROM attempts WHERE {attempts_where}"
+        conn.execute(f"DELETE FROM attempt_symbols WHERE attempt_id IN ({attempts})", params)
+        return {
+            "claims": conn.execute(f"DELETE FROM claims WHERE {where}", params).rowcount,
+            "changed symbols": conn.execute(f"DELETE FROM changes WHERE {where}", params).rowcount,
+            "test attempts": conn.execute(f"DELETE FROM attempts WHERE {attempts_where}", params).rowcount,
+        }
+
+    def _drop_all_empty(self, conn: sqlite3.Connection, intent_ids: Iterable[int]) -> int:
+        before = conn.total_changes
+        for intent_id in intent_ids:
+            self._drop_if_empty(conn, intent_id)
+        return conn.total_changes - before
+
     @staticmethod
     def _drop_if_empty(conn: sqlite3.Connection, intent_id: int) -> None:
         # e.g. the intent a session's first prompt ("resume task 12") created before it resumed task 12

@@ -31,20 +31,29 @@ def once(
     if not 1 <= len(key) <= MAX_KEY_CHARS or not key.isprintable():
         raise BadInput(f"an Idempotency-Key is 1 to {MAX_KEY_CHARS} printable characters")
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"idempotency\n{user_id}\n{key}",))
-        row = conn.execute(
-            "SELECT fingerprint, body FROM idempotent_requests WHERE user_id = %s AND key = %s", (user_id, key)
+        # The key's row, claimed before the write: a second request with the same key waits here until
+        # the first one commits (then reads its answer) or rolls back (then claims the key itself).
+        claimed = conn.execute(
+            "INSERT INTO idempotent_requests (user_id, key, fingerprint, body) VALUES (%s, %s, %s, 'null')"
+            " ON CONFLICT (user_id, key) DO NOTHING RETURNING true",
+            (user_id, key, print_),
         ).fetchone()
-        if row is not None:
+        if claimed is None:
+            row = conn.execute(
+                "SELECT fingerprint, body FROM idempotent_requests WHERE user_id = %s AND key = %s", (user_id, key)
+            ).fetchone()
+            assert row is not None  # the conflicting row is committed, and only an old one is ever deleted
             if row[0] != print_:
                 raise Conflict("this Idempotency-Key came with another request before: use a new key for a new request")
             return dict(row[1])
         answer = run()
         conn.execute(
-            f"DELETE FROM idempotent_requests WHERE user_id = %s AND created < now() - interval '{KEPT}'", (user_id,)
-        )
-        conn.execute(
-            "INSERT INTO idempotent_requests (user_id, key, fingerprint, body) VALUES (%s, %s, %s, %s)",
-            (user_id, key, print_, Jsonb(answer)),
+            f"""
+            WITH expired AS (
+                DELETE FROM idempotent_requests WHERE user_id = %(user)s AND created < now() - interval '{KEPT}'
+            )
+            UPDATE idempotent_requests SET body = %(body)s WHERE user_id = %(user)s AND key = %(key)s
+            """,
+            {"user": user_id, "key": key, "body": Jsonb(answer)},
         )
         return answer

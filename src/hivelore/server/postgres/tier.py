@@ -9,11 +9,15 @@ A search asks PostgreSQL for the matches (a GIN-indexed `tsvector` of the tokens
 make, prefix matches from four characters as the local index's), and scores them with FTS5's own
 bm25 (memory/bm25.py) over the spaces read: the same query gives the same relevance, so the same
 order, as on one machine. PostgreSQL's `ts_rank_cd` only picks which matches are scored when there
-are more than the shortlist holds.
+are more than the shortlist holds (the corpus counts say when there are not, and then nothing is
+ranked in SQL). The shortlist is scored from the tokens each row keeps (`terms`, written with it), and
+only the rows kept are decoded.
 
 A write takes a transaction-scoped advisory lock on its address: N writers of one key give one row
 and N counted updates, as the vault's lock does for files. A write that makes a row visible
-(new, or revived) counts against its owner's quota; an update of a visible row does not.
+(new, or revived) counts against its owner's quota; an update of a visible row does not. After the
+lock and the read of what is there, a write is one statement (the row, its tombstone, the space's
+counters), inside the caller's transaction when one is open (an Idempotency-Key's).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from hivelore.memory import bm25
 from hivelore.memory.model import Memory, epoch_from_iso
@@ -39,6 +45,16 @@ SETTLED_S = 10  # a change this old was committed by a transaction that has ende
 SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
 _VISIBLE = "NOT archived AND (expires_ts IS NULL OR expires_ts > %(now)s)"
+
+# The last part of a write's one statement: count the change of the space in its counters' row of
+# this connection's shard. That row stays locked until the transaction commits, so with one row per
+# space every write to a space waited for the one before it (migration 0004). Readers add up the shards.
+_COUNTED = """
+    INSERT INTO memory_spaces (space, shard, generation, rows, tokens)
+    VALUES (%(space)s, pg_backend_pid() %% %(shards)s, 1, %(rows)s, %(change)s)
+    ON CONFLICT (space, shard) DO UPDATE SET generation = memory_spaces.generation + 1,
+        rows = memory_spaces.rows + %(rows)s, tokens = memory_spaces.tokens + %(change)s
+"""
 
 Columns = tuple[list[str], list[str], list[str]]
 
@@ -67,6 +83,20 @@ def document(columns: Columns) -> str:
     return " ".join(entries)
 
 
+def terms_of(columns: Columns) -> str:
+    """What the `terms` column holds: the columns' tokens, columns apart by a tab (tokens hold none)."""
+    return "\t".join(" ".join(column) for column in columns)
+
+
+def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
+    """A row's columns from its stored terms, or (a row written before migration 0005) its record."""
+    if terms is None:
+        assert record is not None  # the query sends the record when a row has no terms
+        return columns_of(Memory.from_dict(record))
+    key, value, tags = terms.split("\t")
+    return key.split(), value.split(), tags.split()
+
+
 def phrase_query(phrase: bm25.Phrase) -> str:
     """A tsquery literal for one query word as FTS5 reads `"word"*` (tokens hold no quote)."""
     last = len(phrase.parts) - 1
@@ -88,6 +118,7 @@ class PostgresTier(Tier):
         A row this tier creates belongs to `owner`, who may have `quota` visible rows at most."""
         self.conn, self.parts, self.warnings = conn, parts, warnings
         self.owner, self.quota = owner, quota
+        self._held: dict[bm25.Phrase, int] = {}  # rows holding a phrase, counted once a request
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -128,35 +159,61 @@ class PostgresTier(Tier):
     def _scored(
         self, scopes: Sequence[str], phrases: Sequence[bm25.Phrase], join: str, limit: int
     ) -> list[tuple[Candidate, float]]:
-        """The best `limit` visible matches of the phrases (all of them, or any), by FTS5's bm25."""
+        """The best `limit` visible matches of the phrases (all of them, or any), by FTS5's bm25.
+
+        The shortlist is scored from each row's stored terms, and only the rows kept are decoded.
+        When the corpus counts show the matches fit in the shortlist, they are not ranked first."""
         if not phrases:
             return []
-        query = join.join(f"({phrase_query(p)})" for p in phrases)
-        rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM memories"
-            f" WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE}"
-            " AND doc @@ %(query)s::tsquery ORDER BY ts_rank_cd(doc, %(query)s::tsquery) DESC LIMIT %(n)s",
-            {**self._where(scopes), "query": query, "n": limit * SHORTLIST_FACTOR},
-        ).fetchall()
-        if not rows:
-            return []
         corpus = self._corpus(phrases)
-        scored = []
-        for space, scope, key, record in rows:
-            memory = Memory.from_dict(record)
-            relevance = bm25.score(phrases, columns_of(memory), corpus)
-            scored.append((Candidate.of(memory, space, f"{scope}/{key}"), relevance))
-        scored.sort(key=lambda pair: -pair[1])
-        return scored[:limit]
+        matches = sum(corpus.holding) if join == " | " else min(corpus.holding)
+        if not matches:
+            return []
+        shortlist = limit * SHORTLIST_FACTOR
+        query = join.join(f"({phrase_query(p)})" for p in phrases)
+        # Ties at the cut are broken by id, so that the same query over the same rows scores the same ones.
+        rank = "0.0" if matches <= shortlist else "ts_rank_cd(doc, %(query)s::tsquery)"
+        rows = self.conn.execute(
+            f"""
+            SELECT m.id, m.terms, CASE WHEN m.terms IS NULL THEN m.record END FROM (
+                SELECT id, {rank} AS rank FROM memory_docs
+                WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE} AND doc @@ %(query)s::tsquery
+                ORDER BY rank DESC, id LIMIT %(n)s
+            ) shortlist JOIN memories m USING (id) ORDER BY shortlist.rank DESC, m.id
+            """,
+            {**self._where(scopes), "query": query, "n": shortlist},
+        ).fetchall()
+        scored = [
+            (bm25.score(phrases, _terms(terms, record), corpus), n, id_) for n, (id_, terms, record) in enumerate(rows)
+        ]
+        scored.sort(key=lambda entry: (-entry[0], entry[1]))
+        best = scored[:limit]
+        # Read again, a row archived or deleted since the shortlist is left out.
+        found = {
+            id_: Candidate.of(Memory.from_dict(record), space, f"{scope}/{key}")
+            for id_, space, scope, key, record in self.conn.execute(
+                f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%(ids)s) AND {_VISIBLE}",
+                {"ids": [id_ for _, _, id_ in best], "now": time.time()},
+            )
+        }
+        return [(found[id_], relevance) for relevance, _, id_ in best if id_ in found]
 
     def _holding(self, phrases: Sequence[bm25.Phrase]) -> list[int]:
-        """Per phrase, the rows of the tier's spaces (every scope, hidden ones too) that hold it."""
-        counts = ", ".join(f"count(*) FILTER (WHERE doc @@ %(q{n})s::tsquery)" for n in range(len(phrases)))
-        params: dict[str, object] = {f"q{n}": phrase_query(p) for n, p in enumerate(phrases)}
-        row = self.conn.execute(
-            f"SELECT {counts} FROM memories WHERE space = ANY(%(spaces)s)", {"spaces": self._spaces(), **params}
-        ).fetchone()
-        return [int(n) for n in row] if row else [0] * len(phrases)
+        """Per phrase, the rows of the tier's spaces (every scope, hidden ones too) that hold it,
+        counted once a request (an any-word search reuses the every-word search's counts).
+
+        One pass over the spaces' rows counts every phrase: query words are common enough (a tenth to
+        half of a large organisation's rows) that a count per phrase through the GIN index took twice
+        as long. The pass reads `memory_docs` (migration 0005), a fraction of the size of `memories`."""
+        wanted = [p for p in dict.fromkeys(phrases) if p not in self._held]
+        if wanted:
+            counts = ", ".join(f"count(*) FILTER (WHERE doc @@ %(q{n})s::tsquery)" for n in range(len(wanted)))
+            params: dict[str, object] = {f"q{n}": phrase_query(p) for n, p in enumerate(wanted)}
+            row = self.conn.execute(
+                f"SELECT {counts} FROM memory_docs WHERE space = ANY(%(spaces)s)", {"spaces": self._spaces(), **params}
+            ).fetchone()
+            self._held.update(zip(wanted, (int(n) for n in row or [0] * len(wanted)), strict=True))
+        return [self._held[p] for p in phrases]
 
     def _corpus(self, phrases: Sequence[bm25.Phrase]) -> bm25.Corpus:
         row = self.conn.execute(
@@ -267,6 +324,13 @@ class PostgresTier(Tier):
 
     # -- writes -------------------------------------------------------------------------------
 
+    def _transaction(self) -> AbstractContextManager[object]:
+        """A transaction, or none when the caller's is open (an Idempotency-Key's): a savepoint in it
+        would cost two round trips and change nothing, since an error ends the caller's one too."""
+        if self.conn.info.transaction_status == TransactionStatus.INTRANS:
+            return nullcontext()
+        return self.conn.transaction()
+
     def _lock(self, space: str, scope: str, key: str) -> Memory | None:
         """Inside a transaction: hold scope::key of `space` until it ends; what is there now."""
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{space}\n{scope}::{key}",))
@@ -276,20 +340,33 @@ class PostgresTier(Tier):
         return Memory.from_dict(row[0]) if row else None
 
     def _put(self, space: str, memory: Memory, before: Memory | None) -> None:
+        """Upsert the row, drop its tombstone and count the change: one statement, one round trip."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
+        old = sum(len(column) for column in columns_of(before)) if before else 0
         self.conn.execute(
             """
-            INSERT INTO memories (space, scope, key, record, archived, expires_ts, updated_ts, seen_count, body, doc,
-                                  owner, tokens)
-            VALUES (%(space)s, %(scope)s, %(key)s, %(record)s, %(archived)s, %(expires)s, %(updated)s, %(seen)s,
-                    %(body)s, %(doc)s::tsvector, %(owner)s, %(tokens)s)
-            ON CONFLICT (space, scope, key) DO UPDATE SET
-                record = excluded.record, archived = excluded.archived, expires_ts = excluded.expires_ts,
-                updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, body = excluded.body,
-                doc = excluded.doc, tokens = excluded.tokens, seq = nextval('memory_changes'),
-                changed = clock_timestamp()
-            """,
+            WITH put AS (
+                INSERT INTO memories (space, scope, key, record, archived, expires_ts, updated_ts, seen_count, terms,
+                                      owner, tokens)
+                VALUES (%(space)s, %(scope)s, %(key)s, %(record)s, %(archived)s, %(expires)s, %(updated)s, %(seen)s,
+                        %(terms)s, %(owner)s, %(tokens)s)
+                ON CONFLICT (space, scope, key) DO UPDATE SET
+                    record = excluded.record, archived = excluded.archived, expires_ts = excluded.expires_ts,
+                    updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, terms = excluded.terms,
+                    tokens = excluded.tokens, seq = nextval('memory_changes'),
+                    changed = clock_timestamp()
+                RETURNING id
+            ), indexed AS (
+                INSERT INTO memory_docs (id, space, scope, archived, expires_ts, doc)
+                SELECT id, %(space)s, %(scope)s, %(archived)s, %(expires)s, %(doc)s::tsvector FROM put
+                ON CONFLICT (id) DO UPDATE SET archived = excluded.archived, expires_ts = excluded.expires_ts,
+                    doc = excluded.doc
+            ), unburied AS (
+                DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
+            )
+            """
+            + _COUNTED,
             {
                 "space": space,
                 "scope": str(memory.scope),
@@ -299,29 +376,14 @@ class PostgresTier(Tier):
                 "expires": epoch_from_iso(memory.expires_at) if memory.expires_at else None,
                 "updated": epoch_from_iso(memory.updated) if memory.updated else 0.0,
                 "seen": memory.seen_count,
-                "body": " ".join(" ".join(column) for column in columns),
+                "terms": terms_of(columns),
                 "doc": document(columns),
                 "owner": self.owner,
                 "tokens": tokens,
+                "rows": 0 if before else 1,
+                "change": tokens - old,
+                "shards": SPACE_SHARDS,
             },
-        )
-        self.conn.execute(
-            "DELETE FROM memory_tombstones WHERE space = %s AND scope = %s AND key = %s",
-            (space, str(memory.scope), memory.key),
-        )
-        old = sum(len(column) for column in columns_of(before)) if before else 0
-        self._changed(space, rows=0 if before else 1, tokens=tokens - old)
-
-    def _changed(self, space: str, rows: int, tokens: int) -> None:
-        """Count a change of `space` in its counters' row of this connection's shard: the row stays
-        locked until the transaction commits, so with one row per space every write to a space
-        waited for the one before it (migration 0004). Readers add up the shards."""
-        self.conn.execute(
-            "INSERT INTO memory_spaces (space, shard, generation, rows, tokens)"
-            " VALUES (%(space)s, pg_backend_pid() %% %(shards)s, 1, %(rows)s, %(tokens)s)"
-            " ON CONFLICT (space, shard) DO UPDATE SET generation = memory_spaces.generation + 1,"
-            " rows = memory_spaces.rows + %(rows)s, tokens = memory_spaces.tokens + %(tokens)s",
-            {"space": space, "shards": SPACE_SHARDS, "rows": rows, "tokens": tokens},
         )
 
     def _check_quota(self, before: Memory | None, after: Memory) -> None:
@@ -345,7 +407,7 @@ class PostgresTier(Tier):
         self, part: str, scope: Scope, key: str, build: Build, prefer: Candidate | None = None
     ) -> tuple[Path, Memory | None, Memory | None]:
         space = self.parts[part]
-        with self.conn.transaction():
+        with self._transaction():
             existing = self._lock(space, str(scope), key)
             memory = build(existing)
             if memory is not None:
@@ -354,22 +416,32 @@ class PostgresTier(Tier):
         return Path(space, f"{scope}/{key}"), existing, memory
 
     def delete(self, candidate: Candidate, still: Callable[[Memory], bool]) -> bool:
-        with self.conn.transaction():
+        with self._transaction():
             existing = self._lock(candidate.origin, candidate.scope, candidate.key)
             if existing is None or not still(existing):
                 return False
             self.conn.execute(
-                "DELETE FROM memories WHERE space = %s AND scope = %s AND key = %s",
-                (candidate.origin, candidate.scope, candidate.key),
+                """
+                WITH gone AS (
+                    DELETE FROM memories WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s RETURNING id
+                ), unindexed AS (
+                    DELETE FROM memory_docs WHERE id IN (SELECT id FROM gone)
+                ), buried AS (
+                    INSERT INTO memory_tombstones (space, scope, key) VALUES (%(space)s, %(scope)s, %(key)s)
+                    ON CONFLICT (space, scope, key) DO UPDATE SET seq = nextval('memory_changes'),
+                        changed = clock_timestamp()
+                )
+                """
+                + _COUNTED,
+                {
+                    "space": candidate.origin,
+                    "scope": candidate.scope,
+                    "key": candidate.key,
+                    "rows": -1,
+                    "change": -sum(len(column) for column in columns_of(existing)),
+                    "shards": SPACE_SHARDS,
+                },
             )
-            self.conn.execute(
-                "INSERT INTO memory_tombstones (space, scope, key) VALUES (%s, %s, %s)"
-                " ON CONFLICT (space, scope, key)"
-                " DO UPDATE SET seq = nextval('memory_changes'), changed = clock_timestamp()",
-                (candidate.origin, candidate.scope, candidate.key),
-            )
-            tokens = sum(len(column) for column in columns_of(existing))
-            self._changed(candidate.origin, rows=-1, tokens=-tokens)
         return True
 
     def unwritable(self, part: str, memories: Sequence[Memory]) -> dict[str, ValueError]:
@@ -377,7 +449,7 @@ class PostgresTier(Tier):
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
         space, written, unchanged = self.parts[part], [], []
-        with self.conn.transaction():
+        with self._transaction():
             for memory in memories:
                 existing = self._lock(space, str(memory.scope), memory.key)
                 kept = merge(memory, existing)

@@ -10,8 +10,10 @@ applied once however often they are retried.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
+import psycopg
 from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, Field
 
@@ -192,8 +194,7 @@ def write(body: WriteIn, request: Request, who: Caller, conn: Conn, idempotency_
             notices=service.notices,
         ).model_dump(mode="json")
 
-    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
-    return WriteOut.model_validate(idempotency.once(conn, who.user_id, idempotency_key, print_, run))
+    return WriteOut.model_validate(_once(request, conn, who, body, idempotency_key, run))
 
 
 @router.get("/read")
@@ -257,24 +258,53 @@ def _changing(request: Request, conn: Conn, who: auth.Caller, body: AddressIn) -
 
 
 @router.post("/archive")
-def archive(body: AddressIn, request: Request, who: Caller, conn: Conn) -> Stored:
-    service = _changing(request, conn, who, body)
-    memory = service.archive(body.scope, body.key, tier=body.space)
-    return Stored(memory=MemoryOut.of(memory), space=service.changed_part)
+def archive(
+    body: AddressIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None
+) -> Stored:
+    def run() -> dict[str, object]:
+        service = _changing(request, conn, who, body)
+        memory = service.archive(body.scope, body.key, tier=body.space)
+        return Stored(memory=MemoryOut.of(memory), space=service.changed_part).model_dump(mode="json")
+
+    return Stored.model_validate(_once(request, conn, who, body, idempotency_key, run))
 
 
 @router.post("/restore")
-def restore(body: AddressIn, request: Request, who: Caller, conn: Conn) -> Stored:
-    service = _changing(request, conn, who, body)
-    memory = service.restore(body.scope, body.key, tier=body.space)
-    return Stored(memory=MemoryOut.of(memory), space=service.changed_part)
+def restore(
+    body: AddressIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None
+) -> Stored:
+    def run() -> dict[str, object]:
+        service = _changing(request, conn, who, body)
+        memory = service.restore(body.scope, body.key, tier=body.space)
+        return Stored(memory=MemoryOut.of(memory), space=service.changed_part).model_dump(mode="json")
+
+    return Stored.model_validate(_once(request, conn, who, body, idempotency_key, run))
 
 
 @router.post("/forget")
-def forget(body: AddressIn, request: Request, who: Caller, conn: Conn) -> ForgetOut:
-    service = _changing(request, conn, who, body)
-    service.forget(body.scope, body.key, tier=body.space)
-    return ForgetOut(forgotten=f"{parse(body.scope)}::{body.key}", space=service.changed_part)
+def forget(
+    body: AddressIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None
+) -> ForgetOut:
+    def run() -> dict[str, object]:
+        service = _changing(request, conn, who, body)
+        service.forget(body.scope, body.key, tier=body.space)
+        return ForgetOut(forgotten=f"{parse(body.scope)}::{body.key}", space=service.changed_part).model_dump()
+
+    return ForgetOut.model_validate(_once(request, conn, who, body, idempotency_key, run))
+
+
+def _once(
+    request: Request,
+    conn: psycopg.Connection,
+    who: auth.Caller,
+    body: BaseModel,
+    idempotency_key: str | None,
+    run: Callable[[], dict[str, object]],
+) -> dict[str, object]:
+    """A change replayed with its key (its answer was lost) answers as the first time, and changes
+    nothing again: a replayed forget must not remove what a teammate wrote since."""
+    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
+    return idempotency.once(conn, who.user_id, idempotency_key, print_, run)
 
 
 @router.post("/import")
@@ -307,8 +337,7 @@ def import_records(
         )
         return ImportOut(written=report.written, unchanged=report.unchanged, rejected=report.rejected).model_dump()
 
-    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
-    return ImportOut.model_validate(idempotency.once(conn, who.user_id, idempotency_key, print_, run))
+    return ImportOut.model_validate(_once(request, conn, who, body, idempotency_key, run))
 
 
 @router.get("/changes")
@@ -328,5 +357,9 @@ def changes(request: Request, who: Caller, conn: Conn, since: int = 0) -> Change
         spaces=list(service.tier.parts),
         shared={m.part: sorted(m.shared) for m in service.memberships},
         memories=memories,
-        gone=[Gone(space=service.part_of_space(space), scope=scope, key=key) for space, scope, key in found.gone],
+        gone=[
+            Gone(space=service.part_of_space(space), scope=scope, key=key)
+            for space, scope, key in found.gone
+            if who.allows(scope)
+        ],
     )
