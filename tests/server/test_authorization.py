@@ -3,9 +3,10 @@ and memory endpoint, with the status each cell must get, generated from one tabl
 
 A cell's expected status follows from two facts about the endpoint — the power its token needs
 (`read`, `manage`, `write`) and the least role it needs — so the tables below are the whole
-specification. The memory endpoints add where the copy a cell acts on lives (the caller's org,
-another org, someone's personal space), and check what the answer shows and what changed, not
-only the status. Each world is made once for the module, so the file runs in seconds.
+specification. Two smaller tables add every endpoint without a live token (401), and a token
+limited to some scopes (`LIMITED`). The memory endpoints add where the copy a cell acts on lives (the
+caller's org, another org, someone's personal space), and check what the answer shows and what
+changed, not only the status. Each world is made once for the module, so the file runs in seconds.
 """
 
 from __future__ import annotations
