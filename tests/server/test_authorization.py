@@ -96,6 +96,8 @@ LIMITED = (
     (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro", "scopes": ["project::shop"]}), 403),
     (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro", "expires_in_days": 1}), 201),
     (Endpoint("GET", "/v1/tokens", "manage", "", 200), 200),
+    (Endpoint("DELETE", "/v1/tokens/{other}", "manage", "", 204), 403),
+    (Endpoint("DELETE", "/v1/tokens/{self}", "any", "", 204), 204),
     (Endpoint("POST", "/v1/memories", "write", "", 200, {"scope": "branch::acme/checkout::main", **MEMORY}), 200),
     (Endpoint("POST", "/v1/memories", "write", "", 200, {"scope": "project::shop", **MEMORY}), 403),
     (Endpoint("GET", "/v1/memories/read?scope=project::shop&key=k", "read", "", 404), 403),

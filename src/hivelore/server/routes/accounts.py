@@ -233,8 +233,9 @@ def list_tokens(who: Caller, conn: Conn) -> list[TokenOut]:
 
 @router.delete("/tokens/{token_id}", status_code=204)
 def revoke_token(token_id: int, who: Caller, conn: Conn) -> Response:
-    """Any token may revoke itself; revoking another of one's tokens needs an hl_rw_ token."""
+    """Any token may revoke itself; revoking another of one's tokens needs an hl_rw_ token without a
+    scope allow-list, so a leaked limited token cannot lock its owner out of their broader ones."""
     if token_id != who.token_id:
-        who.may_manage()
+        who.may_administer("revoking another token")
     accounts.revoke_token(conn, who.user_id, token_id)
     return Response(status_code=204)
