@@ -9,6 +9,9 @@ member's power in one organisation; each role can do what the one below it can:
     member  + write, archive and restore
     admin   + delete, manage members and invitations, bind scopes
     owner   + rename and delete the org
+
+A token may also carry a scope allow-list and an expiry; it never makes a token broader than itself,
+and a limited one administers no organisation (`Caller.may_grant`, `Caller.may_administer`).
 """
 
 from __future__ import annotations

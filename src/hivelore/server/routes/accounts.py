@@ -1,7 +1,8 @@
 """Who one is, organisations, members, invitations, shared scopes and tokens (`/v1/…`).
 
-Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`) and
-the caller's role in the org (`require_role`) — before it touches anything.
+Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`), its
+scope allow-list (`may_administer`, `may_use_scope`, `may_grant`) and the caller's role in the org
+(`require_role`) — before it touches anything.
 """
 
 from __future__ import annotations
