@@ -125,9 +125,9 @@ def test_token_kinds_and_scope_allow_lists_hold(
     assert outside.status_code == 403
     assert error_of(outside) == "this token is limited to the scopes repo::acme/*; project::shop is not among them."
     assert write(api, limited, REPO, "k").status_code == 200
-    # A read of a chain keeps the scopes the token may see.
+    # A read of a chain keeps the scopes the token may see: the repository, and its branch with it.
     listed = api.get("/v1/memories", params={"scope": CHAIN}, headers=limited.headers())
-    assert listed.json()["scopes"] == [REPO]
+    assert listed.json()["scopes"] == CHAIN[:2]
     assert api.get("/v1/memories", params={"scope": ["project::shop"]}, headers=limited.headers()).status_code == 403
 
 
