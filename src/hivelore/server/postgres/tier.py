@@ -15,9 +15,10 @@ only the rows kept are decoded.
 
 A write takes a transaction-scoped advisory lock on its address: N writers of one key give one row
 and N counted updates, as the vault's lock does for files. A write that makes a row visible
-(new, or revived) counts against its owner's quota; an update of a visible row does not. After the
-lock and the read of what is there, a write is one statement (the row, its tombstone, the space's
-counters), inside the caller's transaction when one is open (an Idempotency-Key's).
+(new, or revived) counts against its owner's quota; an update of a visible row does not. The lock
+and the read of what is there are one statement (a function of migration 0006, as are the quota's
+lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
+the caller's transaction when one is open (an Idempotency-Key's).
 """
 
 from __future__ import annotations
@@ -342,11 +343,8 @@ class PostgresTier(Tier):
 
     def _lock(self, space: str, scope: str, key: str) -> tuple[Memory | None, int]:
         """Inside a transaction: hold scope::key of `space` until it ends; what is there now, and the
-        tokens it counts for in its space's counters."""
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{space}\n{scope}::{key}",))
-        row = self.conn.execute(
-            "SELECT record, tokens FROM memories WHERE space = %s AND scope = %s AND key = %s", (space, scope, key)
-        ).fetchone()
+        tokens it counts for in its space's counters. One round trip (migration 0006)."""
+        row = self.conn.execute("SELECT record, tokens FROM memory_locked(%s, %s, %s)", (space, scope, key)).fetchone()
         return (Memory.from_dict(row[0]), int(row[1])) if row else (None, 0)
 
     def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> None:
@@ -402,11 +400,8 @@ class PostgresTier(Tier):
             return
         if before is not None and before.is_visible():
             return
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"quota\n{self.owner}",))
-        row = self.conn.execute(
-            f"SELECT count(*) FROM memories WHERE owner = %(owner)s AND {_VISIBLE}",
-            {"owner": self.owner, "now": time.time()},
-        ).fetchone()
+        # The owner's quota lock, then the count: one round trip (migration 0006).
+        row = self.conn.execute("SELECT memory_quota_used(%s, %s)", (self.owner, time.time())).fetchone()
         if row and int(row[0]) >= self.quota:
             raise QuotaExceeded(
                 f"your account holds {int(row[0]):,} active memories, the most it may hold ({self.quota:,}):"
