@@ -3,6 +3,8 @@ GitHub handle, shares scopes, hands out tokens; every refusal is JSON with one s
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +40,22 @@ def test_every_response_carries_a_request_id_and_keeps_a_plain_one_it_was_given(
     assert given.headers["x-request-id"] == "lb-1234abcd"
     refused = api.get("/healthz", headers={"X-Request-ID": "bad id\twith spaces"})
     assert refused.headers["x-request-id"] != "bad id\twith spaces"
+
+
+def test_every_log_line_is_json_and_a_request_it_answered_is_logged_with_its_id(
+    server: Server, api: httpx.Client
+) -> None:
+    answered = api.get("/healthz", headers={"X-Request-ID": "lb-logline-1"})
+    port = int(server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        raw.recv(1024)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "Invalid HTTP request" not in server.log.read_text():
+        time.sleep(0.05)
+    lines = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
+    assert any(line.get("request_id") == answered.headers["x-request-id"] for line in lines)
+    assert any("Invalid HTTP request" in line["msg"] for line in lines)
 
 
 @pytest.mark.parametrize(

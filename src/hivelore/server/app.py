@@ -150,7 +150,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(psycopg.OperationalError)
     @app.exception_handler(PoolTimeout)
     async def database_down(request: Request, exc: Exception) -> JSONResponse:
-        log.warning("database unavailable", extra={"fields": {"error": str(exc).splitlines()[0] if str(exc) else ""}})
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        log.warning("database unavailable", extra={"fields": {"request_id": request_id(request), "error": first}})
         return _error(request, 503, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
 
     @app.exception_handler(psycopg.DataError)
@@ -163,7 +164,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         reported = errors.reported(exc)
         if reported is not None:
             return _error(request, status_of(reported), reported.sentence())
-        log.error("unhandled error", exc_info=exc)
+        log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id(request)}})
         sentence = f"the server failed on this request; its log has the details (request {request_id(request)})."
         return _error(request, 500, sentence)
 

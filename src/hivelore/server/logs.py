@@ -45,14 +45,16 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(level: int = logging.INFO) -> None:
-    """JSON lines on stderr for the server's loggers (uvicorn's own access log is turned off)."""
+    """JSON lines on stderr for the server's loggers and uvicorn's (its access log is turned off), so
+    a line the server writes about a request it could not parse is JSON too."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     handler.formatter.converter = time.gmtime  # type: ignore[union-attr]  # UTC, as the Z says
-    root = logging.getLogger("hivelore.server")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    for name in ("hivelore.server", "uvicorn"):
+        root = logging.getLogger(name)
+        root.handlers[:] = [handler]
+        root.setLevel(level)
+        root.propagate = False
 
 
 def request_id(request: Request) -> str:
