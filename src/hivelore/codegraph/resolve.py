@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
+from hivelore.codegraph.functions import DEFINITION, IDENTITY, RESULT
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
 from hivelore.records import replace
@@ -83,6 +84,7 @@ class Resolver:
         self._hierarchy: dict[int, list] = {}
         self._instances: dict[tuple[str, int, str], object] = {}
         self._bound: dict[str, dict[str, list]] = {}
+        self._decorated: dict[int, list] = {}
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -123,12 +125,19 @@ class Resolver:
         """The symbols (keys) a call site reaches, each with its confidence."""
         found: dict[int, float] = {}
         for row, confidence in _overloads(self._resolve(caller, site), site.args):
-            found[row.key] = max(confidence, found.get(row.key, 0.0))
+            # calling a decorated function calls what its decorators made of it, unless the site is
+            # the wrapper calling the function it was given
+            for reached in self.decorated(row) if site.receiver_type != DEFINITION else [row]:
+                found[reached.key] = max(confidence, found.get(reached.key, 0.0))
         return found
 
     def _resolve(self, caller, site) -> list[tuple]:
         family = family_of(caller.file)
         name, receiver, receiver_type = site.name, site.receiver, site.receiver_type
+        if receiver_type == DEFINITION:
+            return self._definition(caller, site)
+        if receiver_type == RESULT:
+            return self._result(caller, site)
         if not receiver:
             if family == "java":  # a bare name in Java is a method of the enclosing class first
                 found = self._enclosing_members(caller, name)
@@ -165,6 +174,66 @@ class Resolver:
         if isinstance(target, Instance):  # `notify.BUS.publish()`: a method of a value whose class is known
             confidence = min(confidence, TYPED)
         return self.edges(self.member(target, name), confidence)
+
+    # -- Python functions as values (hivelore.codegraph.functions) ----------------------------------
+
+    def _definition(self, caller, site) -> list[tuple]:
+        """A function a value held (`apply(double)`, `RULES[kind]()`): named by its qualified name in
+        the caller's file, or as written there. Never guessed by name."""
+        qualname = f"{site.receiver}.{site.name}" if site.receiver else site.name
+        rows = self.in_file(caller.file).get(qualname)
+        if rows:
+            return self.edges(rows, EXACT)
+        if site.receiver:
+            target, confidence = self.resolve_dotted(caller, site.receiver, site.line)
+            return self.edges(self.member(target, site.name), confidence)
+        return self.edges(*self.lookup(caller, site.name, line=site.line))
+
+    def _result(self, caller, site) -> list[tuple]:
+        """`with_tax(0.2)(10)`: the nested definitions the functions called return."""
+        called = self._definition(caller, replace(site, receiver_type=DEFINITION))
+        return [(row, confidence) for function, confidence in called for row in self._returns(function)]
+
+    def _returns(self, function) -> list:
+        """The nested definition a Python function returns, when it says which (Definition.returns)."""
+        if function.kind not in ("function", "method") or not function.returns or function.returns == IDENTITY:
+            return []
+        target, _ = self.resolve_dotted(function, function.returns)
+        if not isinstance(target, list):
+            return []
+        return [row for row in _in_effect(target) if row.kind in ("function", "method")]
+
+    def decorated(self, row) -> list:
+        """What calling a Python function reaches once decorated (its bases hold its decorators,
+        outermost first): the wrapper a decorator of the repository returns; the function itself
+        when the decorators return it (`IDENTITY`), or are not the repository's or say nothing."""
+        if not row.bases or row.kind not in ("function", "method") or family_of(row.file) != "python":
+            return [row]
+        known = self._decorated.get(row.key)
+        if known is not None:
+            return known
+        self._decorated[row.key] = [row]  # while it resolves, so that a decorator decorating itself ends
+        scope = replace(row, qualname=row.qualname.rpartition(".")[0])
+        reached = [row]
+        for decorator in row.bases.split("\n"):
+            made = self._decorator(scope, decorator)
+            if made != IDENTITY:
+                reached = made or [row]
+                break
+        self._decorated[row.key] = reached
+        return reached
+
+    def _decorator(self, scope, decorator: str):
+        """What a decorator returns for the function: IDENTITY, the wrappers, or [] when unknown."""
+        target, _ = self.resolve_dotted(scope, decorator.removesuffix("()"))
+        if not isinstance(target, list):
+            return []
+        functions = [r for r in _in_effect(target) if r.kind == "function"]
+        if decorator.endswith("()"):  # `@rule("x")`: the decorator is what `rule` returns
+            functions = [made for factory in functions for made in self._returns(factory)]
+        if functions and all(f.returns == IDENTITY for f in functions):
+            return IDENTITY
+        return [made for f in functions for made in self._returns(f)]
 
     def edges(self, target, confidence: float) -> list[tuple]:
         """What calling `target` reaches: a function or method, or a class and its constructor."""
@@ -276,7 +345,7 @@ class Resolver:
             classes = [r for r in rows if r.kind in ("class", "interface")]
             if classes:
                 return "class", classes
-            returns = [(r, r.returns) for r in rows if r.returns]
+            returns = [(r, r.returns) for r in rows if r.returns and not r.returns.startswith("<")]
             if not returns:
                 return "unknown", []
             target, _ = self.resolve_dotted(returns[0][0], returns[0][1])
