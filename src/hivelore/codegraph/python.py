@@ -13,6 +13,7 @@ import ast
 import hashlib
 
 from hivelore.codegraph.functions import (
+    ABSTRACT,
     ATTRIBUTE,
     CALLS_ARGUMENT,
     CALLS_KEY,
@@ -181,6 +182,8 @@ class _Parser:
                     self.class_attrs[qualname][statement.target.id] = annotation(statement.annotation)
         else:
             returns = annotation(node.returns) if node.returns else _returned(node, code)
+            if kind == "method" and _abstract(node):  # there to be overridden: calls on self reach the overrides
+                returns = ABSTRACT
             # a function's bases are its decorators, outermost first: calling it calls what they return
             decorators = tuple(filter(None, map(_decorator, node.decorator_list)))
             definition = Definition(qualname, kind, line, node.end_lineno or line, code.digest, decorators, returns)
@@ -189,6 +192,8 @@ class _Parser:
         for call, line in code.calls:
             self._site(call.func, scope, line)
             self._passing(call, scope)
+            if isinstance(call.func, ast.Name) and call.args and call.func.id in _ITERATING:
+                self._protocol(call.args[0], _ITERATING[call.func.id], scope, line)
         for child in code.nested:
             self._define(child, scope)
 
@@ -300,6 +305,8 @@ class _Parser:
                 self._hold(node.target, self._held(node.value, scope), self._items(node.value, scope), scope)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             self._assign(node.target, _UNKNOWN, None, scope)
+            if not isinstance(node, ast.AsyncFor):
+                self._protocol(node.iter, _ITERATION, scope, getattr(node.iter, "lineno", 0))
             self._hold(node.target, self._items(node.iter, scope), [], scope)  # `for step in [strip, lower]`
         elif isinstance(node, ast.NamedExpr):
             self._assign(node.target, _value_type(node.value, scope), node.value, scope)
@@ -420,6 +427,21 @@ class _Parser:
             else:
                 self.values.pass_to(scope.prefixes(), name, slot, held)
 
+    def _protocol(self, value: ast.AST, methods: tuple[str, ...], scope: _Scope, line: int) -> None:
+        """`for x in Countdown(3)`, `len(bag)`: the special methods the loop or builtin calls, on a
+        value whose class is known (an unknown one could be any container)."""
+        if scope.index < 0:
+            return
+        if isinstance(value, ast.Call):
+            receiver, value_type = "()", _value_type(value, scope)
+        elif isinstance(value, ast.Name):
+            receiver, value_type = value.id, scope.variable(value.id) or ""
+        else:
+            return
+        if value_type and value_type != _UNKNOWN:
+            for method in methods:
+                self.sites.append(Site(scope.index, method, receiver, value_type, line))
+
     def _result_site(self, func: ast.AST, scope: _Scope, line: int) -> None:
         """`with_tax(0.2)(10)`: a call of what calling a function returns."""
         name = dotted(func)
@@ -526,6 +548,21 @@ def _returned(node: ast.FunctionDef | ast.AsyncFunctionDef, code: _Code) -> str:
     return IDENTITY if positional and positional[0].arg == name else ""
 
 
+def _abstract(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method that only says it must be overridden: `raise NotImplementedError`, `...`, or
+    `@abstractmethod`."""
+    if any((dotted(d) or "").endswith("abstractmethod") for d in node.decorator_list):
+        return True
+    body = node.body[1:] if _has_docstring(node.body) else node.body
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Raise) and statement.exc is not None:
+        exc = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+        return dotted(exc) == "NotImplementedError"
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and statement.value.value is ...
+
+
 def _decorator(node: ast.AST) -> str:
     """A decorator as Definition.bases holds it: `logged`, `mod.cached`, or `rule()` for a call."""
     if isinstance(node, ast.Call):
@@ -535,6 +572,10 @@ def _decorator(node: ast.AST) -> str:
 
 
 _DEF_TYPES = frozenset(_DEFS)
+_ITERATION = ("__iter__", "__next__")  # a `for` loop's: `__next__` is found when `__iter__` returns self
+# builtins that iterate their first argument, or measure it
+_ITERATING = {name: _ITERATION for name in ("list", "tuple", "set", "frozenset", "sorted", "sum", "enumerate")}
+_ITERATING["len"] = ("__len__",)
 _RESERVED = Definition("", "", 0, 0, "")  # a definition's place, until its nested ones are walked
 _BINDERS = frozenset(
     {

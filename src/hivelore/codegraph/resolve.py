@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hivelore.codegraph.functions import DEFINITION, IDENTITY, RESULT
+from hivelore.codegraph.functions import ABSTRACT, DEFINITION, IDENTITY, RESULT
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
 from hivelore.records import replace
@@ -85,6 +85,8 @@ class Resolver:
         self._instances: dict[tuple[str, int, str], object] = {}
         self._bound: dict[str, dict[str, list]] = {}
         self._decorated: dict[int, list] = {}
+        self._mros: dict[int, list] = {}
+        self._multiple: list | None = None
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -159,7 +161,11 @@ class Resolver:
             if name == "<init>":
                 classes = classes[1:2] if receiver == "super" else classes[:1]
                 return _edges(self.constructors(classes[0]) if classes else [], EXACT)
-            return _edges(self._first_members(classes[1:] if receiver == "super" else classes, name), EXACT)
+            if family != "python":
+                return _edges(self._first_members(classes[1:] if receiver == "super" else classes, name), EXACT)
+            if receiver == "super":
+                return _edges(self._after_in_mro(cls, name), EXACT)
+            return self._with_overrides(cls, name, self._first_members(classes, name))
         if receiver_type == "?":
             return self._by_name(caller, name, methods=True)
         if receiver_type:
@@ -234,6 +240,62 @@ class Resolver:
         if functions and all(f.returns == IDENTITY for f in functions):
             return IDENTITY
         return [made for f in functions for made in self._returns(f)]
+
+    # -- Python's method resolution order and overrides ----------------------------------------------
+
+    def _with_overrides(self, cls, name: str, found: list) -> list[tuple]:
+        """`self.name()` in a Python class: the method it finds (EXACT), and the overrides of it in the
+        repository's subclasses (TYPED: `self` may be one). A method that only raises
+        NotImplementedError (ABSTRACT) is left out when an override exists."""
+        overrides = []
+        for method in self.named(name):
+            owner = self.enclosing_class(method) if method.kind == "method" else None
+            if owner is not None and owner.key != cls.key and method not in found and family_of(owner.file) == "python":
+                if any(base.key == cls.key for base in self.hierarchy(owner)[1:]):
+                    overrides.append(method)
+        if overrides:
+            found = [m for m in found if m.returns != ABSTRACT]
+        return _edges(found, EXACT) + _edges(overrides, TYPED)
+
+    def _after_in_mro(self, cls, name: str) -> list:
+        """`super().name()` in a Python class: the next definition after it in the method resolution
+        order of the class and of each class of the repository that inherits it among several bases
+        (`class D(B, C)` makes `super()` in B reach C)."""
+        found: dict[int, object] = {}
+        for sub in [cls, *self._combining(cls)]:
+            order = self.mro(sub)
+            at = next((i for i, c in enumerate(order) if c.key == cls.key), len(order))
+            for method in self._first_members(order[at + 1 :], name):
+                found[method.key] = method
+        return list(found.values())
+
+    def _combining(self, cls) -> list:
+        if self._multiple is None:
+            self._multiple = [r for r in self.source.multiple_bases() if family_of(r.file) == "python"]
+        return [sub for sub in self._multiple if sub.key != cls.key and any(c.key == cls.key for c in self.mro(sub))]
+
+    def mro(self, cls) -> list:
+        """The C3 linearisation of a class over the bases the repository defines (breadth-first
+        `hierarchy` when they have no consistent order)."""
+        known = self._mros.get(cls.key)
+        if known is not None:
+            return known
+        self._mros[cls.key] = [cls]  # while it is computed: a cycle ends
+        bases = self._bases(cls)
+        sequences = [list(self.mro(base)) for base in bases] + [list(bases)]
+        order = [cls]
+        while True:
+            sequences = [s for s in sequences if s]
+            if not sequences:
+                break
+            head = next((s[0] for s in sequences if not any(s[0].key in {c.key for c in t[1:]} for t in sequences)), None)
+            if head is None:
+                order = self.hierarchy(cls)
+                break
+            order.append(head)
+            sequences = [s[1:] if s[0].key == head.key else s for s in sequences]
+        self._mros[cls.key] = order
+        return order
 
     def edges(self, target, confidence: float) -> list[tuple]:
         """What calling `target` reaches: a function or method, or a class and its constructor."""
@@ -451,17 +513,25 @@ class Resolver:
         while queue and len(order) < 32:
             current = queue.pop(0)
             order.append(current)
-            scope = replace(current, qualname=current.qualname.rpartition(".")[0])
-            for base in current.bases.split("\n") if current.bases else []:
-                target, _ = self.resolve_dotted(scope, base)
-                if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
-                    continue
-                for row in target:
-                    if row.kind in ("class", "interface") and row.key not in seen:
-                        seen.add(row.key)
-                        queue.append(row)
+            for row in self._bases(current):
+                if row.key not in seen:
+                    seen.add(row.key)
+                    queue.append(row)
         self._hierarchy[cls.key] = order
         return order
+
+    def _bases(self, cls) -> list:
+        """The direct bases of a class that the repository defines, in the order written."""
+        if cls.kind not in ("class", "interface") or not cls.bases:
+            return []
+        scope = replace(cls, qualname=cls.qualname.rpartition(".")[0])
+        found = []
+        for base in cls.bases.split("\n"):
+            target, _ = self.resolve_dotted(scope, base)
+            if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
+                continue
+            found += [row for row in target if row.kind in ("class", "interface") and row.key != cls.key]
+        return found
 
     def enclosing_class(self, caller):
         """The class whose instance `self` is in the caller's code."""

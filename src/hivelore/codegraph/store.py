@@ -152,6 +152,11 @@ class Store(sqlitedb.Store):
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND name = ? AND present = 1"
         return [SymRow(*row) for row in self.conn.execute(query, (self.repo, name))]
 
+    def multiple_bases(self) -> list[SymRow]:
+        """The classes with more than one base (their method resolution order interleaves them)."""
+        query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind = 'class' AND present = 1 AND instr(bases, ?) > 0"
+        return [SymRow(*row) for row in self.conn.execute(query, (self.repo, "\n"))]
+
     def in_file(self, path: str) -> list[SymRow]:
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND file = ? AND present = 1"
         return [SymRow(*row) for row in self.conn.execute(query, (self.repo, path))]
