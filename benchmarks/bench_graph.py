@@ -325,7 +325,9 @@ def classes(work: Path) -> None:
         truth, static = set(result.observed), set(result.judged())
         written = {tuple(e) for e in json.loads((folder / "expected.json").read_text())["calls"]}
         notes += [f"- {folder.name}: expected.json lacks {a} → {b}, which the run made" for a, b in truth - written]
-        notes += [f"- {folder.name}: expected.json has {a} → {b}, which the run did not make" for a, b in written - truth]
+        notes += [
+            f"- {folder.name}: expected.json has {a} → {b}, which the run did not make" for a, b in written - truth
+        ]
         correct = len(truth & static)
         totals = [totals[0] + len(truth), totals[1] + len(static), totals[2] + correct]
         print(f"| {folder.name} | {len(truth)} | {len(static)} | {correct} | {_ratio(correct, len(static))} |", end="")

@@ -788,7 +788,9 @@ def test_each_class_of_hard_calls_meets_its_floor(tmp_path, folder):
 
 
 def edges_of(tmp_path: Path, source: str) -> dict[tuple[str, str], float]:
-    return {(a.split("::")[1], b.split("::")[1]): c for (a, b), c in calls(open_graph(tmp_path, {"m.py": source})).items()}
+    return {
+        (a.split("::")[1], b.split("::")[1]): c for (a, b), c in calls(open_graph(tmp_path, {"m.py": source})).items()
+    }
 
 
 def test_a_function_passed_as_an_argument_is_called_by_the_callee_through_its_parameter(tmp_path):

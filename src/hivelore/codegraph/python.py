@@ -118,7 +118,8 @@ class _Scope:
     def prefixes(self) -> tuple[str, ...]:
         """The qualified names a name used here may be nested in, innermost first (class bodies
         are not scopes, except the one being run)."""
-        found, scope = [], self
+        found: list[str] = []
+        scope: _Scope | None = self
         while scope is not None:
             if scope.qualname:
                 found.append(scope.qualname)
@@ -225,7 +226,8 @@ class _Parser:
                 scope.variables[rest.arg] = _UNKNOWN
         names = [a.arg for a in positional]
         self.values.parameters(scope.qualname, names[1:] if scope.self_name else names, args.kwonlyargs)
-        defaults = zip([*positional[len(positional) - len(args.defaults) :], *args.kwonlyargs], [*args.defaults, *args.kw_defaults])
+        with_defaults = [*positional[len(positional) - len(args.defaults) :], *args.kwonlyargs]
+        defaults = zip(with_defaults, [*args.defaults, *args.kw_defaults], strict=True)
         for arg, default in defaults:  # `hasher=default_hasher`: evaluated where the function is defined
             held = self._held(default, parent) if default is not None else []
             if held:
@@ -241,7 +243,9 @@ class _Parser:
         code = _Code()
         bound_elsewhere: set[str] = set()  # `global`/`nonlocal` names and nested definitions
 
-        def visit(node: Any, calls: list) -> None:  # any ast node, told apart by its exact type (faster than isinstance)
+        def visit(
+            node: Any, calls: list
+        ) -> None:  # any ast node, told apart by its exact type (faster than isinstance)
             kind = type(node)
             if kind in _DEF_TYPES and node is not top:
                 tokens.append(f"<{kind.__name__} {node.name}>")
@@ -412,10 +416,10 @@ class _Parser:
         if name is None:
             return
         arguments: list[tuple[int | str, ast.AST]] = []
-        for position, argument in enumerate(call.args):
-            if isinstance(argument, ast.Starred):
+        for position, positional in enumerate(call.args):
+            if isinstance(positional, ast.Starred):
                 break
-            arguments.append((position, argument))
+            arguments.append((position, positional))
         arguments += [(k.arg, k.value) for k in call.keywords if k.arg]
         for slot, argument in arguments:
             held = self._held(argument, scope)
@@ -510,7 +514,6 @@ class _Parser:
         else:
             self.sites.append(Site(caller, name, text, variable if not rest else _UNKNOWN, line))
 
-
     def _call_variable(self, name: str, scope: _Scope, line: int) -> None:
         held = self._held(ast.Name(name), scope)
         if held:
@@ -560,7 +563,9 @@ def _abstract(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if isinstance(statement, ast.Raise) and statement.exc is not None:
         exc = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
         return dotted(exc) == "NotImplementedError"
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and statement.value.value is ...
+    return (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and statement.value.value is ...
+    )
 
 
 def _decorator(node: ast.AST) -> str:
@@ -574,8 +579,10 @@ def _decorator(node: ast.AST) -> str:
 _DEF_TYPES = frozenset(_DEFS)
 _ITERATION = ("__iter__", "__next__")  # a `for` loop's: `__next__` is found when `__iter__` returns self
 # builtins that iterate their first argument, or measure it
-_ITERATING = {name: _ITERATION for name in ("list", "tuple", "set", "frozenset", "sorted", "sum", "enumerate")}
-_ITERATING["len"] = ("__len__",)
+_ITERATING: dict[str, tuple[str, ...]] = {
+    **{name: _ITERATION for name in ("list", "tuple", "set", "frozenset", "sorted", "sum", "enumerate")},
+    "len": ("__len__",),
+}
 _RESERVED = Definition("", "", 0, 0, "")  # a definition's place, until its nested ones are walked
 _BINDERS = frozenset(
     {

@@ -250,9 +250,10 @@ class Resolver:
         overrides = []
         for method in self.named(name):
             owner = self.enclosing_class(method) if method.kind == "method" else None
-            if owner is not None and owner.key != cls.key and method not in found and family_of(owner.file) == "python":
-                if any(base.key == cls.key for base in self.hierarchy(owner)[1:]):
-                    overrides.append(method)
+            if owner is None or owner.key == cls.key or method in found or family_of(owner.file) != "python":
+                continue
+            if any(base.key == cls.key for base in self.hierarchy(owner)[1:]):
+                overrides.append(method)
         if overrides:
             found = [m for m in found if m.returns != ABSTRACT]
         return _edges(found, EXACT) + _edges(overrides, TYPED)
@@ -288,7 +289,9 @@ class Resolver:
             sequences = [s for s in sequences if s]
             if not sequences:
                 break
-            head = next((s[0] for s in sequences if not any(s[0].key in {c.key for c in t[1:]} for t in sequences)), None)
+            head = next(
+                (s[0] for s in sequences if not any(s[0].key in {c.key for c in t[1:]} for t in sequences)), None
+            )
             if head is None:
                 order = self.hierarchy(cls)
                 break
