@@ -86,7 +86,7 @@ class Resolver:
         self._bound: dict[str, dict[str, list]] = {}
         self._decorated: dict[int, list] = {}
         self._mros: dict[int, list] = {}
-        self._multiple: list | None = None
+        self._combined: dict[int, list] | None = None
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -271,9 +271,14 @@ class Resolver:
         return list(found.values())
 
     def _combining(self, cls) -> list:
-        if self._multiple is None:
-            self._multiple = [r for r in self.source.multiple_bases() if family_of(r.file) == "python"]
-        return [sub for sub in self._multiple if sub.key != cls.key and any(c.key == cls.key for c in self.mro(sub))]
+        """The classes with several bases whose method resolution order holds `cls`."""
+        if self._combined is None:
+            self._combined = {}
+            for sub in self.source.multiple_bases():
+                if family_of(sub.file) == "python":
+                    for base in self.mro(sub)[1:]:
+                        self._combined.setdefault(base.key, []).append(sub)
+        return self._combined.get(cls.key, [])
 
     def mro(self, cls) -> list:
         """The C3 linearisation of a class over the bases the repository defines (breadth-first
