@@ -16,6 +16,7 @@ from hivelore.codegraph.model import Site
 
 DEFINITION = "<def>"  # Site.receiver_type: the definition named, as a value (not through its decorators)
 RESULT = "<result>"  # Site.receiver_type: the call calls what calling `receiver.name` returns
+DECORATED = "<decorated>"  # Site.receiver_type: the functions decorated by `receiver.name` (its first parameter)
 IDENTITY = "<arg>"  # Definition.returns: the function returns its first argument (a registering decorator)
 ABSTRACT = "<abstract>"  # Definition.returns: the method only raises NotImplementedError (or is `...`)
 # Callables of the standard library that call the function they are given, from the caller's frame

@@ -17,6 +17,7 @@ from hivelore.codegraph.functions import (
     ATTRIBUTE,
     CALLS_ARGUMENT,
     CALLS_KEY,
+    DECORATED,
     IDENTITY,
     PARAMETER,
     RESULT,
@@ -518,6 +519,10 @@ class _Parser:
         held = self._held(ast.Name(name), scope)
         if held:
             self.values.call(scope.index, held, line)
+            for item in held:  # a decorator calling the function it was given, which may be in another file
+                if item.kind == PARAMETER and self.values.positional.get(item.where[0], [""])[0] == item.name:
+                    receiver, _, function = item.where[0].rpartition(".")
+                    self.sites.append(Site(scope.index, function, receiver, DECORATED, line))
             return
         kind = scope.variable(name) or ""
         if kind.endswith("()") and kind != _SELF:  # `tick = counter(); tick()`

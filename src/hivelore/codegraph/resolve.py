@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from hivelore.codegraph.functions import ABSTRACT, DEFINITION, IDENTITY, RESULT
+from hivelore.codegraph.functions import ABSTRACT, DECORATED, DEFINITION, IDENTITY, RESULT
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
 from hivelore.records import replace
@@ -87,6 +87,7 @@ class Resolver:
         self._decorated: dict[int, list] = {}
         self._mros: dict[int, list] = {}
         self._combined: dict[int, list] | None = None
+        self._decorations: dict[int, list] | None = None  # decorator's key → the functions it decorates
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -129,7 +130,7 @@ class Resolver:
         for row, confidence in _overloads(self._resolve(caller, site), site.args):
             # calling a decorated function calls what its decorators made of it, unless the site is
             # the wrapper calling the function it was given
-            for reached in self.decorated(row) if site.receiver_type != DEFINITION else [row]:
+            for reached in [row] if site.receiver_type in (DEFINITION, DECORATED) else self.decorated(row):
                 found[reached.key] = max(confidence, found.get(reached.key, 0.0))
         return found
 
@@ -140,6 +141,8 @@ class Resolver:
             return self._definition(caller, site)
         if receiver_type == RESULT:
             return self._result(caller, site)
+        if receiver_type == DECORATED:
+            return self._decorated_by(caller, site)
         if not receiver:
             if family == "java":  # a bare name in Java is a method of the enclosing class first
                 found = self._enclosing_members(caller, name)
@@ -199,6 +202,23 @@ class Resolver:
         """`with_tax(0.2)(10)`: the nested definitions the functions called return."""
         called = self._definition(caller, replace(site, receiver_type=DEFINITION))
         return [(row, confidence) for function, confidence in called for row in self._returns(function)]
+
+    def _decorated_by(self, caller, site) -> list[tuple]:
+        """`func(*args)` in a decorator `logged(func)` (or its wrapper): the functions of the
+        repository decorated with `@logged`, in any file."""
+        qualname = f"{site.receiver}.{site.name}" if site.receiver else site.name
+        decorator = self.in_file(caller.file).get(qualname, [])
+        if self._decorations is None:
+            self._decorations = {}
+            for row in self.source.decorated():
+                if family_of(row.file) != "python":
+                    continue
+                scope = replace(row, qualname=row.qualname.rpartition(".")[0])
+                for name in row.bases.split("\n"):
+                    target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
+                    for found in target if isinstance(target, list) else []:
+                        self._decorations.setdefault(found.key, []).append(row)
+        return _edges([row for d in decorator for row in self._decorations.get(d.key, [])], EXACT)
 
     def _returns(self, function) -> list:
         """The nested definition a Python function returns, when it says which (Definition.returns)."""
