@@ -807,13 +807,18 @@ def test_a_function_passed_as_an_argument_is_called_by_the_callee_through_its_pa
         def apply(func, value, then=half):
             return then(func(value))
 
+        def later(*, callback):  # keyword-only: no positional parameter
+            return callback()
+
         def main(items):
             apply(double, 3)
+            later(callback=half)
             return sorted(items, key=len), max(items, key=double)
         """,
     )
     assert found[("apply", "double")] == 1.0 and found[("apply", "half")] == 1.0  # passed, and a default
     assert ("main", "double") in found  # `max(key=double)` calls it from main's frame
+    assert found[("later", "half")] == 1.0
     assert ("apply", "main") not in found and ("main", "half") not in found
 
 

@@ -520,7 +520,7 @@ class _Parser:
         if held:
             self.values.call(scope.index, held, line)
             for item in held:  # a decorator calling the function it was given, which may be in another file
-                if item.kind == PARAMETER and self.values.positional.get(item.where[0], [""])[0] == item.name:
+                if item.kind == PARAMETER and (self.values.positional.get(item.where[0]) or [""])[0] == item.name:
                     receiver, _, function = item.where[0].rpartition(".")
                     self.sites.append(Site(scope.index, function, receiver, DECORATED, line))
             return
