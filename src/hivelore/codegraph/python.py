@@ -333,6 +333,8 @@ class _Parser:
                 self._assign(element, _UNKNOWN, None, scope)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, _UNKNOWN, None, scope)
+        elif isinstance(target, ast.Subscript):  # `counts["a"] = 1` calls `__setitem__`
+            self._protocol(target.value, ("__setitem__",), scope, target.lineno)
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
