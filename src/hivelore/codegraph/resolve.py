@@ -87,7 +87,7 @@ class Resolver:
         self._decorated: dict[int, list] = {}
         self._mros: dict[int, list] = {}
         self._combined: dict[int, list] | None = None
-        self._decorations: dict[int, list] | None = None  # decorator's key → the functions it decorates
+        self._decorations: dict[int, list] = {}  # decorator's key → the functions it decorates
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -207,18 +207,26 @@ class Resolver:
         """`func(*args)` in a decorator `logged(func)` (or its wrapper): the functions of the
         repository decorated with `@logged`, in any file."""
         qualname = f"{site.receiver}.{site.name}" if site.receiver else site.name
-        decorator = self.in_file(caller.file).get(qualname, [])
-        if self._decorations is None:
-            self._decorations = {}
-            for row in self.source.decorated():
-                if family_of(row.file) != "python":
-                    continue
-                scope = replace(row, qualname=row.qualname.rpartition(".")[0])
-                for name in row.bases.split("\n"):
-                    target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
-                    for found in target if isinstance(target, list) else []:
-                        self._decorations.setdefault(found.key, []).append(row)
-        return _edges([row for d in decorator for row in self._decorations.get(d.key, [])], EXACT)
+        found = []
+        for decorator in self.in_file(caller.file).get(qualname, []):
+            known = self._decorations.get(decorator.key)
+            if known is None:
+                known = self._decorations[decorator.key] = self._decorated_with(decorator)
+            found += known
+        return _edges(found, EXACT)
+
+    def _decorated_with(self, decorator) -> list:
+        rows = []
+        for row in self.source.decorated(decorator.name):  # those naming it, then those meaning it
+            if family_of(row.file) != "python":
+                continue
+            scope = replace(row, qualname=row.qualname.rpartition(".")[0])
+            for name in row.bases.split("\n"):
+                target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
+                if isinstance(target, list) and any(t.key == decorator.key for t in target):
+                    rows.append(row)
+                    break
+        return rows
 
     def _returns(self, function) -> list:
         """The nested definition a Python function returns, when it says which (Definition.returns)."""
