@@ -86,7 +86,7 @@ class Resolver:
         self._bound: dict[str, dict[str, list]] = {}
         self._decorated: dict[int, list] = {}
         self._mros: dict[int, list] = {}
-        self._combined: dict[int, list] | None = None
+        self._combined: dict[int, list] = {}
         self._decorations: dict[int, list] = {}  # decorator's key → the functions it decorates
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
@@ -288,7 +288,7 @@ class Resolver:
 
     def _after_in_mro(self, cls, name: str) -> list:
         """`super().name()` in a Python class: the next definition after it in the method resolution
-        order of the class and of each class of the repository that inherits it among several bases
+        order of the class and of each class of the repository that names it among several bases
         (`class D(B, C)` makes `super()` in B reach C)."""
         found: dict[int, object] = {}
         for sub in [cls, *self._combining(cls)]:
@@ -299,14 +299,14 @@ class Resolver:
         return list(found.values())
 
     def _combining(self, cls) -> list:
-        """The classes with several bases whose method resolution order holds `cls`."""
-        if self._combined is None:
-            self._combined = {}
-            for sub in self.source.multiple_bases():
-                if family_of(sub.file) == "python":
-                    for base in self.mro(sub)[1:]:
-                        self._combined.setdefault(base.key, []).append(sub)
-        return self._combined.get(cls.key, [])
+        """The classes that name `cls` among several bases and have it in their resolution order."""
+        known = self._combined.get(cls.key)
+        if known is None:
+            rows = [r for r in self.source.multiple_bases(cls.name) if family_of(r.file) == "python"]
+            known = self._combined[cls.key] = [
+                sub for sub in rows if sub.key != cls.key and any(c.key == cls.key for c in self.mro(sub))
+            ]
+        return known
 
     def mro(self, cls) -> list:
         """The C3 linearisation of a class over the bases the repository defines (breadth-first
