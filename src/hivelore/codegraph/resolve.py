@@ -87,6 +87,7 @@ class Resolver:
         self._decorated: dict[int, list] = {}
         self._mros: dict[int, list] = {}
         self._combined: dict[int, list] = {}
+        self._base_names: dict[str, dict[str, list]] = {}
         self._decorations: dict[int, list] = {}  # decorator's key → the functions it decorates
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
@@ -217,9 +218,7 @@ class Resolver:
 
     def _decorated_with(self, decorator) -> list:
         rows = []
-        for row in self.source.decorated(decorator.name):  # those naming it, then those meaning it
-            if family_of(row.file) != "python":
-                continue
+        for row in self._by_base_name("decorated", decorator.name):  # those naming it, then those meaning it
             scope = replace(row, qualname=row.qualname.rpartition(".")[0])
             for name in row.bases.split("\n"):
                 target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
@@ -302,11 +301,23 @@ class Resolver:
         """The classes that name `cls` among several bases and have it in their resolution order."""
         known = self._combined.get(cls.key)
         if known is None:
-            rows = [r for r in self.source.multiple_bases(cls.name) if family_of(r.file) == "python"]
+            rows = self._by_base_name("multiple_bases", cls.name)
             known = self._combined[cls.key] = [
                 sub for sub in rows if sub.key != cls.key and any(c.key == cls.key for c in self.mro(sub))
             ]
         return known
+
+    def _by_base_name(self, rows: str, name: str) -> list:
+        """Python classes with several bases (rows "multiple_bases"), or decorated functions
+        ("decorated"), one of whose bases (decorators) is called `name`. Read once per resolver."""
+        index = self._base_names.get(rows)
+        if index is None:
+            index = self._base_names[rows] = {}
+            for row in getattr(self.source, rows)():
+                if family_of(row.file) == "python":
+                    for base in {b.removesuffix("()").rpartition(".")[2] for b in row.bases.split("\n")}:
+                        index.setdefault(base, []).append(row)
+        return index.get(name, [])
 
     def mro(self, cls) -> list:
         """The C3 linearisation of a class over the bases the repository defines (breadth-first

@@ -152,24 +152,18 @@ class Store(sqlitedb.Store):
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND name = ? AND present = 1"
         return [SymRow(*row) for row in self.conn.execute(query, (self.repo, name))]
 
-    def multiple_bases(self, name: str) -> list[SymRow]:
-        """The classes with more than one base, one of them called `name` (their method resolution
-        order interleaves them)."""
-        query = (
-            f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind = 'class' AND present = 1"
-            " AND instr(bases, ?) > 0 AND instr(bases, ?) > 0"
-        )
-        rows = [SymRow(*row) for row in self.conn.execute(query, (self.repo, "\n", name))]
-        return [r for r in rows if name in {_last_name(base) for base in r.bases.split("\n")}]
+    def multiple_bases(self) -> list[SymRow]:
+        """The classes with more than one base (their method resolution order interleaves them)."""
+        query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind = 'class' AND present = 1 AND instr(bases, ?) > 0"
+        return [SymRow(*row) for row in self.conn.execute(query, (self.repo, "\n"))]
 
-    def decorated(self, name: str) -> list[SymRow]:
-        """The functions and methods with a decorator called `name` (Definition.bases holds them)."""
+    def decorated(self) -> list[SymRow]:
+        """The functions and methods with decorators (Definition.bases holds them)."""
         query = (
             f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind IN ('function', 'method') AND present = 1"
-            " AND instr(bases, ?) > 0"
+            " AND bases != ''"
         )
-        rows = [SymRow(*row) for row in self.conn.execute(query, (self.repo, name))]
-        return [r for r in rows if name in {_last_name(base) for base in r.bases.split("\n")}]
+        return [SymRow(*row) for row in self.conn.execute(query, (self.repo,))]
 
     def in_file(self, path: str) -> list[SymRow]:
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND file = ? AND present = 1"
