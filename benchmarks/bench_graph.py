@@ -13,6 +13,7 @@ sqlalchemy one by one, then those three with werkzeug, click and django as one r
     python benchmarks/bench_graph.py --small                      # this repository's src/: CI smoke
     python benchmarks/bench_graph.py --corpus                     # precision and recall per language
     python benchmarks/bench_graph.py --traced                     # Python, against the calls a run makes
+    python benchmarks/bench_graph.py --classes                    # Python, per class of hard call
 
 Figures go to stdout; the exit status is 0 unless something failed (targets are printed, not gated).
 """
@@ -105,9 +106,10 @@ def corpus(home: Path) -> None:
 
 TRACED = CORPUS / "traced"  # holds the package `shop`; `shop.driver.main()` runs all of it
 TRACED_MAIN = "shop.driver"
+CLASSES = HERE / "callgraph"  # a folder per class of hard call: case*.py, each with main(), and expected.json
 BANDS = (1.0, 0.9, 0.8, 0.6, 0.5, 0.3)
 # Generator and coroutine frames: 3.11 reports no event when one is created, and a "call" each time
-# it is resumed, from whoever resumes it, so their frames do not show who called them.
+# it is resumed, from whoever resumes it; only the first entry is taken as the call (`record_calls`).
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
@@ -122,15 +124,21 @@ def record_calls(root: str, module: str, out: str) -> None:
     codes: dict[tuple, int] = {}
     calls: set[tuple[int, int, int]] = set()
     lines: set[tuple[str, int]] = set()
+    started: set = set()  # generator and coroutine frames entered once; kept alive so no id is reused
 
-    def code_index(code) -> int:
-        key = (code.co_filename, code.co_qualname, code.co_firstlineno, code.co_name, bool(code.co_flags & _RESUMABLE))
+    def code_index(code, resumed: bool = False) -> int:
+        key = (code.co_filename, code.co_qualname, code.co_firstlineno, code.co_name, resumed)
         return codes.setdefault(key, len(codes))
 
     def profile(frame, event: str, _arg) -> None:
         if event != "call" or not frame.f_code.co_filename.startswith(prefix):
             return  # "c_call" and the like are builtins: no frame, no symbol
-        callee = code_index(frame.f_code)
+        # A generator's first entry stands for the call that made it (`for x in gen()`): 3.11 reports
+        # none when it is made; later entries are resumptions, from whoever resumes it.
+        resumed = bool(frame.f_code.co_flags & _RESUMABLE) and frame in started
+        if frame.f_code.co_flags & _RESUMABLE:
+            started.add(frame)
+        callee = code_index(frame.f_code, resumed)
         caller = frame.f_back
         if caller is not None and caller.f_code.co_filename.startswith(prefix):
             calls.add((code_index(caller.f_code), caller.f_lineno, callee))
@@ -271,17 +279,16 @@ class Traced(NamedTuple):
         return self.sources[file][int(line) - 1].strip() if file in self.sources else ""
 
 
-def trace_compare(work: Path) -> Traced:
-    """Index a copy of tests/fixtures/callgraph/traced (neither the index nor the run writes into the
-    repository), run its driver under the profiler in a subprocess, and line the two up."""
-    root = work / "traced"
-    shutil.copytree(TRACED, root, ignore=shutil.ignore_patterns("__pycache__"))
+def trace_compare(work: Path, source: Path = TRACED, modules: tuple[str, ...] = (TRACED_MAIN,)) -> Traced:
+    """Index a copy of `source` (neither the index nor the run writes into the repository), run each
+    module's `main()` under the profiler in a subprocess of its own, and line the two up."""
+    root = work / source.name
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns("__pycache__", "*.json"))
     with Graph.open(str(work / "home"), str(root)) as graph:
         graph.index()
         spans = spans_by_file(graph)
         edges = {(c["caller"], c["callee"]): c["confidence"] for c in graph.export()["calls"]}
         sites = call_sites(graph)
-    run = trace_run(root, TRACED_MAIN)
     kinds = {span.id: span.kind for symbols in spans.values() for span in symbols}
     left_out: Counter = Counter()
     static = {}
@@ -290,14 +297,47 @@ def trace_compare(work: Path) -> Traced:
             left_out["static edges to a class (instantiation; the edge to its constructor is compared)"] += 1
         else:
             static[edge] = confidence
-    codes = [(code, symbol_of(spans, *code[:3])) for code in run["codes"]]
-    ran = {span.id for _code, span in codes if span is not None}
-    observed = observed_calls(codes, run["calls"], left_out)
-    lines = {(file, line) for file, line in run["lines"]}
+    ran: set[str] = set()
+    observed: dict[tuple[str, str], str] = {}
+    lines: set[tuple[str, int]] = set()
+    for module in modules:
+        run = trace_run(root, module)
+        codes = [(code, symbol_of(spans, *code[:3])) for code in run["codes"]]
+        ran |= {span.id for _code, span in codes if span is not None}
+        for edge, where in observed_calls(codes, run["calls"], left_out).items():
+            observed.setdefault(edge, where)
+        lines |= {(file, line) for file, line in run["lines"]}
     unreached = [f"{f}:{n} {name}" for calls in sites.values() for f, n, name in calls if (f, n) not in lines]
     never_ran = sorted(i for i, kind in kinds.items() if kind in ("function", "method") and i not in ran)
     sources = {file: (root / file).read_text().splitlines() for file in spans}
     return Traced(static, observed, ran, left_out, sites, sorted(unreached), never_ran, sources)
+
+
+def classes(work: Path) -> None:
+    """Precision and recall per class of hard call (benchmarks/callgraph/<class>/): the truth is what a
+    run of each case's `main()` calls; the hand-written expected.json is checked against it."""
+    print("\n## classes of hard calls: benchmarks/callgraph, truth from a traced run of each case\n")
+    print("| class | truth | static | correct | precision | recall |\n|---|---|---|---|---|---|")
+    totals, notes = [0, 0, 0], []
+    for folder in sorted(p for p in CLASSES.iterdir() if (p / "expected.json").is_file()):
+        modules = tuple(sorted(p.stem for p in folder.glob("case*.py")))
+        result = trace_compare(work / folder.name, folder, modules)
+        truth, static = set(result.observed), set(result.judged())
+        written = {tuple(e) for e in json.loads((folder / "expected.json").read_text())["calls"]}
+        notes += [f"- {folder.name}: expected.json lacks {a} → {b}, which the run made" for a, b in truth - written]
+        notes += [
+            f"- {folder.name}: expected.json has {a} → {b}, which the run did not make" for a, b in written - truth
+        ]
+        correct = len(truth & static)
+        totals = [totals[0] + len(truth), totals[1] + len(static), totals[2] + correct]
+        print(f"| {folder.name} | {len(truth)} | {len(static)} | {correct} | {_ratio(correct, len(static))} |", end="")
+        print(f" {_ratio(correct, len(truth))} |")
+        notes += [f"- {folder.name}: wrong {a} → {b}" for a, b in sorted(static - truth)]
+        notes += [f"- {folder.name}: missed {a} → {b}" for a, b in sorted(truth - static)]
+    print(f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {_ratio(totals[2], totals[1])} |", end="")
+    print(f" {_ratio(totals[2], totals[0])} |")
+    print("\nstatic: the edges whose caller ran (all of them here), edges to a class left out as in --traced.\n")
+    print("\n".join(notes) or "- every edge right, none missed; expected.json agrees with the runs")
 
 
 def call_sites(graph: Graph) -> dict[str, list[tuple[str, int, str]]]:
@@ -334,7 +374,7 @@ def _observed_edge(caller: Span | None, code: list, callee: Span | None) -> tupl
     if name.startswith("<"):
         return ("", ""), "recorded calls into a lambda, comprehension or generator expression (part of its caller)"
     if resumable:
-        return ("", ""), "recorded resumptions of a generator or coroutine (not the call that created it)"
+        return ("", ""), "recorded resumptions of a generator or coroutine after its first entry"
     if callee is None or callee.kind == "class":
         return ("", ""), "recorded runs of a class body (at its definition, not a call)"
     return (caller.id, callee.id), ""
@@ -559,6 +599,7 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="only this repository's src/ (a few seconds)")
     parser.add_argument("--corpus", action="store_true", help="precision and recall on tests/fixtures/callgraph")
     parser.add_argument("--traced", action="store_true", help="the same against the calls a run really makes")
+    parser.add_argument("--classes", action="store_true", help="per class of hard call, against traced runs")
     parser.add_argument("--no-combined", action="store_true", help="skip the combined ~30,000-symbol repository")
     parser.add_argument("--files", type=int, default=20, help="files re-indexed per repository (default 20)")
     parser.add_argument("--runs", type=int, default=200, help="symbols per query figure (default 200)")
@@ -572,6 +613,9 @@ def main() -> None:
             return
         if args.traced:
             traced(work)
+            return
+        if args.classes:
+            classes(work)
             return
         if args.small:
             # a copy: the pre-edit hook coordinates the git repository around it, which must be this one

@@ -727,8 +727,8 @@ def test_opening_a_graph_and_the_hook_queries_import_no_parser_and_no_rustworkx(
 
 def test_traced_calls_of_a_run_against_the_static_edges(tmp_path):
     """`bench_graph.py --traced`: the shop package in tests/fixtures/callgraph/traced runs under the
-    profiler, and its real calls are the ground truth. Measured: precision 0.925 (74/80), recall 0.804
-    (74/92); the floors leave a margin of a few edges."""
+    profiler, and its real calls are the ground truth. Measured: precision 1.000 (80/80), recall 0.870
+    (80/92); the floors leave a margin of a few edges."""
     spec = importlib.util.spec_from_file_location("bench_graph", CORPUS.parents[2] / "benchmarks" / "bench_graph.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -736,8 +736,8 @@ def test_traced_calls_of_a_run_against_the_static_edges(tmp_path):
     assert result.never_ran == [] and result.unreached == []  # the driver runs every function and call site
     made, judged = result.precision()
     found, observed = result.recall()
-    assert made / judged >= 0.85, result.spurious()
-    assert found / observed >= 0.75, result.missed()
+    assert made / judged >= 0.95, result.spurious()
+    assert found / observed >= 0.83, result.missed()
     # a second definition is told from the first by its lines, and each call reaches the one in effect
     assert result.static[("shop/money.py::Money.from_units", "shop/money.py::_round#2")] == 1.0
     assert ("shop/money.py::Money.from_units", "shop/money.py::_round#2") in result.observed
@@ -749,13 +749,318 @@ def test_traced_calls_of_a_run_against_the_static_edges(tmp_path):
         ("orders.py::place_order", "notify.py::EventBus.publish"),
         ("driver.py::open_shop", "notify.py::EventBus.subscribe"),
         ("catalog.py::Catalog.load", "catalog.py::Catalog.add"),
+        ("payments.py::Gateway.charge", "payments.py::FakeGateway._authorize"),  # an override of a self call
     ]:
         assert result.static[(f"shop/{caller}", f"shop/{callee}")] == 0.8
-    # dynamic dispatch, through a dict of functions, subscribed handlers and an override, is beyond the graph
+    # `sorted(key=f)`-like builtins call the function passed from the caller's frame
+    assert result.static[("shop/catalog.py::Catalog.cheapest", "shop/catalog.py::_price_key")] == 1.0
+    # a decorated function's callers reach the decorator's wrapper, which calls it (from another module),
+    # and the function does not call its decorator
+    assert ("shop/driver.py::main", "shop/notify.py::logged.wrapper") in result.static
+    assert result.static[("shop/notify.py::logged.wrapper", "shop/orders.py::place_order")] == 1.0
+    assert not any(callee.endswith(("::logged", "::rule")) for _caller, callee in result.static)
+    # functions registered into a dict by a decorator and handlers subscribed from another module are
+    # beyond the graph
     for caller, callee in [
         ("pricing.py::apply_discount", "pricing.py::percent_off"),
         ("pricing.py::apply_discount", "pricing.py::no_discount"),
         ("notify.py::EventBus.publish", "notify.py::email_receipt"),
-        ("payments.py::Gateway.charge", "payments.py::FakeGateway._authorize"),
     ]:
         assert (f"shop/{caller}", f"shop/{callee}") in result.missed()
+
+
+# -- classes of hard calls: functions as values, decorators, the MRO, the iteration protocol -------
+
+CLASSES = Path(__file__).parents[1] / "benchmarks" / "callgraph"
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in CLASSES.iterdir() if (p / "expected.json").is_file()))
+def test_each_class_of_hard_calls_meets_its_floor(tmp_path, folder):
+    """`bench_graph.py --classes` checks expected.json against traced runs; here the static edges are
+    held to it. Measured: every class 1.000/1.000 but super_mro (precision 0.889: B → A, which a B
+    instance would make, the D instance the case runs does not)."""
+    expected = {tuple(e) for e in json.loads((CLASSES / folder / "expected.json").read_text())["calls"]}
+    with Graph.open(str(tmp_path / "home"), str(CLASSES / folder)) as graph:
+        graph.index()
+        kinds = {s["id"]: s["kind"] for s in graph.export()["symbols"]}
+        found = {edge for edge in calls(graph) if kinds[edge[1]] != "class"}  # instantiation, as --classes
+    assert len(expected & found) / len(found) >= 0.88, sorted(found - expected)
+    assert len(expected & found) / len(expected) >= 0.8, sorted(expected - found)
+
+
+def edges_of(tmp_path: Path, source: str) -> dict[tuple[str, str], float]:
+    return {
+        (a.split("::")[1], b.split("::")[1]): c for (a, b), c in calls(open_graph(tmp_path, {"m.py": source})).items()
+    }
+
+
+def test_a_function_passed_as_an_argument_is_called_by_the_callee_through_its_parameter(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def double(x):
+            return x * 2
+
+        def half(x):
+            return x / 2
+
+        def apply(func, value, then=half):
+            return then(func(value))
+
+        def later(*, callback):  # keyword-only: no positional parameter
+            return callback()
+
+        def main(items):
+            apply(double, 3)
+            later(callback=half)
+            return sorted(items, key=len), max(items, key=double)
+        """,
+    )
+    assert found[("apply", "double")] == 1.0 and found[("apply", "half")] == 1.0  # passed, and a default
+    assert ("main", "double") in found  # `max(key=double)` calls it from main's frame
+    assert found[("later", "half")] == 1.0
+    assert ("apply", "main") not in found and ("main", "half") not in found
+
+
+def test_a_returned_closure_is_reached_by_calling_what_the_call_returned(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def with_tax(tax):
+            def add_tax(amount):
+                return amount * tax
+
+            return add_tax
+
+        class Service:
+            def __init__(self):
+                self.emit = with_tax(0.1)
+
+            def run(self):
+                return self.emit(1)
+
+        def main():
+            tick = with_tax(0.2)
+            return with_tax(0.2)(10) + tick(5)
+        """,
+    )
+    assert found[("main", "with_tax.add_tax")] == 1.0
+    assert found[("Service.run", "with_tax.add_tax")] == 1.0
+
+
+def test_functions_held_in_dicts_lists_and_attributes_are_reached_through_them(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def strip(text):
+            return text
+
+        def lower(text):
+            return text
+
+        RULES = {"strip": strip, "lower": lower}
+
+        def by_rule(kind, text):
+            return RULES[kind](text)
+
+        def clean(text):
+            for step in [strip, lower]:
+                text = step(text)
+            return text
+
+        class Machine:
+            def __init__(self, hook=lower):
+                self.handlers = {"a": strip}
+                self.hook = hook
+
+            def fire(self, event):
+                handler = self.handlers[event]
+                return handler(event) + self.hook(event)
+        """,
+    )
+    for caller in ("by_rule", "clean"):
+        assert found[(caller, "strip")] == 1.0 and found[(caller, "lower")] == 1.0
+    assert found[("Machine.fire", "strip")] == 1.0 and found[("Machine.fire", "lower")] == 1.0
+    assert ("by_rule", "clean") not in found
+
+
+def test_a_decorated_function_is_reached_through_the_wrapper_and_does_not_call_its_decorator(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        import functools
+
+        def logged(func):
+            @functools.wraps(func)
+            def wrapper(*args):
+                return func(*args)
+
+            return wrapper
+
+        def register(name):
+            def add(func):
+                return func
+
+            return add
+
+        @logged
+        def place_order(amount):
+            return amount
+
+        @register("half")
+        def half(amount):
+            return amount / 2
+
+        @functools.lru_cache
+        def cached(amount):
+            return amount
+
+        class Client:
+            @logged
+            def fetch(self):
+                return 1
+
+        def main():
+            return place_order(1) + half(2) + cached(3) + Client().fetch()
+        """,
+    )
+    assert found[("main", "logged.wrapper")] == 1.0 and ("main", "place_order") not in found
+    assert found[("logged.wrapper", "place_order")] == 1.0 and found[("logged.wrapper", "Client.fetch")] == 1.0
+    assert found[("main", "half")] == 1.0  # a registering decorator returns the function itself
+    assert found[("main", "cached")] == 1.0  # a decorator from elsewhere: the call stays on the function
+    assert ("place_order", "logged") not in found and ("half", "register") not in found
+    assert found[("Client", "logged")] == 1.0  # the class body applies it
+
+
+def test_super_follows_the_mro_and_self_calls_reach_overrides(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        class A:
+            def hello(self):
+                return "a"
+
+            def run(self):
+                return self.step()
+
+            def step(self):
+                raise NotImplementedError
+
+        class B(A):
+            def hello(self):
+                return super().hello()
+
+            def step(self):
+                return 1
+
+        class C(A):
+            def hello(self):
+                return super().hello()
+
+        class D(B, C):
+            pass
+        """,
+    )
+    assert found[("B.hello", "C.hello")] == 1.0 and found[("B.hello", "A.hello")] == 1.0  # D's order, B's own
+    assert found[("C.hello", "A.hello")] == 1.0 and ("C.hello", "B.hello") not in found
+    assert found[("A.run", "B.step")] == 0.8 and ("A.run", "A.step") not in found  # A.step only raises
+
+
+def test_iteration_and_len_call_the_special_methods_of_a_known_class(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        class Countdown:
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                raise StopIteration
+
+            def __len__(self):
+                return 0
+
+            def __setitem__(self, key, value):
+                pass
+
+        def rows():
+            yield 1
+
+        def main(unknown):
+            bag = Countdown()
+            for _n in bag:
+                pass
+            for _r in rows():
+                pass
+            for _u in unknown:
+                pass
+            bag["k"] = 1
+            return list(Countdown()), len(bag)
+        """,
+    )
+    for method in ("__iter__", "__next__", "__len__", "__setitem__"):
+        assert found[("main", f"Countdown.{method}")] == 0.8
+    assert ("main", "rows") in found
+    assert sum(caller == "main" for caller, _callee in found) == 6  # Countdown and its four, rows
+
+
+def test_a_class_with_an_outside_base_calls_its_own_methods_and_guesses_no_inherited_one(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        import threading
+
+        class Worker(threading.Thread):
+            def run(self):
+                self.start()
+                return self.work()
+
+            def work(self):
+                return 1
+
+        class Other:
+            def start(self):
+                return 0
+        """,
+    )
+    assert found == {("Worker.run", "Worker.work"): 1.0}
+
+
+def test_a_decorator_in_another_file_calls_what_it_decorates_also_after_an_edit(tmp_path):
+    graph = open_graph(
+        tmp_path,
+        {
+            "deco.py": """
+                def logged(func):
+                    def wrapper(*args):
+                        return func(*args)
+
+                    return wrapper
+                """,
+            "app.py": """
+                from deco import logged
+
+                @logged
+                def place_order():
+                    return 1
+
+                def refund():
+                    return 2
+
+                def main():
+                    return place_order() + refund()
+                """,
+        },
+    )
+    found = calls(graph)
+    assert found[("deco.py::logged.wrapper", "app.py::place_order")] == 1.0
+    assert (
+        found[("app.py::main", "deco.py::logged.wrapper")] == 1.0
+        and ("app.py::main", "app.py::place_order") not in found
+    )
+    app = Path(graph.root) / "app.py"
+    app.write_text(app.read_text().replace("def refund", "@logged\ndef refund"))
+    graph.reindex_file(str(app))
+    found = calls(graph)
+    assert found[("deco.py::logged.wrapper", "app.py::refund")] == 1.0
+    assert ("app.py::main", "app.py::refund") not in found

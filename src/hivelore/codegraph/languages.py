@@ -82,7 +82,7 @@ _COMMON_METHODS = {
     "python": "append extend insert remove pop clear copy count index sort reverse get items keys values update"
     " setdefault popitem add discard union intersection difference join split rsplit strip lstrip rstrip"
     " startswith endswith replace format encode decode lower upper find rfind splitlines read write close"
-    " readline readlines seek flush __enter__ __exit__",
+    " readline readlines seek flush __enter__ __exit__ __iter__ __next__ __len__ __setitem__",
     "js": "push pop shift unshift slice splice map filter reduce forEach find findIndex some every includes"
     " indexOf join concat sort keys values entries get set has delete add then catch finally toString"
     " trim split replace startsWith endsWith toLowerCase toUpperCase apply call bind log error warn"

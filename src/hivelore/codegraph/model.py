@@ -40,8 +40,12 @@ class Definition:
     line: int
     end_line: int
     hash: str
-    bases: tuple = ()  # classes: the base classes (and interfaces, embedded types) as written, dotted
-    returns: str = ""  # functions: the declared result type, dotted, when there is one
+    # classes: the base classes (and interfaces, embedded types) as written, dotted; Python functions:
+    # their decorators, outermost first, as written (`logged`, `mod.cached`, `rule()` for a call)
+    bases: tuple = ()
+    # functions: the declared result type, dotted, when there is one; else, in Python, the nested
+    # definition every `return` gives, or functions.IDENTITY / functions.ABSTRACT
+    returns: str = ""
     arity: int = -1  # the number of parameters, where overloads need it (Java); -1 unknown or variadic
 
 

@@ -12,6 +12,18 @@ from __future__ import annotations
 import ast
 import hashlib
 
+from hivelore.codegraph.functions import (
+    ABSTRACT,
+    ATTRIBUTE,
+    CALLS_ARGUMENT,
+    CALLS_KEY,
+    DECORATED,
+    IDENTITY,
+    PARAMETER,
+    RESULT,
+    FunctionValues,
+    Held,
+)
 from hivelore.codegraph.model import ALIAS, VALUE, Binding, Definition, ParsedFile, Site
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -76,7 +88,7 @@ def _value_type(node: ast.AST, scope: _Scope) -> str:
 class _Scope:
     """A definition being parsed (or the module), with the variables its code binds."""
 
-    __slots__ = ("index", "qualname", "kind", "class_q", "self_name", "variables", "outer")
+    __slots__ = ("index", "qualname", "kind", "class_q", "self_name", "variables", "functions", "outer")
 
     def __init__(self, index: int, qualname: str, kind: str, class_q: str, self_name: str, outer: _Scope | None):
         self.index = index
@@ -85,6 +97,7 @@ class _Scope:
         self.class_q = class_q  # the class whose instance `self_name` is, "" outside methods
         self.self_name = self_name
         self.variables: dict[str, str] = {}  # name → type ("?" unknown)
+        self.functions: dict[str, list[Held]] = {}  # name, or "name[]" for its items → the functions it holds
         # Names are looked up here, then in `outer`: a class body is not visible from its methods.
         self.outer = outer
 
@@ -96,6 +109,24 @@ class _Scope:
             scope = scope.outer
         return None
 
+    def owner(self, name: str) -> _Scope | None:
+        """The scope whose variable `name` is, as `variable` finds it."""
+        scope: _Scope | None = self
+        while scope is not None and name not in scope.variables:
+            scope = scope.outer
+        return scope
+
+    def prefixes(self) -> tuple[str, ...]:
+        """The qualified names a name used here may be nested in, innermost first (class bodies
+        are not scopes, except the one being run)."""
+        found: list[str] = []
+        scope: _Scope | None = self
+        while scope is not None:
+            if scope.qualname:
+                found.append(scope.qualname)
+            scope = scope.outer
+        return tuple(found)
+
 
 class _Parser:
     def __init__(self, path: str) -> None:
@@ -105,15 +136,23 @@ class _Parser:
         self.bindings: list[Binding] = []
         self.class_attrs: dict[str, dict[str, str]] = {}  # class qualname → attribute → type
         self.deferred: list[tuple[int, str, str, str, int]] = []  # calls on `self.attr`, typed at the end
+        self.on_self: list[tuple[int, str, str, int]] = []  # `self.name()`: a method, or an attribute holding one
+        self.values = FunctionValues()
 
     def run(self, tree: ast.Module) -> ParsedFile:
         module = _Scope(-1, "", "module", "", "", None)
-        nested, _calls, _digest = self._scan(tree, module)
-        for node in nested:
+        code = self._scan(tree, module)
+        for call, _line in code.calls:  # module-level code is no caller, but it passes functions
+            self._passing(call, module)
+        for node in code.nested:
             self._define(node, module)
         for caller, name, receiver, class_q, line in self.deferred:
             attr_type = self.class_attrs.get(class_q, {}).get(receiver.split(".", 1)[1], _UNKNOWN)
             self.sites.append(Site(caller, name, receiver, attr_type, line))
+        qualnames = {d.qualname for d in self.definitions}
+        for caller, name, class_q, line in self.on_self:
+            self._on_self(caller, name, class_q, line, qualnames)
+        self.sites.extend(self.values.sites(qualnames))
         self.sites.sort(key=lambda site: (site.caller, site.line))
         return ParsedFile(self.path, "python", self.definitions, self.sites, self.bindings)
 
@@ -134,77 +173,116 @@ class _Parser:
             if kind == "method":
                 class_q, self_name = parent.qualname, _first_parameter(node)
             scope = _Scope(index, qualname, kind, class_q, self_name, outer)
-            self._parameters(node.args, scope)
-        nested, calls, digest = self._scan(node, scope)
+            self._parameters(node, scope, parent)
+        code = self._scan(node, scope)
         line = min([node.lineno] + [d.lineno for d in node.decorator_list])
         if isinstance(node, ast.ClassDef):
             bases = tuple(filter(None, (dotted(b.value if isinstance(b, ast.Subscript) else b) for b in node.bases)))
-            self.definitions[index] = Definition(qualname, kind, line, node.end_lineno or line, digest, bases)
+            self.definitions[index] = Definition(qualname, kind, line, node.end_lineno or line, code.digest, bases)
             for statement in node.body:  # class-level annotations and assignments are attribute types
                 if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                     self.class_attrs[qualname][statement.target.id] = annotation(statement.annotation)
         else:
-            returns = annotation(node.returns) if node.returns else ""
-            definition = Definition(qualname, kind, line, node.end_lineno or line, digest, (), returns)
+            returns = annotation(node.returns) if node.returns else _returned(node, code)
+            if kind == "method" and _abstract(node):  # there to be overridden: calls on self reach the overrides
+                returns = ABSTRACT
+            # a function's bases are its decorators, outermost first: calling it calls what they return
+            decorators = tuple(filter(None, map(_decorator, node.decorator_list)))
+            definition = Definition(qualname, kind, line, node.end_lineno or line, code.digest, decorators, returns)
             self.definitions[index] = definition
-        for decorator in node.decorator_list:  # `@cached` is a call of `cached`, by the decorated code
-            if not isinstance(decorator, ast.Call):
-                calls.append((decorator, decorator.lineno))
-        for func, line in calls:
-            self._site(func, scope, line)
-        for child in nested:
+        self._decorate(node, parent)
+        for call, line in code.calls:
+            self._site(call.func, scope, line)
+            self._passing(call, scope)
+            if isinstance(call.func, ast.Name) and call.args and call.func.id in _ITERATING:
+                self._protocol(call.args[0], _ITERATING[call.func.id], scope, line)
+        for child in code.nested:
             self._define(child, scope)
 
-    def _parameters(self, args: ast.arguments, scope: _Scope) -> None:
-        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+    def _decorate(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, parent: _Scope) -> None:
+        """Decorators run in the enclosing code, when the definition runs: `@logged` calls `logged`
+        with the function (the module's code is no symbol, so there it is no edge), `@rule("x")`
+        calls `rule` and then what it returns."""
+        decorated = [Held.definition((parent.qualname,) if parent.kind == "class" else parent.prefixes(), node.name)]
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):
+                if parent.index >= 0:
+                    self._site(decorator.func, parent, decorator.lineno)
+                    self._passing(decorator, parent)
+                    self._result_site(decorator.func, parent, decorator.lineno)
+                continue
+            name = dotted(decorator)
+            if name and not parent.variable(name.split(".")[0]):
+                self.values.pass_to(parent.prefixes(), name, 0, decorated)
+            if parent.index >= 0:
+                self._site(decorator, parent, decorator.lineno)
+
+    def _parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, parent: _Scope) -> None:
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        for arg in [*positional, *args.kwonlyargs]:
             scope.variables[arg.arg] = annotation(arg.annotation) if arg.annotation else _UNKNOWN
         for rest in (args.vararg, args.kwarg):
             if rest:
                 scope.variables[rest.arg] = _UNKNOWN
+        names = [a.arg for a in positional]
+        self.values.parameters(scope.qualname, names[1:] if scope.self_name else names, args.kwonlyargs)
+        with_defaults = [*positional[len(positional) - len(args.defaults) :], *args.kwonlyargs]
+        defaults = zip(with_defaults, [*args.defaults, *args.kw_defaults], strict=True)
+        for arg, default in defaults:  # `hasher=default_hasher`: evaluated where the function is defined
+            held = self._held(default, parent) if default is not None else []
+            if held:
+                self.values.hold_parameter(scope.qualname, arg.arg, held)
 
     # -- one definition's own code ----------------------------------------------------------------
 
-    def _scan(self, top: ast.AST, scope: _Scope) -> tuple[list, list, str]:
-        """Walk the code of `top`, not of the definitions nested in it: the nested definitions, the
-        calls (func expression, line) and the hash; the variables and imports go to `scope` and self."""
+    def _scan(self, top: ast.AST, scope: _Scope) -> _Code:
+        """Walk the code of `top`, not of the definitions nested in it nor its decorators (they run in
+        the enclosing code): the nested definitions, the calls, the returned values and the hash; the
+        variables and imports go to `scope` and self."""
         tokens: list[str] = []
-        nested: list[ast.AST] = []
-        calls: list[tuple[ast.AST, int]] = []
+        code = _Code()
         bound_elsewhere: set[str] = set()  # `global`/`nonlocal` names and nested definitions
 
-        def visit(node: Any) -> None:  # any ast node, told apart by its exact type (faster than isinstance)
+        def visit(
+            node: Any, calls: list
+        ) -> None:  # any ast node, told apart by its exact type (faster than isinstance)
             kind = type(node)
             if kind in _DEF_TYPES and node is not top:
                 tokens.append(f"<{kind.__name__} {node.name}>")
-                nested.append(node)
+                code.nested.append(node)
                 bound_elsewhere.add(node.name)
                 return
             tokens.append(kind.__name__)
             if kind is ast.Call:
-                calls.append((node.func, node.lineno))
+                calls.append((node, node.lineno))
+            elif kind is ast.Return:
+                code.returns.append(node.value)
             elif kind in _BINDERS:
                 self._bind(node, scope, bound_elsewhere)
             for field, value in ast.iter_fields(node):
                 if field in _SKIP_FIELDS:
                     continue
+                into = [] if field == "decorator_list" and node is top else calls
                 if type(value) is list:
                     tokens.append("[")
                     start = 1 if field == "body" and node is top and _has_docstring(value) else 0
                     for item in value[start:]:
                         if isinstance(item, ast.AST):
-                            visit(item)
+                            visit(item, into)
                         else:
                             tokens.append(repr(item))
                     tokens.append("]")
                 elif isinstance(value, ast.AST):
-                    visit(value)
+                    visit(value, into)
                 else:
                     tokens.append(repr(value))
 
-        visit(top)
+        visit(top, code.calls)
         for name in bound_elsewhere:
             scope.variables.pop(name, None)
-        return nested, calls, hashlib.blake2b("\x00".join(tokens).encode(), digest_size=8).hexdigest()
+        code.digest = hashlib.blake2b("\x00".join(tokens).encode(), digest_size=8).hexdigest()
+        return code
 
     def _bind(self, node: ast.AST, scope: _Scope, bound_elsewhere: set[str]) -> None:
         """Record what a binding statement tells: imports, variables and their types, attributes."""
@@ -225,11 +303,19 @@ class _Parser:
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 self._assign(target, _value_type(node.value, scope), node.value, scope)
+                self._hold(target, self._held(node.value, scope), self._items(node.value, scope), scope)
         elif isinstance(node, ast.AnnAssign):
             self._assign(node.target, annotation(node.annotation), node.value, scope)
+            if node.value is not None:
+                self._hold(node.target, self._held(node.value, scope), self._items(node.value, scope), scope)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            self._assign(node.target, _UNKNOWN, None, scope)
+            if not isinstance(node, ast.AsyncFor):
+                self._protocol(node.iter, _ITERATION, scope, getattr(node.iter, "lineno", 0))
+            self._hold(node.target, self._items(node.iter, scope), [], scope)  # `for step in [strip, lower]`
         elif isinstance(node, ast.NamedExpr):
             self._assign(node.target, _value_type(node.value, scope), node.value, scope)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.AugAssign)):
+        elif isinstance(node, ast.AugAssign):
             self._assign(node.target, _UNKNOWN, None, scope)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             self._assign(node.optional_vars, _value_type(node.context_expr, scope), None, scope)
@@ -247,6 +333,8 @@ class _Parser:
                 self._assign(element, _UNKNOWN, None, scope)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, _UNKNOWN, None, scope)
+        elif isinstance(target, ast.Subscript):  # `counts["a"] = 1` calls `__setitem__`
+            self._protocol(target.value, ("__setitem__",), scope, target.lineno)
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
@@ -273,6 +361,116 @@ class _Parser:
             self.bindings.append(Binding(target.id, "", value_type, 0, target.lineno, VALUE))
         return value_type
 
+    # -- functions as values (hivelore.codegraph.functions) -----------------------------------------
+
+    def _held(self, node: ast.AST, scope: _Scope) -> list[Held]:
+        """The functions an expression may be: a name of the module or an import, a variable or
+        parameter holding some, an item of a container holding some, or an attribute of `self`."""
+        if isinstance(node, ast.Subscript):  # `RULES[kind]`, `self.handlers[event]`
+            return self._items(node.value, scope)
+        if isinstance(node, ast.Name):
+            owner = scope.owner(node.id)
+            if owner is None:
+                return [] if node.id == scope.self_name else [Held.definition(scope.prefixes(), node.id)]
+            if node.id in owner.functions:
+                return list(owner.functions[node.id])
+            if owner.kind in ("function", "method") and self.values.is_parameter(owner.qualname, node.id):
+                return [Held(PARAMETER, (owner.qualname,), node.id)]
+            return []
+        text = dotted(node)
+        if text is None:
+            return []
+        root, _, rest = text.partition(".")
+        if scope.self_name and root == scope.self_name:
+            return [Held(ATTRIBUTE, (scope.class_q,), rest)] if rest and "." not in rest else []
+        return [Held.definition(scope.prefixes(), text)] if not scope.variable(root) else []
+
+    def _items(self, node: ast.AST, scope: _Scope) -> list[Held]:
+        """The functions the items of a container may be: a literal list, tuple, set or dict (its
+        values), or a variable or attribute of `self` bound to one."""
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return [h for element in node.elts for h in self._held(element, scope)]
+        if isinstance(node, ast.Dict):
+            return [h for value in node.values for h in self._held(value, scope)]
+        if isinstance(node, ast.Name):
+            owner = scope.owner(node.id)
+            return list(owner.functions.get(node.id + "[]", [])) if owner is not None else []
+        text = dotted(node)
+        if text and scope.self_name and text.count(".") == 1 and text.startswith(scope.self_name + "."):
+            return [Held(ATTRIBUTE, (scope.class_q,), text.partition(".")[2] + "[]")]
+        return []
+
+    def _hold(self, target: ast.AST, held: list[Held], items: list[Held], scope: _Scope) -> None:
+        """Record what a variable or an attribute of `self` now holds, and what its items hold."""
+        for key, found in ((0, held), (1, items)):
+            if not found:
+                continue
+            if isinstance(target, ast.Name):
+                scope.functions.setdefault(target.id + "[]" * key, []).extend(found)
+            elif isinstance(target, ast.Attribute) and dotted(target) == f"{scope.self_name}.{target.attr}":
+                self.values.hold_attribute(scope.class_q, target.attr + "[]" * key, found)
+
+    def _passing(self, call: ast.Call, scope: _Scope) -> None:
+        """The functions a call passes: to a function of the file (its parameters hold them), or to
+        one of the standard library's that calls them (`sorted(key=f)`, `map(f, xs)`)."""
+        name = dotted(call.func)
+        if name is None or scope.variable(name.split(".")[0]):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) and call.func.attr == "sort" else None
+        if name is None:
+            return
+        arguments: list[tuple[int | str, ast.AST]] = []
+        for position, positional in enumerate(call.args):
+            if isinstance(positional, ast.Starred):
+                break
+            arguments.append((position, positional))
+        arguments += [(k.arg, k.value) for k in call.keywords if k.arg]
+        for slot, argument in arguments:
+            held = self._held(argument, scope)
+            if not held:
+                continue
+            if CALLS_ARGUMENT.get(name) == slot or (name in CALLS_KEY and slot == "key"):
+                if scope.index >= 0:
+                    self.values.call(scope.index, held, call.lineno)
+            else:
+                self.values.pass_to(scope.prefixes(), name, slot, held)
+
+    def _protocol(self, value: ast.AST, methods: tuple[str, ...], scope: _Scope, line: int) -> None:
+        """`for x in Countdown(3)`, `len(bag)`: the special methods the loop or builtin calls, on a
+        value whose class is known (an unknown one could be any container)."""
+        if scope.index < 0:
+            return
+        if isinstance(value, ast.Call):
+            receiver, value_type = "()", _value_type(value, scope)
+        elif isinstance(value, ast.Name):
+            receiver, value_type = value.id, scope.variable(value.id) or ""
+        else:
+            return
+        if value_type and value_type != _UNKNOWN:
+            for method in methods:
+                self.sites.append(Site(scope.index, method, receiver, value_type, line))
+
+    def _result_site(self, func: ast.AST, scope: _Scope, line: int) -> None:
+        """`with_tax(0.2)(10)`: a call of what calling a function returns."""
+        name = dotted(func)
+        if name is None or scope.index < 0 or scope.variable(name.split(".")[0]):
+            return
+        receiver, _, last = name.rpartition(".")
+        self.sites.append(Site(scope.index, last, receiver, RESULT, line))
+
+    def _on_self(self, caller: int, name: str, class_q: str, line: int, qualnames: set[str]) -> None:
+        """`self.name()`: the class's method, else the function its attribute holds (`self.hasher =
+        hasher`) or was made by a call (`self.emit = make_logger()`), else a method from a base."""
+        attr_type = self.class_attrs.get(class_q, {}).get(name, "")
+        if f"{class_q}.{name}" in qualnames:
+            self.sites.append(Site(caller, name, "self", "", line))
+        elif self.values.holds_attribute(class_q, name):
+            self.values.call(caller, [Held(ATTRIBUTE, (class_q,), name)], line)
+        elif attr_type.endswith("()") and attr_type != _SELF:
+            receiver, _, last = attr_type[:-2].rpartition(".")
+            self.sites.append(Site(caller, last, receiver, RESULT, line))
+        else:
+            self.sites.append(Site(caller, name, "self", "", line))
+
     # -- calls ------------------------------------------------------------------------------------
 
     def _site(self, func: ast.AST, scope: _Scope, line: int) -> None:
@@ -280,8 +478,16 @@ class _Parser:
         if isinstance(func, ast.Name):
             if scope.self_name and func.id == scope.self_name:  # `cls(...)` in a class method
                 self.sites.append(Site(caller, "<new>", "self", "", line))
-            elif not scope.variable(func.id):  # calling a variable is not a call we can follow, an alias is
+            elif not scope.variable(func.id):  # a name of the module, an import or an alias
                 self.sites.append(Site(caller, func.id, "", "", line))
+            else:  # a variable: the functions it holds, or what the call it was bound to returned
+                self._call_variable(func.id, scope, line)
+            return
+        if isinstance(func, ast.Subscript):  # `RULES[kind](...)`
+            self.values.call(caller, self._items(func.value, scope), line)
+            return
+        if isinstance(func, ast.Call):
+            self._result_site(func.func, scope, line)
             return
         if not isinstance(func, ast.Attribute):
             return
@@ -299,7 +505,7 @@ class _Parser:
         root, _, rest = text.partition(".")
         if scope.self_name and root == scope.self_name:
             if not rest:
-                self.sites.append(Site(caller, name, "self", "", line))
+                self.on_self.append((caller, name, scope.class_q, line))
             elif "." not in rest:
                 self.deferred.append((caller, name, "self." + rest, scope.class_q, line))
             else:
@@ -311,8 +517,79 @@ class _Parser:
         else:
             self.sites.append(Site(caller, name, text, variable if not rest else _UNKNOWN, line))
 
+    def _call_variable(self, name: str, scope: _Scope, line: int) -> None:
+        held = self._held(ast.Name(name), scope)
+        if held:
+            self.values.call(scope.index, held, line)
+            for item in held:  # a decorator calling the function it was given, which may be in another file
+                if item.kind == PARAMETER and (self.values.positional.get(item.where[0]) or [""])[0] == item.name:
+                    receiver, _, function = item.where[0].rpartition(".")
+                    self.sites.append(Site(scope.index, function, receiver, DECORATED, line))
+            return
+        kind = scope.variable(name) or ""
+        if kind.endswith("()") and kind != _SELF:  # `tick = counter(); tick()`
+            receiver, _, last = kind[:-2].rpartition(".")
+            self.sites.append(Site(scope.index, last, receiver, RESULT, line))
+
+
+class _Code:
+    """What `_Parser._scan` finds in one definition's own code."""
+
+    __slots__ = ("nested", "calls", "returns", "digest")
+
+    def __init__(self) -> None:
+        self.nested: list = []  # the definitions nested in it
+        self.calls: list[tuple[ast.Call, int]] = []
+        self.returns: list[ast.AST | None] = []  # the values of its `return` statements
+        self.digest = ""
+
+
+def _returned(node: ast.FunctionDef | ast.AsyncFunctionDef, code: _Code) -> str:
+    """What a function without a declared result type returns, when every `return` says the same
+    name: one of its nested definitions (a closure, a decorator's wrapper), or IDENTITY for its first
+    parameter (a decorator that registers the function and returns it); "" otherwise."""
+    names = {value.id if isinstance(value, ast.Name) else "" for value in code.returns}
+    if len(names) != 1 or "" in names:
+        return ""
+    (name,) = names
+    if name in {n.name for n in code.nested if not isinstance(n, ast.ClassDef)}:
+        return name
+    positional = [*node.args.posonlyargs, *node.args.args]
+    return IDENTITY if positional and positional[0].arg == name else ""
+
+
+def _abstract(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method that only says it must be overridden: `raise NotImplementedError`, `...`, or
+    `@abstractmethod`."""
+    if any((dotted(d) or "").endswith("abstractmethod") for d in node.decorator_list):
+        return True
+    body = node.body[1:] if _has_docstring(node.body) else node.body
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Raise) and statement.exc is not None:
+        exc = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+        return dotted(exc) == "NotImplementedError"
+    return (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and statement.value.value is ...
+    )
+
+
+def _decorator(node: ast.AST) -> str:
+    """A decorator as Definition.bases holds it: `logged`, `mod.cached`, or `rule()` for a call."""
+    if isinstance(node, ast.Call):
+        name = dotted(node.func)
+        return name + "()" if name else ""
+    return dotted(node) or ""
+
 
 _DEF_TYPES = frozenset(_DEFS)
+_ITERATION = ("__iter__", "__next__")  # a `for` loop's: `__next__` is found when `__iter__` returns self
+# builtins that iterate their first argument, or measure it
+_ITERATING: dict[str, tuple[str, ...]] = {
+    **{name: _ITERATION for name in ("list", "tuple", "set", "frozenset", "sorted", "sum", "enumerate")},
+    "len": ("__len__",),
+}
 _RESERVED = Definition("", "", 0, 0, "")  # a definition's place, until its nested ones are walked
 _BINDERS = frozenset(
     {

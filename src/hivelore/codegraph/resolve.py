@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
+from hivelore.codegraph.functions import ABSTRACT, DECORATED, DEFINITION, IDENTITY, RESULT
 from hivelore.codegraph.languages import BUILTINS, COMMON_METHODS, CONSTRUCTOR, family_of
 from hivelore.codegraph.model import ALIAS, VALUE
 from hivelore.records import replace
@@ -83,6 +84,11 @@ class Resolver:
         self._hierarchy: dict[int, list] = {}
         self._instances: dict[tuple[str, int, str], object] = {}
         self._bound: dict[str, dict[str, list]] = {}
+        self._decorated: dict[int, list] = {}
+        self._mros: dict[int, list] = {}
+        self._combined: dict[int, list] = {}
+        self._base_names: dict[str, dict[str, list]] = {}
+        self._decorations: dict[int, list] = {}  # decorator's key → the functions it decorates
         self._python_modules: dict[str, list[str]] | None = None
         self._rust_modules: dict[tuple[str, tuple[str, ...]], str] | None = None
 
@@ -123,12 +129,21 @@ class Resolver:
         """The symbols (keys) a call site reaches, each with its confidence."""
         found: dict[int, float] = {}
         for row, confidence in _overloads(self._resolve(caller, site), site.args):
-            found[row.key] = max(confidence, found.get(row.key, 0.0))
+            # calling a decorated function calls what its decorators made of it, unless the site is
+            # the wrapper calling the function it was given
+            for reached in [row] if site.receiver_type in (DEFINITION, DECORATED) else self.decorated(row):
+                found[reached.key] = max(confidence, found.get(reached.key, 0.0))
         return found
 
     def _resolve(self, caller, site) -> list[tuple]:
         family = family_of(caller.file)
         name, receiver, receiver_type = site.name, site.receiver, site.receiver_type
+        if receiver_type == DEFINITION:
+            return self._definition(caller, site)
+        if receiver_type == RESULT:
+            return self._result(caller, site)
+        if receiver_type == DECORATED:
+            return self._decorated_by(caller, site)
         if not receiver:
             if family == "java":  # a bare name in Java is a method of the enclosing class first
                 found = self._enclosing_members(caller, name)
@@ -150,7 +165,11 @@ class Resolver:
             if name == "<init>":
                 classes = classes[1:2] if receiver == "super" else classes[:1]
                 return _edges(self.constructors(classes[0]) if classes else [], EXACT)
-            return _edges(self._first_members(classes[1:] if receiver == "super" else classes, name), EXACT)
+            if family != "python":
+                return _edges(self._first_members(classes[1:] if receiver == "super" else classes, name), EXACT)
+            if receiver == "super":
+                return _edges(self._after_in_mro(cls, name), EXACT)
+            return self._with_overrides(cls, name, self._first_members(classes, name))
         if receiver_type == "?":
             return self._by_name(caller, name, methods=True)
         if receiver_type:
@@ -165,6 +184,165 @@ class Resolver:
         if isinstance(target, Instance):  # `notify.BUS.publish()`: a method of a value whose class is known
             confidence = min(confidence, TYPED)
         return self.edges(self.member(target, name), confidence)
+
+    # -- Python functions as values (hivelore.codegraph.functions) ----------------------------------
+
+    def _definition(self, caller, site) -> list[tuple]:
+        """A function a value held (`apply(double)`, `RULES[kind]()`): named by its qualified name in
+        the caller's file, or as written there. Never guessed by name."""
+        qualname = f"{site.receiver}.{site.name}" if site.receiver else site.name
+        rows = self.in_file(caller.file).get(qualname)
+        if rows:
+            return self.edges(rows, EXACT)
+        if site.receiver:
+            target, confidence = self.resolve_dotted(caller, site.receiver, site.line)
+            return self.edges(self.member(target, site.name), confidence)
+        return self.edges(*self.lookup(caller, site.name, line=site.line))
+
+    def _result(self, caller, site) -> list[tuple]:
+        """`with_tax(0.2)(10)`: the nested definitions the functions called return."""
+        called = self._definition(caller, replace(site, receiver_type=DEFINITION))
+        return [(row, confidence) for function, confidence in called for row in self._returns(function)]
+
+    def _decorated_by(self, caller, site) -> list[tuple]:
+        """`func(*args)` in a decorator `logged(func)` (or its wrapper): the functions of the
+        repository decorated with `@logged`, in any file."""
+        qualname = f"{site.receiver}.{site.name}" if site.receiver else site.name
+        found = []
+        for decorator in self.in_file(caller.file).get(qualname, []):
+            known = self._decorations.get(decorator.key)
+            if known is None:
+                known = self._decorations[decorator.key] = self._decorated_with(decorator)
+            found += known
+        return _edges(found, EXACT)
+
+    def _decorated_with(self, decorator) -> list:
+        rows = []
+        for row in self._by_base_name("decorated", decorator.name):  # those naming it, then those meaning it
+            scope = replace(row, qualname=row.qualname.rpartition(".")[0])
+            for name in row.bases.split("\n"):
+                target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
+                if isinstance(target, list) and any(t.key == decorator.key for t in target):
+                    rows.append(row)
+                    break
+        return rows
+
+    def _returns(self, function) -> list:
+        """The nested definition a Python function returns, when it says which (Definition.returns)."""
+        if function.kind not in ("function", "method") or not function.returns or function.returns == IDENTITY:
+            return []
+        target, _ = self.resolve_dotted(function, function.returns)
+        if not isinstance(target, list):
+            return []
+        return [row for row in _in_effect(target) if row.kind in ("function", "method")]
+
+    def decorated(self, row) -> list:
+        """What calling a Python function reaches once decorated (its bases hold its decorators,
+        outermost first): the wrapper a decorator of the repository returns; the function itself
+        when the decorators return it (`IDENTITY`), or are not the repository's or say nothing."""
+        if not row.bases or row.kind not in ("function", "method") or family_of(row.file) != "python":
+            return [row]
+        known = self._decorated.get(row.key)
+        if known is not None:
+            return known
+        self._decorated[row.key] = [row]  # while it resolves, so that a decorator decorating itself ends
+        scope = replace(row, qualname=row.qualname.rpartition(".")[0])
+        reached = [row]
+        for decorator in row.bases.split("\n"):
+            made = self._decorator(scope, decorator)
+            if made != IDENTITY:
+                reached = made or [row]
+                break
+        self._decorated[row.key] = reached
+        return reached
+
+    def _decorator(self, scope, decorator: str):
+        """What a decorator returns for the function: IDENTITY, the wrappers, or [] when unknown."""
+        target, _ = self.resolve_dotted(scope, decorator.removesuffix("()"))
+        if not isinstance(target, list):
+            return []
+        functions = [r for r in _in_effect(target) if r.kind == "function"]
+        if decorator.endswith("()"):  # `@rule("x")`: the decorator is what `rule` returns
+            functions = [made for factory in functions for made in self._returns(factory)]
+        if functions and all(f.returns == IDENTITY for f in functions):
+            return IDENTITY
+        return [made for f in functions for made in self._returns(f)]
+
+    # -- Python's method resolution order and overrides ----------------------------------------------
+
+    def _with_overrides(self, cls, name: str, found: list) -> list[tuple]:
+        """`self.name()` in a Python class: the method it finds (EXACT), and the overrides of it in the
+        repository's subclasses (TYPED: `self` may be one). A method that only raises
+        NotImplementedError (ABSTRACT) is left out when an override exists."""
+        overrides = []
+        for method in self.named(name):
+            owner = self.enclosing_class(method) if method.kind == "method" else None
+            if owner is None or owner.key == cls.key or method in found or family_of(owner.file) != "python":
+                continue
+            if any(base.key == cls.key for base in self.hierarchy(owner)[1:]):
+                overrides.append(method)
+        if overrides:
+            found = [m for m in found if m.returns != ABSTRACT]
+        return _edges(found, EXACT) + _edges(overrides, TYPED)
+
+    def _after_in_mro(self, cls, name: str) -> list:
+        """`super().name()` in a Python class: the next definition after it in the method resolution
+        order of the class and of each class of the repository that names it among several bases
+        (`class D(B, C)` makes `super()` in B reach C)."""
+        found: dict[int, object] = {}
+        for sub in [cls, *self._combining(cls)]:
+            order = self.mro(sub)
+            at = next((i for i, c in enumerate(order) if c.key == cls.key), len(order))
+            for method in self._first_members(order[at + 1 :], name):
+                found[method.key] = method
+        return list(found.values())
+
+    def _combining(self, cls) -> list:
+        """The classes that name `cls` among several bases and have it in their resolution order."""
+        known = self._combined.get(cls.key)
+        if known is None:
+            rows = self._by_base_name("multiple_bases", cls.name)
+            known = self._combined[cls.key] = [
+                sub for sub in rows if sub.key != cls.key and any(c.key == cls.key for c in self.mro(sub))
+            ]
+        return known
+
+    def _by_base_name(self, rows: str, name: str) -> list:
+        """Python classes with several bases (rows "multiple_bases"), or decorated functions
+        ("decorated"), one of whose bases (decorators) is called `name`. Read once per resolver."""
+        index = self._base_names.get(rows)
+        if index is None:
+            index = self._base_names[rows] = {}
+            for row in getattr(self.source, rows)():
+                if family_of(row.file) == "python":
+                    for base in {b.removesuffix("()").rpartition(".")[2] for b in row.bases.split("\n")}:
+                        index.setdefault(base, []).append(row)
+        return index.get(name, [])
+
+    def mro(self, cls) -> list:
+        """The C3 linearisation of a class over the bases the repository defines (breadth-first
+        `hierarchy` when they have no consistent order)."""
+        known = self._mros.get(cls.key)
+        if known is not None:
+            return known
+        self._mros[cls.key] = [cls]  # while it is computed: a cycle ends
+        bases = self._bases(cls)
+        sequences = [list(self.mro(base)) for base in bases] + [list(bases)]
+        order = [cls]
+        while True:
+            sequences = [s for s in sequences if s]
+            if not sequences:
+                break
+            head = next(
+                (s[0] for s in sequences if not any(s[0].key in {c.key for c in t[1:]} for t in sequences)), None
+            )
+            if head is None:
+                order = self.hierarchy(cls)
+                break
+            order.append(head)
+            sequences = [s[1:] if s[0].key == head.key else s for s in sequences]
+        self._mros[cls.key] = order
+        return order
 
     def edges(self, target, confidence: float) -> list[tuple]:
         """What calling `target` reaches: a function or method, or a class and its constructor."""
@@ -276,7 +454,7 @@ class Resolver:
             classes = [r for r in rows if r.kind in ("class", "interface")]
             if classes:
                 return "class", classes
-            returns = [(r, r.returns) for r in rows if r.returns]
+            returns = [(r, r.returns) for r in rows if r.returns and not r.returns.startswith("<")]
             if not returns:
                 return "unknown", []
             target, _ = self.resolve_dotted(returns[0][0], returns[0][1])
@@ -382,17 +560,25 @@ class Resolver:
         while queue and len(order) < 32:
             current = queue.pop(0)
             order.append(current)
-            scope = replace(current, qualname=current.qualname.rpartition(".")[0])
-            for base in current.bases.split("\n") if current.bases else []:
-                target, _ = self.resolve_dotted(scope, base)
-                if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
-                    continue
-                for row in target:
-                    if row.kind in ("class", "interface") and row.key not in seen:
-                        seen.add(row.key)
-                        queue.append(row)
+            for row in self._bases(current):
+                if row.key not in seen:
+                    seen.add(row.key)
+                    queue.append(row)
         self._hierarchy[cls.key] = order
         return order
+
+    def _bases(self, cls) -> list:
+        """The direct bases of a class that the repository defines, in the order written."""
+        if cls.kind not in ("class", "interface") or not cls.bases:
+            return []
+        scope = replace(cls, qualname=cls.qualname.rpartition(".")[0])
+        found = []
+        for base in cls.bases.split("\n"):
+            target, _ = self.resolve_dotted(scope, base)
+            if target is None or target == EXTERNAL or isinstance(target, (Module, Instance)):
+                continue
+            found += [row for row in target if row.kind in ("class", "interface") and row.key != cls.key]
+        return found
 
     def enclosing_class(self, caller):
         """The class whose instance `self` is in the caller's code."""

@@ -21,7 +21,7 @@ from hivelore.sqlitedb import Immediate, chunks, remove_database
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for another: indexing a large repository holds the lock long
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -152,6 +152,19 @@ class Store(sqlitedb.Store):
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND name = ? AND present = 1"
         return [SymRow(*row) for row in self.conn.execute(query, (self.repo, name))]
 
+    def multiple_bases(self) -> list[SymRow]:
+        """The classes with more than one base (their method resolution order interleaves them)."""
+        query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind = 'class' AND present = 1 AND instr(bases, ?) > 0"
+        return [SymRow(*row) for row in self.conn.execute(query, (self.repo, "\n"))]
+
+    def decorated(self) -> list[SymRow]:
+        """The functions and methods with decorators (Definition.bases holds them)."""
+        query = (
+            f"SELECT {_ROW} FROM symbols WHERE repo = ? AND kind IN ('function', 'method') AND present = 1"
+            " AND bases != ''"
+        )
+        return [SymRow(*row) for row in self.conn.execute(query, (self.repo,))]
+
     def in_file(self, path: str) -> list[SymRow]:
         query = f"SELECT {_ROW} FROM symbols WHERE repo = ? AND file = ? AND present = 1"
         return [SymRow(*row) for row in self.conn.execute(query, (self.repo, path))]
@@ -200,6 +213,7 @@ class Store(sqlitedb.Store):
                 keys.append(cursor.lastrowid)
                 touched.append(symbol_id)
                 names.add(name)
+                names.update(_last_name(base) for base in definition.bases)  # see below
                 continue
             key, digest, present, _name, old_bases = known
             conn.execute(
@@ -212,6 +226,8 @@ class Store(sqlitedb.Store):
                 touched.append(symbol_id)
             if not present or old_bases != bases:
                 names.add(name)
+                # and the code its bases name: a decorator's wrapper calls the functions decorated
+                names.update(_last_name(base) for base in f"{old_bases or ''}\n{bases}".split("\n") if base)
         current = set(ids)
         gone = [(symbol_id, row[0], row[3]) for symbol_id, row in old.items() if row[2] and symbol_id not in current]
         change = self._retire(gone, touched, names)
@@ -317,3 +333,8 @@ class Store(sqlitedb.Store):
             "SELECT count(*) FROM calls WHERE caller IN (SELECT key FROM symbols WHERE repo = ?)", repo
         ).fetchone()[0]
         return files, symbols, calls
+
+
+def _last_name(dotted: str) -> str:
+    """`mod.logged` → "logged", `rule()` → "rule": the name a call site of it has."""
+    return dotted.removesuffix("()").rpartition(".")[2]

@@ -1,0 +1,15 @@
+class Repo:
+    def save(self, item):
+        return item
+
+
+class Service:
+    def __init__(self):
+        self.repo = Repo()
+
+    def store(self, item):
+        return self.repo.save(item)
+
+
+def main():
+    return Service().store(1)
