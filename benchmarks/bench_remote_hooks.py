@@ -309,6 +309,12 @@ def payloads() -> dict[str, dict[str, object]]:
 
 def measure(runs: int, lessons: int, work: Path) -> Figures:
     """Set everything up in `work`, time `runs` rounds per condition, tear it down; the figures."""
+    # As bench_core.py: an editable install leaves bytecode to the first import, which
+    # PYTHONDONTWRITEBYTECODE forbids; without this every hook would compile hivelore.
+    spec = importlib.util.find_spec("hivelore")
+    assert spec is not None and spec.origin is not None
+    compileall.compile_dir(Path(spec.origin).parent, quiet=1)
+    work.mkdir(parents=True, exist_ok=True)
     log("creating the database and starting the server")
     with database() as url:
         token = make_member(url)
@@ -417,11 +423,6 @@ def main(argv: list[str] | None = None) -> int:
         args.runs, args.lessons = 5, 30
     if args.runs <= 0 or args.lessons < len(TOPICS):
         parser.error(f"--runs must be positive and --lessons at least {len(TOPICS)}")
-    # As bench_core.py: an editable install leaves bytecode to the first import, which
-    # PYTHONDONTWRITEBYTECODE forbids; without this every hook would compile hivelore.
-    spec = importlib.util.find_spec("hivelore")
-    assert spec is not None and spec.origin is not None
-    compileall.compile_dir(Path(spec.origin).parent, quiet=1)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the server stops, the database goes
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-remote-hooks-") as work:
         try:

@@ -18,6 +18,9 @@ and it prints per operation the count, throughput, p50 and p99 and the errors by
 the client, the replicas, PostgreSQL and anything else used, and the issue's targets beside the figures (search p99
 < 50 ms at 50 concurrent clients; >= 500 writes/s). Targets are printed, never asserted.
 
+Last (`hooks`), the client's side: bench_remote_hooks.measure times real hooks in remote mode with a
+team server up, slow (+200 ms an answer) and down, against bare Python, and its table is printed.
+
     python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
     python benchmarks/bench_server.py --small          # CI: 2,000 memories, 5 clients, 3 s per run
 
@@ -48,6 +51,7 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
+import bench_remote_hooks
 import httpx
 import psycopg
 import synth
@@ -72,7 +76,7 @@ LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
 OPS = ("healthz", "search", "list", "write")  # the order of the table's rows
-RUNS = ("floor", "mixed", "search", "writes", "paced")  # every run, in the order they are made
+RUNS = ("floor", "mixed", "search", "writes", "paced", "hooks")  # every run, in the order they are made
 # A paced client's period: an agent's memory operations come from its hooks and tools, a few per
 # turn, and a turn (a model call and a tool run) takes seconds; one operation every 2 s per agent is
 # a busy agent, and 50 of them offer 25 operations a second.
@@ -657,6 +661,12 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             log(f"dropped {name}")
 
     report(args, loaded, runs, end, started_load)
+    if "hooks" in args.runs:
+        # The client's side: hooks in remote mode with a team server up, slow and down (its own server).
+        rounds, lessons = (5, 30) if args.small else (20, 500)
+        log(f"hooks: {rounds} rounds per condition, {lessons} lessons…")
+        print()
+        bench_remote_hooks.report(bench_remote_hooks.measure(rounds, lessons, work / "hooks"))
     return 0
 
 
