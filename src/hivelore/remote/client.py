@@ -173,6 +173,12 @@ def _result(status: int, answer: bytes, retry_after: float | None) -> object:
     if 200 <= status < 300:
         return data
     sentence = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+    if sentence is None and status in (404, 413):  # not hivelore's answer: about the route, not the request
+        raise errors.Unavailable(
+            f"the team server answered {status} without hivelore's sentence (a proxy in the way, or an address"
+            " that is not a hivelore server)",
+            "check the address and the proxy, then try again",
+        )
     sentence = (sentence or f"the team server answered {status}").rstrip(".")
     if status in (401, 403):
         raise Refused(sentence, status)

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from hivelore import errors
 from hivelore.memory.model import Memory
-from hivelore.remote.client import Client
+from hivelore.remote.client import Client, Refused
 from hivelore.remote.credentials import Remote
 from hivelore.remote.mirror import Mirror, path_for
 from hivelore.remote.outbox import Change, Outbox
@@ -32,11 +32,20 @@ PATHS = {
 }
 
 
+LOGIN = "run `hivelore remote login`"
+
+
+class Held(errors.Unavailable):
+    """The server refused the connection, not the change (a token revoked or expired, a proxy's
+    answer for the whole route): the change waits for the next flush, never set aside."""
+
+
 @dataclass
 class Flushed:
     sent: int = 0
     rejected: list[str] = field(default_factory=list)  # the server's sentences
     waiting: int = 0
+    held: str | None = None  # why the rest waits: the server did not answer, or refused the token
 
 
 class Replica:
@@ -97,8 +106,9 @@ class Replica:
         for n, change in enumerate(waiting):
             try:
                 refusal = self._settle(change)
-            except (errors.Unavailable, errors.Busy):
+            except (errors.Unavailable, errors.Busy) as exc:
                 report.waiting = len(waiting) - n
+                report.held = exc.sentence()
                 break
             if refusal is None:
                 report.sent += 1
@@ -108,17 +118,25 @@ class Replica:
 
     def _settle(self, change: Change) -> str | None:
         """Send a waiting change: None when the server took it; its sentence when it refused it (the
-        change is set aside, never sent again). A server that does not answer is raised: it waits."""
+        change is set aside, never sent again). A server that does not answer, or refuses the token
+        rather than the change, is raised: it waits."""
         try:
             self._deliver(change)
         except (errors.Unavailable, errors.Busy):
             raise
+        except Refused as exc:
+            if exc.status == 401:  # about the token: a new login lets the change through
+                raise Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN) from None
+            return self._set_aside(change, exc)
         except errors.HiveloreError as exc:
-            self.outbox.reject(change, exc.sentence())
-            self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
-            self.mirror.resync()  # what the refused change replaced here comes back from the server
-            return exc.sentence()
+            return self._set_aside(change, exc)
         return None
+
+    def _set_aside(self, change: Change, exc: errors.HiveloreError) -> str:
+        self.outbox.reject(change, exc.sentence())
+        self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
+        self.mirror.resync()  # what the refused change replaced here comes back from the server
+        return exc.sentence()
 
     def _deliver(self, change: Change) -> dict[str, object]:
         """Send one change (with its idempotency key) and put the server's answer in the mirror."""
