@@ -175,8 +175,11 @@ def refresh_mirrors(home: str, budget_s: float) -> list[str]:
         replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s)
         try:
             flushed = replica.flush()
-            replica.sync()
             problems += flushed.rejected
+            if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
+                problems.append(flushed.held)
+                continue
+            replica.sync()
         except errors.HiveloreError as exc:
             problems.append(exc.sentence())
         finally:
