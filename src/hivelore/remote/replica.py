@@ -49,12 +49,16 @@ class Flushed:
 
 
 class Replica:
-    def __init__(self, home: str, remote: Remote, budget_s: float) -> None:
+    def __init__(self, home: str, remote: Remote, budget_s: float, client: Client | None = None) -> None:
+        """`client`: one to reuse (its warm connection), when it is for this server and token; a
+        client made here is closed with the replica."""
         if not remote.token:
             raise errors.BadInput(remote.withheld() or f"no token for the team server at {remote.endpoint}")
         self.remote = remote
-        self.client = Client(remote.endpoint, remote.token, timeout_s=max(budget_s, 0.5))
-        self.client.retry_budget_s = budget_s
+        fits = client is not None and (client.endpoint.url, client.token) == (remote.endpoint.url, remote.token)
+        self.owns_client = not fits
+        self.client = client if client is not None and fits else Client(remote.endpoint, remote.token)
+        self.client.timeout_s, self.client.retry_budget_s = max(budget_s, 0.5), budget_s
         path = path_for(home, remote.endpoint.url)
         self.mirror = Mirror.open(path)
         self.mirror.bind(remote.endpoint.url, hashlib.sha256(remote.token.encode()).hexdigest())
@@ -62,6 +66,8 @@ class Replica:
 
     def close(self) -> None:
         self.mirror.close()
+        if self.owns_client:
+            self.client.close()
 
     @property
     def age_s(self) -> float | None:
@@ -152,10 +158,11 @@ class Replica:
         return answer
 
 
-def refresh_mirrors(home: str, budget_s: float) -> list[str]:
+def refresh_mirrors(home: str, budget_s: float, clients: dict[str, Client] | None = None) -> list[str]:
     """Flush the outbox and sync the mirror of every team server this home follows (the hook
     server's background work), with the token `hivelore remote login` kept for it; what went wrong,
-    one sentence each."""
+    one sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses
+    the client (and its connection) the last one left there."""
     from hivelore.remote.client import Endpoint
     from hivelore.remote.credentials import kept_token
 
@@ -172,16 +179,25 @@ def refresh_mirrors(home: str, budget_s: float) -> list[str]:
                 " sync it: run `hivelore remote login` to let the hook server keep it fresh"
             )
             continue
-        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s)
+        kept = clients.get(url) if clients is not None else None
+        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s, kept)
+        if clients is not None and replica.owns_client:  # a new login: the old client is done with
+            if kept is not None:
+                kept.close()
+            clients[url], replica.owns_client = replica.client, False
         try:
-            flushed = replica.flush()
-            problems += flushed.rejected
-            if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
-                problems.append(flushed.held)
-                continue
-            replica.sync()
-        except errors.HiveloreError as exc:
-            problems.append(exc.sentence())
+            problems += _refresh(replica)
         finally:
             replica.close()
     return problems
+
+
+def _refresh(replica: Replica) -> list[str]:
+    try:
+        flushed = replica.flush()
+        if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
+            return [*flushed.rejected, flushed.held]
+        replica.sync()
+        return flushed.rejected
+    except errors.HiveloreError as exc:
+        return [exc.sentence()]
