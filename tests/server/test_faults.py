@@ -19,6 +19,8 @@ import psycopg
 import pytest
 from conftest import Account, Server, start_server, unique
 
+from hivelore.remote.client import Client, Endpoint
+
 CLUSTERS = Path("/etc/postgresql")
 LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
 
@@ -115,6 +117,32 @@ def test_a_postgres_restart_loses_no_acknowledged_write_and_the_server_recovers(
         timeout=10,
     )
     assert after.status_code == 200
+
+
+def test_a_client_keeps_one_connection_and_reopens_it_when_the_server_restarted(
+    database_url: str, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    user = make_user("warm")
+    server = start_server(database_url, tmp_path / "warm.log")
+    port = int(server.url.rsplit(":", 1)[1])
+    client = Client(Endpoint(server.url), user.token)
+    try:
+        for _ in range(3):
+            assert client.get("/v1/me") == client.get("/v1/me")
+        assert client.opened == 1
+        server.stop()  # the kept connection is closed by the server as it leaves
+        server = start_server(database_url, tmp_path / "warm.log", port=port)
+        assert isinstance(client.get("/v1/me"), dict)
+        assert client.opened == 2
+        server.stop()
+        server = start_server(database_url, tmp_path / "warm.log", port=port)
+        # A change without an idempotency key is never sent twice: the closed connection is seen
+        # before it is used, and the change goes once, on a new one.
+        made = client.post("/v1/tokens", {"kind": "ro", "name": "after-restart"})
+        assert isinstance(made, dict) and made["kind"] == "ro" and client.opened == 3
+    finally:
+        client.close()
+        server.stop()
 
 
 RATE_LIMIT = 30  # a minute per token: `hivelore serve --requests-per-minute`

@@ -92,6 +92,7 @@ class Client:
         self.endpoint, self.token, self.timeout_s = endpoint, token, timeout_s
         self.retry_budget_s = RETRY_BUDGET_S
         self.waited_s = 0.0  # spent waiting out 429s and 503s, for a long job to report
+        self.opened = 0  # connections opened: one while the kept one lasts
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
 
@@ -185,6 +186,7 @@ class Client:
         if self._conn is not None and self._conn.sock is not None and not _closed(self._conn.sock):
             return self._conn, True
         self._drop()
+        self.opened += 1
         if self.endpoint.scheme == "https":
             self._conn = http.client.HTTPSConnection(
                 self.endpoint.host, self.endpoint.port, timeout=self.timeout_s, context=ssl.create_default_context()
