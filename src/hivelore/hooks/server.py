@@ -35,7 +35,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from hivelore import __version__
 from hivelore.hooks.command import respond
@@ -52,6 +51,7 @@ from hivelore.hooks.wire import (
     unpack_environ,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time (records.py)
 if TYPE_CHECKING:
     from hivelore.remote.client import Client
 

@@ -24,11 +24,11 @@ import select
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from hivelore import errors
 
+TYPE_CHECKING = False  # typing is not imported at run time (records.py)
 if TYPE_CHECKING:
     import http.client
 
