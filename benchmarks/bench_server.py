@@ -72,6 +72,7 @@ LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
 OPS = ("healthz", "search", "list", "write")  # the order of the table's rows
+RUNS = ("floor", "mixed", "search", "writes", "paced")  # every run, in the order they are made
 # A paced client's period: an agent's memory operations come from its hooks and tools, a few per
 # turn, and a turn (a model call and a tool run) takes seconds; one operation every 2 s per agent is
 # a busy agent, and 50 of them offer 25 operations a second.
@@ -621,9 +622,13 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
         log(f"loaded in {loaded.seconds:.1f} s")
 
-        # The floor: the same clients against a route that does nothing, back to back.
-        log(f"1 replica, floor (GET /healthz): {args.clients} clients for {args.seconds:g} s…")
-        runs = [run_clients("floor", (("healthz", 1),), replicas, team, loaded, args.clients, args.seconds, args.seed)]
+        runs = []
+        if "floor" in args.runs:
+            # The floor: the same clients against a route that does nothing, back to back.
+            log(f"1 replica, floor (GET /healthz): {args.clients} clients for {args.seconds:g} s…")
+            runs.append(
+                run_clients("floor", (("healthz", 1),), replicas, team, loaded, args.clients, args.seconds, args.seed)
+            )
         for count in (1, 2):
             while len(replicas) < count:
                 replicas.append(start_replica(url, work))
@@ -633,6 +638,8 @@ def bench(args: argparse.Namespace, work: Path) -> int:
                 ("writes", (("write", 1),), None),
                 ("paced", MIX, args.pace_ms),
             ):
+                if run_name not in args.runs:
+                    continue
                 log(f"{count} replica(s), {run_name}: {args.clients} clients for {args.seconds:g} s…")
                 runs.append(
                     run_clients(run_name, mix, replicas, team, loaded, args.clients, args.seconds, args.seed, pace)
@@ -721,8 +728,17 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"the paced run's period per client, in ms (default {PACE_MS:g}; {SMALL_PACE_MS:g} with --small)",
     )
+    parser.add_argument(
+        "--runs",
+        default=",".join(RUNS),
+        help=f"the runs to make, comma-separated (default all: {','.join(RUNS)}); e.g. --runs floor,writes",
+    )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
     args = parser.parse_args(argv)
+    args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
+    unknown = [name for name in args.runs if name not in RUNS]
+    if unknown or not args.runs:
+        parser.error(f"--runs takes names among {', '.join(RUNS)}, not {', '.join(unknown) or 'none'}")
     if args.small:
         args.memories, args.clients, args.seconds = 2000, 5, 3.0
     if args.pace_ms is None:

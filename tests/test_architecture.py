@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hivelore"
 
 FOUNDATION = {"errors", "records", "atomicfile", "confined", "folderlock", "sqlitedb", "gitrepo", "home", "config"}
-SURFACES = ("cli", "mcp", "hooks", "server")
+SURFACES = ("cli", "mcp", "hooks", "server", "dashboard")
 # The pydantic shapes the JSON surfaces share: part of the surfaces' layer, below none of them.
 SHAPES = "schemas"
 # What a hook process imports: the surface itself and everything it calls at module level.

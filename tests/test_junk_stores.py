@@ -87,11 +87,13 @@ ARGS: dict[str, list[list[str]]] = {
     "hook-server stop": [["hook-server", "stop"]],
     "install": [["install", "--project", "--agent", "claude", "--yes"]],
     "uninstall": [["uninstall", "--project", "--agent", "claude", "--yes"]],
+    "migrate": [["migrate", "--to", "remote"]],
 }
 # Commands this test does not run in-process, and why.
 NOT_HERE = {
     "mcp": "it is the MCP server, which test_every_mcp_tool_on_a_junk_store drives with a real client",
     "serve": "it is the team server, on PostgreSQL: tests/server/ runs it",
+    "dashboard": "it is a web server until stopped: tests/dashboard/ runs it over the same stores",
     **dict.fromkeys(
         [
             *(f"remote {c}" for c in ("status", "trust", "login")),
@@ -283,6 +285,8 @@ TOOL_ARGS: dict[str, dict[str, object]] = {
     "why": {"symbol": SYMBOL},
     "task_board": {},
     "code_history": {"files": ["shop/tokens.py"], "symbols": [SYMBOL]},
+    "remote_status": {},
+    "org_scopes": {},
 }
 
 

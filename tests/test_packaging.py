@@ -53,3 +53,5 @@ def test_a_built_wheel_carries_the_version_the_license_and_py_typed(tmp_path: Pa
     assert "License-File: LICENSE" in metadata
     assert [name for name in names if name.endswith("/LICENSE") and ".dist-info/" in name] != []
     assert {"hivelore/agents/skills/hivelore-memory/SKILL.md", "hivelore/hooks/client.py"} <= names
+    # the dashboard runs from the wheel: its templates and static files are package data
+    assert {"hivelore/dashboard/templates/memories.html", "hivelore/dashboard/static/dashboard.js"} <= names

@@ -3,9 +3,10 @@ and memory endpoint, with the status each cell must get, generated from one tabl
 
 A cell's expected status follows from two facts about the endpoint — the power its token needs
 (`read`, `manage`, `write`) and the least role it needs — so the tables below are the whole
-specification. The memory endpoints add where the copy a cell acts on lives (the caller's org,
-another org, someone's personal space), and check what the answer shows and what changed, not
-only the status. Each world is made once for the module, so the file runs in seconds.
+specification. Two smaller tables add every endpoint without a live token (401), and a token
+limited to some scopes (`LIMITED`). The memory endpoints add where the copy a cell acts on lives (the
+caller's org, another org, someone's personal space), and check what the answer shows and what
+changed, not only the status. Each world is made once for the module, so the file runs in seconds.
 """
 
 from __future__ import annotations
@@ -31,23 +32,30 @@ ROLES = (None, *auth.ROLES)  # None: a member of another org only
 @dataclass(frozen=True)
 class Endpoint:
     method: str
-    path: str  # {org} is the org the caller is asked about
-    power: str  # read | manage
-    role: str
+    path: str  # {org} is the org the caller is asked about; {bob} a member; {other} another token of the caller's
+    power: str  # any | read | manage
+    role: str  # the least role in {org} it needs; "": none
     success: int
     body: dict | None = None
 
 
 ENDPOINTS = (
+    Endpoint("GET", "/v1/me", "any", "", 200),
+    Endpoint("POST", "/v1/orgs", "manage", "", 201, {"name": "{org}-n"}),
     Endpoint("GET", "/v1/orgs/{org}", "read", "viewer", 200),
     Endpoint("GET", "/v1/orgs/{org}/scopes", "read", "viewer", 200),
     Endpoint("PUT", "/v1/orgs/{org}/scopes/project::shop", "manage", "admin", 204),
     Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "admin", 204),
     Endpoint("POST", "/v1/orgs/{org}/invitations", "manage", "admin", 201, {"invitee": "new@example.com"}),
+    Endpoint("POST", "/v1/invitations/accept", "manage", "", 200, {"token": "{invitation}"}),
     Endpoint("PUT", "/v1/orgs/{org}/members/{bob}", "manage", "admin", 204, {"role": "viewer"}),
     Endpoint("DELETE", "/v1/orgs/{org}/members/{bob}", "manage", "admin", 204),
     Endpoint("PATCH", "/v1/orgs/{org}", "manage", "owner", 200, {"name": "{org}"}),
     Endpoint("DELETE", "/v1/orgs/{org}", "manage", "owner", 204),
+    Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro"}),
+    Endpoint("GET", "/v1/tokens", "manage", "", 200),
+    Endpoint("DELETE", "/v1/tokens/{other}", "manage", "", 204),
+    Endpoint("DELETE", "/v1/tokens/{self}", "any", "", 204),
 )
 
 
@@ -56,12 +64,46 @@ def expected(endpoint: Endpoint, kind: str, role: str | None) -> int:
         return 403
     if endpoint.power == "manage" and kind != "rw":
         return 403
-    if role is None or auth.ROLES.index(role) < auth.ROLES.index(endpoint.role):
+    if endpoint.role and (role is None or auth.ROLES.index(role) < auth.ROLES.index(endpoint.role)):
         return 403
     return endpoint.success
 
 
 CELLS = [(e, k, r) for e in ENDPOINTS for k in KINDS for r in ROLES]
+
+# Without a live token every endpoint answers 401: none sent, one revoked, one expired.
+DEAD = ("none", "revoked", "expired")
+DEAD_CELLS = [(e, state) for e in ENDPOINTS for state in DEAD]
+
+# An owner's hl_rw_ token limited to repo::acme/* (the org shares repo::acme/checkout): it binds and
+# unbinds only scopes it admits, administers nothing else, makes no token broader than itself, and
+# reaches no memory outside its scopes — whatever its owner's role.
+LIMITED_TO = ["repo::acme/*"]
+MEMORY = {"key": "k", "value": "the build needs make"}
+LIMITED = (
+    (Endpoint("GET", "/v1/me", "any", "", 200), 200),
+    (Endpoint("GET", "/v1/orgs/{org}", "read", "", 200), 200),
+    (Endpoint("PUT", "/v1/orgs/{org}/scopes/repo::acme/cart", "manage", "", 204), 204),
+    (Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "", 204), 204),
+    (Endpoint("PUT", "/v1/orgs/{org}/scopes/project::shop", "manage", "", 204), 403),
+    (Endpoint("DELETE", "/v1/orgs/{org}/scopes/project::kept", "manage", "", 204), 403),
+    *((e, 403) for e in ENDPOINTS if e.path in ("/v1/orgs", "/v1/invitations/accept")),
+    *((e, 403) for e in ENDPOINTS if e.path == "/v1/orgs/{org}" and e.method != "GET"),
+    *((e, 403) for e in ENDPOINTS if e.path == "/v1/orgs/{org}/invitations" or "/members/" in e.path),
+    (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "rw"}), 201),
+    (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "rw", "scopes": ["repo::acme/shop"]}), 201),
+    (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "rw", "scopes": ["repo::*/*"]}), 403),
+    (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro", "scopes": ["project::shop"]}), 403),
+    (Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro", "expires_in_days": 1}), 201),
+    (Endpoint("GET", "/v1/tokens", "manage", "", 200), 200),
+    (Endpoint("DELETE", "/v1/tokens/{other}", "manage", "", 204), 403),
+    (Endpoint("DELETE", "/v1/tokens/{self}", "any", "", 204), 204),
+    (Endpoint("POST", "/v1/memories", "write", "", 200, {"scope": "branch::acme/checkout::main", **MEMORY}), 200),
+    (Endpoint("POST", "/v1/memories", "write", "", 200, {"scope": "project::shop", **MEMORY}), 403),
+    (Endpoint("GET", "/v1/memories/read?scope=project::shop&key=k", "read", "", 404), 403),
+    (Endpoint("GET", "/v1/memories/read?scope=repo::acme/checkout&key=k", "read", "", 404), 404),
+)
+LIMITED_CELLS = [(e, status, r) for e, status in LIMITED for r in ("owner", None)]
 
 
 def _id(cell: tuple[Endpoint, str, str | None]) -> str:
@@ -69,11 +111,19 @@ def _id(cell: tuple[Endpoint, str, str | None]) -> str:
     return f"{endpoint.method} {endpoint.path} {kind} {role or 'stranger'}"
 
 
+def _limited_id(cell: tuple[Endpoint, int, str | None]) -> str:
+    endpoint, status, role = cell
+    return f"{endpoint.method} {endpoint.path} {endpoint.body or ''} {role or 'stranger'} {status}"
+
+
 @dataclass(frozen=True)
 class OrgCell:
     org: str
     bob: str  # a member of the org, whom the member endpoints act on
     token: str  # the caller's
+    token_id: int
+    other: int  # the id of another token of the caller's
+    invitation: str  # an invitation to the org for the caller's email
 
 
 @pytest.fixture(scope="module")
@@ -84,30 +134,41 @@ def conn(database_url: str) -> Iterator[psycopg.Connection]:
 
 
 def _user(conn: psycopg.Connection, prefix: str) -> accounts.User:
-    return accounts.add_user(conn, unique(prefix))
+    name = unique(prefix)
+    return accounts.add_user(conn, name, email=f"{name}@example.com")
+
+
+def _org_cell(
+    conn: psycopg.Connection, kind: str, role: str | None, scopes: list[str] | None = None, state: str = "live"
+) -> OrgCell:
+    """An org of the cell's own (an owner, bob a member, repo::acme/checkout and project::kept shared)
+    and the caller with the cell's role in it, or a stranger who owns another org: a cell may rename or
+    delete its org. The caller's token has `scopes`, and is `live`, `revoked` or `expired`."""
+    owner, bob, caller = _user(conn, "owner"), _user(conn, "bob"), _user(conn, "caller")
+    org = unique("org")
+    accounts.create_org(conn, org, owner.id)
+    org_id, _ = accounts.role_in(conn, org, owner.id)
+    for scope in ("repo::acme/checkout", "project::kept"):
+        accounts.bind_scope(conn, org_id, scope, owner.id)
+    conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, bob.id))
+    if role is not None:
+        conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller.id, role))
+    else:
+        accounts.create_org(conn, unique("elsewhere"), caller.id)
+    made = accounts.create_token(conn, caller.id, kind, scopes=scopes)
+    if state == "revoked":
+        accounts.revoke_token(conn, caller.id, made.info.id)
+    elif state == "expired":
+        conn.execute("UPDATE tokens SET expires = now() - interval '1 second' WHERE id = %s", (made.info.id,))
+    other = accounts.create_token(conn, caller.id, "ro").info.id
+    invitation = accounts.invite(conn, org_id, org, f"{caller.name}@example.com", "viewer", owner.id).token
+    return OrgCell(org, bob.name, made.token, made.info.id, other, invitation)
 
 
 @pytest.fixture(scope="module")
 def org_cells(conn: psycopg.Connection) -> list[OrgCell]:
-    """Per cell, an org of its own (an owner, bob a member, repo::acme/checkout shared) and the caller
-    with the cell's role in it, or a stranger who owns another org: a cell may rename or delete its org."""
-    made = []
     with conn.transaction():
-        for _, kind, role in CELLS:
-            owner, bob, caller = _user(conn, "owner"), _user(conn, "bob"), _user(conn, "caller")
-            org = unique("org")
-            accounts.create_org(conn, org, owner.id)
-            org_id, _ = accounts.role_in(conn, org, owner.id)
-            accounts.bind_scope(conn, org_id, "repo::acme/checkout", owner.id)
-            conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, bob.id))
-            if role is not None:
-                conn.execute(
-                    "INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller.id, role)
-                )
-            else:
-                accounts.create_org(conn, unique("elsewhere"), caller.id)
-            made.append(OrgCell(org, bob.name, accounts.create_token(conn, caller.id, kind).token))
-    return made
+        return [_org_cell(conn, kind, role) for _, kind, role in CELLS]
 
 
 @pytest.fixture(scope="module")
@@ -116,20 +177,53 @@ def client(server: Server) -> Iterator[httpx.Client]:
         yield api
 
 
+def _ask(client: httpx.Client, endpoint: Endpoint, cell: OrgCell, token: bool = True) -> httpx.Response:
+    def filled(text: str) -> str:
+        for name, value in (("org", cell.org), ("bob", cell.bob), ("invitation", cell.invitation)):
+            text = text.replace("{" + name + "}", value)
+        return text.replace("{other}", str(cell.other)).replace("{self}", str(cell.token_id))
+
+    body = {k: filled(v) if isinstance(v, str) else v for k, v in endpoint.body.items()} if endpoint.body else None
+    headers = {"Authorization": f"Bearer {cell.token}"} if token else {}
+    return client.request(endpoint.method, filled(endpoint.path), json=body, headers=headers)
+
+
 @pytest.mark.parametrize("n", range(len(CELLS)), ids=[_id(c) for c in CELLS])
 def test_each_cell_gets_its_status(n: int, org_cells: list[OrgCell], client: httpx.Client) -> None:
     endpoint, kind, role = CELLS[n]
-    cell = org_cells[n]
-
-    def filled(text: str) -> str:
-        return text.replace("{org}", cell.org).replace("{bob}", cell.bob)
-
-    body = {k: filled(v) for k, v in endpoint.body.items()} if endpoint.body else None
-    headers = {"Authorization": f"Bearer {cell.token}"}
-    response = client.request(endpoint.method, filled(endpoint.path), json=body, headers=headers)
+    response = _ask(client, endpoint, org_cells[n])
     assert response.status_code == expected(endpoint, kind, role), response.text
     if response.status_code == 403:
         assert response.json()["error"].endswith(".")
+
+
+@pytest.mark.parametrize("n", range(len(DEAD_CELLS)), ids=[f"{e.method} {e.path} {s}" for e, s in DEAD_CELLS])
+def test_without_a_live_token_every_endpoint_answers_401(
+    n: int, conn: psycopg.Connection, client: httpx.Client
+) -> None:
+    endpoint, state = DEAD_CELLS[n]
+    cell = _org_cell(conn, "rw", "owner", state="live" if state == "none" else state)
+    response = _ask(client, endpoint, cell, token=state != "none")
+    assert response.status_code == 401, response.text
+    assert response.json()["error"].endswith(".")
+    assert conn.execute("SELECT count(*) FROM orgs WHERE name = %s", (cell.org,)).fetchone() == (1,)
+
+
+@pytest.mark.parametrize("n", range(len(LIMITED_CELLS)), ids=[_limited_id(c) for c in LIMITED_CELLS])
+def test_a_scope_limited_token_reaches_no_further_than_its_scopes(
+    n: int, conn: psycopg.Connection, client: httpx.Client
+) -> None:
+    endpoint, status, role = LIMITED_CELLS[n]
+    cell = _org_cell(conn, "rw", role, scopes=LIMITED_TO)
+    if role is None and status != 403 and "/v1/orgs/{org}" in endpoint.path:
+        status = 403  # a stranger to the org is refused there whatever the token
+    response = _ask(client, endpoint, cell)
+    assert response.status_code == status, response.text
+    if status == 403:
+        assert response.json()["error"].endswith(".")
+    if endpoint.path == "/v1/tokens" and status == 201:
+        assert endpoint.body is not None  # what was asked, or the maker's own allow-list
+        assert response.json()["scopes"] == endpoint.body.get("scopes", LIMITED_TO)
 
 
 # -- memories ----------------------------------------------------------------------------------

@@ -125,9 +125,9 @@ def test_token_kinds_and_scope_allow_lists_hold(
     assert outside.status_code == 403
     assert error_of(outside) == "this token is limited to the scopes repo::acme/*; project::shop is not among them."
     assert write(api, limited, REPO, "k").status_code == 200
-    # A read of a chain keeps the scopes the token may see.
+    # A read of a chain keeps the scopes the token may see: the repository, and its branch with it.
     listed = api.get("/v1/memories", params={"scope": CHAIN}, headers=limited.headers())
-    assert listed.json()["scopes"] == [REPO]
+    assert listed.json()["scopes"] == CHAIN[:2]
     assert api.get("/v1/memories", params={"scope": ["project::shop"]}, headers=limited.headers()).status_code == 403
 
 
@@ -178,6 +178,20 @@ def test_a_replayed_archive_or_forget_answers_as_the_first_time_and_changes_noth
     assert replayed.status_code == 200
     kept = api.get("/v1/memories/read", params=address, headers=who.headers())
     assert kept.status_code == 200 and kept.json()["memory"]["value"] == "written again after the forget"
+
+
+def test_a_scope_limited_token_sees_no_change_outside_its_scopes_in_the_feed(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    who = make_user()
+    for scope, key in (("project::secretproj", "payroll-db-password-rotation"), ("repo::acme/checkout", "db-port")):
+        assert write(api, who, scope, key).status_code == 200
+        forgotten = api.post("/v1/memories/forget", json={"scope": scope, "key": key}, headers=who.headers())
+        assert forgotten.status_code == 200
+    made = api.post("/v1/tokens", json={"kind": "ro", "name": "ci", "scopes": ["repo::acme/*"]}, headers=who.headers())
+    ci = {"Authorization": f"Bearer {made.json()['token']}"}
+    feed = api.get("/v1/memories/changes", params={"since": 0}, headers=ci).json()
+    assert [(g["scope"], g["key"]) for g in feed["gone"]] == [("repo::acme/checkout", "db-port")]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from hivelore import __version__
 from hivelore.cli import agents, fast
+from hivelore.cli.dashboard import dashboard
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
@@ -50,6 +51,7 @@ hook_server_app = typer.Typer(
 )
 app.add_typer(hook_server_app, name="hook-server")
 app.command(name="serve")(serve)
+app.command(name="dashboard")(dashboard)
 app.command(name="migrate")(migrate)
 app.add_typer(remote_app, name="remote")
 app.add_typer(org_app, name="org")

@@ -42,6 +42,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
 
 from hivelore.errors import BadInput
 from hivelore.records import record
@@ -797,6 +798,21 @@ def check_record(
             *((tag, "tags") for tag in tags),
             (value, "value"),
         )
-        violation = next((found[0] for text, field in fields if text and (found := inspect(text, field))), None)
+        violation = next((found[0] for text, field in fields if text and (found := _inspected(text, field))), None)
     if violation is not None:
         raise GuardError(violation)
+
+
+def _inspected(text: str, field: str) -> Sequence[GuardViolation]:
+    """`inspect`, remembered for short texts: a record's scope, provenance and tags are the same from
+    one write to the next (a team server checks a dozen of them a write), and the answer depends on
+    the text and the field alone."""
+    return _inspected_short(text, field) if len(text) <= SHORT_CHARS else inspect(text, field)
+
+
+SHORT_CHARS = 100  # what `_inspected` remembers; a value is longer, and checked each time
+
+
+@lru_cache(maxsize=1024)
+def _inspected_short(text: str, field: str) -> tuple[GuardViolation, ...]:
+    return tuple(inspect(text, field))

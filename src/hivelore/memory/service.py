@@ -162,6 +162,17 @@ class MemoryService:
     def _listed(self, scopes: Sequence[str], include_hidden: bool = False) -> list[Candidate]:
         return [c for tier in self.tiers for c in tier.listed(scopes, include_hidden)]
 
+    def copies(
+        self, scopes: Iterable[str] | None = None, include_hidden: bool = False, key: str | None = None
+    ) -> list[Candidate]:
+        """Every copy in these scopes (the folder's chain by default), or every copy of `key` (hidden
+        ones too, in the order they win), each with where it is: what a browser of the vault lists."""
+        chosen = self.scopes_for(scopes)
+        if key is not None:
+            validate_key(key)
+            return self._copies_of(chosen, {key})
+        return self._listed(chosen, include_hidden)
+
     def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
         """Validate requested scopes (narrowest first), or the folder's chain when none are given."""
         if not scopes:

@@ -9,6 +9,9 @@ member's power in one organisation; each role can do what the one below it can:
     member  + write, archive and restore
     admin   + delete, manage members and invitations, bind scopes
     owner   + rename and delete the org
+
+A token may also carry a scope allow-list and an expiry; it never makes a token broader than itself,
+and a limited one administers no organisation (`Caller.may_grant`, `Caller.may_administer`).
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hivelore.errors import BadInput, HiveloreError
+from hivelore.memory import guard
+from hivelore.memory.scope import Level, try_parse
 
 TOKEN_KINDS = ("rw", "ro", "wo")
 ROLES = ("viewer", "member", "admin", "owner")
 _TOKEN = re.compile(r"^hl_(rw|ro|wo)_[A-Za-z0-9_-]{32,}$")
 RANDOM_BYTES = 32  # 43 URL-safe characters
+TOKEN_NAME_CHARS = 100
 
 
 class Unauthenticated(HiveloreError):
@@ -45,6 +51,7 @@ class Caller:
     token_id: int
     kind: str
     scopes: tuple[str, ...]  # patterns such as repo::acme/*; empty allows every scope
+    expires: datetime | None = None
 
     def may_read(self) -> None:
         if self.kind == "wo":
@@ -59,14 +66,60 @@ class Caller:
         if self.kind != "rw":
             raise Forbidden(f"this token is hl_{self.kind}_: managing organisations and tokens needs an hl_rw_ token")
 
+    def may_administer(self, what: str) -> None:
+        """Memberships, invitations and the org itself reach past any scope: a token limited to some
+        scopes must not change them, or it could hand out more than it holds."""
+        self.may_manage()
+        if self.scopes:
+            raise Forbidden(
+                f"this token is limited to the scopes {', '.join(self.scopes)}: {what} needs a token "
+                "without a scope allow-list"
+            )
+
     def allows(self, scope: str) -> bool:
-        """Whether the token's scope allow-list admits `scope`."""
-        return not self.scopes or any(fnmatch.fnmatchcase(scope, pattern) for pattern in self.scopes)
+        """Whether the token's scope allow-list admits `scope`. A branch is admitted with its
+        repository, as a branch of a shared repository is shared."""
+        if not self.scopes:
+            return True
+        parsed = try_parse(scope)
+        names = [scope]
+        if parsed is not None and parsed.level is Level.BRANCH:
+            names.append(f"repo::{parsed.name}")
+        return any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in self.scopes)
 
     def may_use_scope(self, scope: str) -> None:
         if not self.allows(scope):
             allowed = ", ".join(self.scopes)
             raise Forbidden(f"this token is limited to the scopes {allowed}; {scope} is not among them")
+
+    def may_grant(self, patterns: list[str]) -> list[str]:
+        """The allow-list of a token this one makes: its own when none is asked for; else each pattern
+        must be one of its own, or a plain scope (no `*`) that it admits — a pattern is never compared
+        with a pattern, so no wildcard can reach past what this token holds."""
+        if not self.scopes:
+            return patterns
+        if not patterns:
+            return list(self.scopes)
+        for pattern in patterns:
+            if pattern not in self.scopes and ("*" in pattern or not self.allows(pattern)):
+                raise Forbidden(
+                    f"this token is limited to the scopes {', '.join(self.scopes)}; it cannot make a token "
+                    f"for {pattern}: name one of its own patterns, or a scope without '*' they admit"
+                )
+        return patterns
+
+    def may_grant_until(self, expires: datetime | None) -> datetime | None:
+        """The expiry of a token this one makes: its own when none is asked for; never later."""
+        if self.expires is None:
+            return expires
+        if expires is None:
+            return self.expires
+        if expires > self.expires:
+            raise Forbidden(
+                f"this token expires at {self.expires.isoformat(timespec='seconds')}: a token it makes "
+                "cannot outlive it, so ask for fewer expires_in_days or none"
+            )
+        return expires
 
 
 def mint(kind: str) -> str:
@@ -110,10 +163,19 @@ def require_role(role: str | None, needed: str, org: str) -> None:
         raise Forbidden(f"this needs the role {needed} in {org}; you are {role}")
 
 
+def check_token_name(name: str) -> str:
+    """A token's name is shown back in listings (and to agents through the CLI): short, and free of
+    what the guard refuses in a memory — secrets, injection phrasing, invisible characters."""
+    if len(name) > TOKEN_NAME_CHARS:
+        raise BadInput(f"a token's name is at most {TOKEN_NAME_CHARS} characters: use a short label such as 'ci'")
+    found = guard.inspect(name, "the token's name")
+    if found:
+        raise guard.GuardError(found[0])
+    return name
+
+
 def check_scope_patterns(patterns: list[str]) -> list[str]:
     """A token's scope allow-list: scope names, where `*` may stand for any run of characters."""
-    from hivelore.memory.scope import try_parse
-
     for pattern in patterns:
         if try_parse(pattern.replace("*", "x")) is None:
             raise BadInput(f"{pattern!r} is not a scope pattern: write one like repo::acme/* or project::shop")

@@ -32,7 +32,7 @@ from hivelore.memory.service import Budgets, MemoryService, Target, WriteResult
 from hivelore.memory.tier import Candidate, Tier
 from hivelore.memory.transfer import ImportRecord
 from hivelore.server import auth
-from hivelore.server.postgres.tier import PostgresTier
+from hivelore.server.postgres.tier import PostgresTier, indexed
 
 PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")  # what a client may say of a write
@@ -53,7 +53,9 @@ def check_words(what: str, tokens: Iterable[str], advice: str = "break it up wit
 
 
 def check_indexable(key: str, value: str, tags: Sequence[str]) -> None:
-    for what, tokens in zip(("the key", "the value", "the tags"), bm25.columns(key, value, tags), strict=True):
+    # The columns as the tier will write them (stripped, as the service stores a value): made once.
+    columns = indexed(key, value.strip(), tuple(tags))
+    for what, tokens in zip(("the key", "the value", "the tags"), columns, strict=True):
         check_words(what, tokens)
 
 

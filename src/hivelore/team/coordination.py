@@ -26,7 +26,19 @@ from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
 from hivelore.memory.service import Hivelore
 from hivelore.team.history import CITING_LESSONS, NO_GRAPH, OUTSIDE_GIT, CodeHistory, SymbolHistory
-from hivelore.team.model import Attempt, Card, Conflict, Decision, Expert, Intent, Note, Resume, Why, file_claim_ids
+from hivelore.team.model import (
+    Attempt,
+    Card,
+    Conflict,
+    Decision,
+    Expert,
+    Intent,
+    Note,
+    Resume,
+    TaskView,
+    Why,
+    file_claim_ids,
+)
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -181,6 +193,23 @@ class Coordination:
     def task_board(self) -> list[Card]:
         """The repository's tasks: active, handed off, then done; latest first."""
         return self.team.task_board(self.repo)
+
+    def task(self, task_id: int) -> TaskView:
+        """One task as the board shows it, read only (unlike `resume`, which takes it over)."""
+        claims = self.team.claims(task_id)
+        decisions: dict[int, Decision] = {}
+        for claim in claims:
+            for decision in self.team.decisions(self.repo, claim.symbol, include_superseded=True):
+                decisions[decision.id] = decision
+        ordered = sorted(decisions.values(), key=lambda d: (-d.ts, -d.id))
+        return TaskView(
+            self.team.intent(task_id),
+            claims,
+            self.team.attempts(task_id),
+            self.team.notes(task_id),
+            [d for d in ordered if d.active],
+            [d for d in ordered if not d.active],
+        )
 
     def create_task(self, title: str) -> Intent:
         """A task started explicitly, owned by this developer."""

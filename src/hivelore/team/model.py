@@ -198,6 +198,25 @@ class Resume(Record):
         self.intent, self.claims, self.failed, self.decisions, self.notes = intent, claims, failed, decisions, notes
 
 
+class TaskView(Record):
+    """A task as a reader sees it, without taking it over: its claims, every attempt, its notes, and the
+    decisions on the symbols it claimed (current, then superseded)."""
+
+    __slots__ = ("intent", "claims", "attempts", "notes", "current", "superseded")
+
+    def __init__(
+        self,
+        intent: Intent,
+        claims: list[Claim],
+        attempts: list[Attempt],
+        notes: list[Note],
+        current: list[Decision],
+        superseded: list[Decision],
+    ) -> None:
+        self.intent, self.claims, self.attempts, self.notes = intent, claims, attempts, notes
+        self.current, self.superseded = current, superseded
+
+
 class Expert(Record):
     __slots__ = ("developer", "score", "claims", "attempts", "decisions")
 

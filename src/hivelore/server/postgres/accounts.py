@@ -99,6 +99,7 @@ def create_token(
     expires: datetime | None = None,
 ) -> NewToken:
     token = auth.mint(kind)
+    auth.check_token_name(name)
     allowed = auth.check_scope_patterns(scopes or [])
     with conn.cursor(row_factory=class_row(TokenInfo)) as cur:
         info = cur.execute(
@@ -122,7 +123,7 @@ def caller(conn: psycopg.Connection, header: str | None) -> auth.Caller:
         raise auth.Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
     token_id, kind, scopes, revoked, expires, user_id, user, now = row
     auth.check_live(revoked, expires, now)
-    return auth.Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes))
+    return auth.Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
 
 
 def tokens_of(conn: psycopg.Connection, user_id: int) -> list[TokenInfo]:

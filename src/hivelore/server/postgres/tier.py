@@ -15,9 +15,10 @@ only the rows kept are decoded.
 
 A write takes a transaction-scoped advisory lock on its address: N writers of one key give one row
 and N counted updates, as the vault's lock does for files. A write that makes a row visible
-(new, or revived) counts against its owner's quota; an update of a visible row does not. After the
-lock and the read of what is there, a write is one statement (the row, its tombstone, the space's
-counters), inside the caller's transaction when one is open (an Idempotency-Key's).
+(new, or revived) counts against its owner's quota; an update of a visible row does not. The lock
+and the read of what is there are one statement (a function of migration 0006, as are the quota's
+lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
+the caller's transaction when one is open (an Idempotency-Key's).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import psycopg
@@ -68,7 +70,15 @@ class Changes:
 
 
 def columns_of(memory: Memory) -> Columns:
-    return bm25.columns(memory.key, memory.value, memory.tags)
+    return indexed(memory.key, memory.value, tuple(memory.tags))
+
+
+@lru_cache(maxsize=256)
+def indexed(key: str, value: str, tags: tuple[str, ...]) -> Columns:
+    """A memory's columns as tokens, made once a write: the service checks them for words PostgreSQL
+    cannot index (server/memories.py) before the tier writes them, and tokenizing a value is a large
+    part of a write's CPU. The lists are shared: never change them."""
+    return bm25.columns(key, value, tags)
 
 
 def document(columns: Columns) -> str:
@@ -331,19 +341,17 @@ class PostgresTier(Tier):
             return nullcontext()
         return self.conn.transaction()
 
-    def _lock(self, space: str, scope: str, key: str) -> Memory | None:
-        """Inside a transaction: hold scope::key of `space` until it ends; what is there now."""
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{space}\n{scope}::{key}",))
-        row = self.conn.execute(
-            "SELECT record FROM memories WHERE space = %s AND scope = %s AND key = %s", (space, scope, key)
-        ).fetchone()
-        return Memory.from_dict(row[0]) if row else None
+    def _lock(self, space: str, scope: str, key: str) -> tuple[Memory | None, int]:
+        """Inside a transaction: hold scope::key of `space` until it ends; what is there now, and the
+        tokens it counts for in its space's counters. One round trip (migration 0006)."""
+        row = self.conn.execute("SELECT record, tokens FROM memory_locked(%s, %s, %s)", (space, scope, key)).fetchone()
+        return (Memory.from_dict(row[0]), int(row[1])) if row else (None, 0)
 
-    def _put(self, space: str, memory: Memory, before: Memory | None) -> None:
-        """Upsert the row, drop its tombstone and count the change: one statement, one round trip."""
+    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> None:
+        """Upsert the row, drop its tombstone and count the change (`old`: the tokens the row counted
+        for before): one statement, one round trip."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
-        old = sum(len(column) for column in columns_of(before)) if before else 0
         self.conn.execute(
             """
             WITH put AS (
@@ -392,11 +400,8 @@ class PostgresTier(Tier):
             return
         if before is not None and before.is_visible():
             return
-        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"quota\n{self.owner}",))
-        row = self.conn.execute(
-            f"SELECT count(*) FROM memories WHERE owner = %(owner)s AND {_VISIBLE}",
-            {"owner": self.owner, "now": time.time()},
-        ).fetchone()
+        # The owner's quota lock, then the count: one round trip (migration 0006).
+        row = self.conn.execute("SELECT memory_quota_used(%s, %s)", (self.owner, time.time())).fetchone()
         if row and int(row[0]) >= self.quota:
             raise QuotaExceeded(
                 f"your account holds {int(row[0]):,} active memories, the most it may hold ({self.quota:,}):"
@@ -408,16 +413,16 @@ class PostgresTier(Tier):
     ) -> tuple[Path, Memory | None, Memory | None]:
         space = self.parts[part]
         with self._transaction():
-            existing = self._lock(space, str(scope), key)
+            existing, old = self._lock(space, str(scope), key)
             memory = build(existing)
             if memory is not None:
                 self._check_quota(existing, memory)
-                self._put(space, memory, existing)
+                self._put(space, memory, existing, old)
         return Path(space, f"{scope}/{key}"), existing, memory
 
     def delete(self, candidate: Candidate, still: Callable[[Memory], bool]) -> bool:
         with self._transaction():
-            existing = self._lock(candidate.origin, candidate.scope, candidate.key)
+            existing, old = self._lock(candidate.origin, candidate.scope, candidate.key)
             if existing is None or not still(existing):
                 return False
             self.conn.execute(
@@ -438,7 +443,7 @@ class PostgresTier(Tier):
                     "scope": candidate.scope,
                     "key": candidate.key,
                     "rows": -1,
-                    "change": -sum(len(column) for column in columns_of(existing)),
+                    "change": -old,
                     "shards": SPACE_SHARDS,
                 },
             )
@@ -451,13 +456,13 @@ class PostgresTier(Tier):
         space, written, unchanged = self.parts[part], [], []
         with self._transaction():
             for memory in memories:
-                existing = self._lock(space, str(memory.scope), memory.key)
+                existing, old = self._lock(space, str(memory.scope), memory.key)
                 kept = merge(memory, existing)
                 if kept is None:
                     unchanged.append(memory.address)
                 else:
                     self._check_quota(existing, kept)
-                    self._put(space, kept, existing)
+                    self._put(space, kept, existing, old)
                     written.append(memory.address)
         return written, unchanged
 

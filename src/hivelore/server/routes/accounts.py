@@ -1,7 +1,8 @@
 """Who one is, organisations, members, invitations, shared scopes and tokens (`/v1/…`).
 
-Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`) and
-the caller's role in the org (`require_role`) — before it touches anything.
+Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`), its
+scope allow-list (`may_administer`, `may_use_scope`, `may_grant`) and the caller's role in the org
+(`require_role`) — before it touches anything.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def me(who: Caller, conn: Conn) -> Me:
 
 @router.post("/orgs", status_code=201)
 def create_org(body: OrgName, who: Caller, conn: Conn) -> OrgRole:
-    who.may_manage()
+    who.may_administer("making an organisation")
     accounts.create_org(conn, body.name, who.user_id)
     return OrgRole(org=body.name, role="owner")
 
@@ -130,14 +131,14 @@ def show_org(org: str, who: Caller, conn: Conn) -> OrgOut:
 
 @router.patch("/orgs/{org}")
 def rename_org(org: str, body: OrgName, who: Caller, conn: Conn) -> OrgRole:
-    who.may_manage()
+    who.may_administer("renaming an organisation")
     accounts.rename_org(conn, _org(conn, who, org, "owner"), body.name)
     return OrgRole(org=body.name, role="owner")
 
 
 @router.delete("/orgs/{org}", status_code=204)
 def delete_org(org: str, who: Caller, conn: Conn) -> Response:
-    who.may_manage()
+    who.may_administer("deleting an organisation")
     accounts.delete_org(conn, _org(conn, who, org, "owner"))
     return Response(status_code=204)
 
@@ -145,7 +146,7 @@ def delete_org(org: str, who: Caller, conn: Conn) -> Response:
 @router.put("/orgs/{org}/members/{user}", status_code=204)
 def set_role(org: str, user: str, body: RoleIn, who: Caller, conn: Conn) -> Response:
     """An admin sets roles up to admin; only an owner makes or unmakes an owner."""
-    who.may_manage()
+    who.may_administer("setting a member's role")
     org_id, role = accounts.role_in(conn, org, who.user_id)
     current = {m.user: m.role for m in accounts.members(conn, org_id)}.get(user)
     auth.require_role(role, "owner" if "owner" in (body.role, current) else "admin", org)
@@ -156,7 +157,7 @@ def set_role(org: str, user: str, body: RoleIn, who: Caller, conn: Conn) -> Resp
 @router.delete("/orgs/{org}/members/{user}", status_code=204)
 def remove_member(org: str, user: str, who: Caller, conn: Conn) -> Response:
     """An admin removes a member (an owner only by an owner); anyone may leave."""
-    who.may_manage()
+    who.may_administer("removing a member")
     org_id, role = accounts.role_in(conn, org, who.user_id)
     current = {m.user: m.role for m in accounts.members(conn, org_id)}.get(user)
     if user != who.user:
@@ -169,7 +170,7 @@ def remove_member(org: str, user: str, who: Caller, conn: Conn) -> Response:
 
 @router.post("/orgs/{org}/invitations", status_code=201)
 def invite(org: str, body: InvitationIn, who: Caller, conn: Conn) -> InvitationOut:
-    who.may_manage()
+    who.may_administer("inviting someone")
     made = accounts.invite(conn, _org(conn, who, org, "admin"), org, body.invitee, body.role, who.user_id)
     return InvitationOut(org=made.org, invitee=made.invitee, role=made.role, expires=made.expires, token=made.token)
 
@@ -184,7 +185,7 @@ def join(body: JoinIn, request: Request, conn: Conn) -> JoinOut:
         org, role, first = accounts.join_as_new_user(conn, body.token, body.name)
         return JoinOut(org=org, role=role, user=body.name, token=first.token)
     who = caller(request, conn)
-    who.may_manage()
+    who.may_administer("joining an organisation")
     org, role = accounts.accept(conn, body.token, who.user_id)
     return JoinOut(org=org, role=role, user=who.user)
 
@@ -199,6 +200,7 @@ def list_scopes(org: str, who: Caller, conn: Conn) -> list[str]:
 def bind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
     who.may_manage()
     name = str(parse_scope(scope))
+    who.may_use_scope(name)
     accounts.bind_scope(conn, _org(conn, who, org, "admin"), name, who.user_id)
     return Response(status_code=204)
 
@@ -206,15 +208,21 @@ def bind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
 @router.delete("/orgs/{org}/scopes/{scope:path}", status_code=204)
 def unbind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
     who.may_manage()
-    accounts.unbind_scope(conn, _org(conn, who, org, "admin"), str(parse_scope(scope)))
+    name = str(parse_scope(scope))
+    who.may_use_scope(name)
+    accounts.unbind_scope(conn, _org(conn, who, org, "admin"), name)
     return Response(status_code=204)
 
 
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, who: Caller, conn: Conn) -> NewTokenOut:
+    """A token makes none broader than itself: only hl_rw_ makes tokens (of any kind, none stronger);
+    a limited one's own scopes and expiry are the default and the bound (`Caller.may_grant`)."""
     who.may_manage()
-    expires = datetime.now(UTC) + timedelta(days=body.expires_in_days) if body.expires_in_days else None
-    made = accounts.create_token(conn, who.user_id, body.kind, body.name, body.scopes, expires)
+    asked = datetime.now(UTC) + timedelta(days=body.expires_in_days) if body.expires_in_days else None
+    expires = who.may_grant_until(asked)
+    scopes = who.may_grant(auth.check_scope_patterns(body.scopes))
+    made = accounts.create_token(conn, who.user_id, body.kind, body.name, scopes, expires)
     return NewTokenOut(token=made.token, **vars(made.info))
 
 
@@ -226,8 +234,9 @@ def list_tokens(who: Caller, conn: Conn) -> list[TokenOut]:
 
 @router.delete("/tokens/{token_id}", status_code=204)
 def revoke_token(token_id: int, who: Caller, conn: Conn) -> Response:
-    """Any token may revoke itself; revoking another of one's tokens needs an hl_rw_ token."""
+    """Any token may revoke itself; revoking another of one's tokens needs an hl_rw_ token without a
+    scope allow-list, so a leaked limited token cannot lock its owner out of their broader ones."""
     if token_id != who.token_id:
-        who.may_manage()
+        who.may_administer("revoking another token")
     accounts.revoke_token(conn, who.user_id, token_id)
     return Response(status_code=204)

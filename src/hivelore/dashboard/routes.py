@@ -1,0 +1,225 @@
+"""The dashboard's one router: the pages and their actions over injected services, so the same routes
+serve this machine's stores (`hivelore dashboard`, app.py) and, later, the team server's.
+
+Every action is a POST form carrying the CSRF token (csrf.py); every text is escaped by the templates
+(autoescape is on for all of them), so a lesson containing `<script>` shows as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from importlib import resources
+from typing import Protocol
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from hivelore import __version__
+from hivelore.dashboard import csrf, views
+from hivelore.errors import HiveloreError, NotFound
+from hivelore.memory.model import KINDS, STATES, iso_from_epoch
+from hivelore.memory.service import Hivelore
+from hivelore.team.coordination import Coordination
+from hivelore.team.model import STATUSES
+
+ACTIONS = ("archive", "restore", "forget")
+STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+MAX_FORM_BYTES = 16_384  # an action's form is an address and a token
+
+
+class Services(Protocol):
+    """What a composition gives the router: context managers opening the services for one request."""
+
+    def memory(self) -> AbstractContextManager[Hivelore]: ...
+
+    def coordination(self) -> AbstractContextManager[Coordination]: ...
+
+
+TEMPLATES = Environment(
+    loader=PackageLoader("hivelore.dashboard", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+)
+TEMPLATES.filters["when"] = iso_from_epoch
+
+
+def router(services: Services, base: str = "") -> APIRouter:
+    """The pages and actions under the path `base` ("" or e.g. "/dashboard" where the team server mounts
+    them), reading and changing memory only through `services`."""
+
+    def mounted_at(request: Request) -> None:  # the pages' links and redirects start with it
+        request.state.base = base
+
+    routes = APIRouter(prefix=base, dependencies=[Depends(mounted_at)])
+    routes.add_api_route("/", _home, methods=["GET"], include_in_schema=False)
+    routes.add_api_route("/memories", _memories(services), methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route("/memory", _memory(services), methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route("/memory/{action}", _act(services), methods=["POST"])
+    routes.add_api_route("/tasks", _tasks(services), methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route("/tasks/{task_id}", _task(services), methods=["GET"], response_class=HTMLResponse)
+    routes.add_api_route("/static/{name}", _static, methods=["GET"], include_in_schema=False)
+    return routes
+
+
+def _home(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"{request.state.base}/memories", status_code=303)
+
+
+def _page(request: Request, template: str, code: int = 200, **values: object) -> HTMLResponse:
+    """A rendered page; a browser without the CSRF cookie gets one with it."""
+    token = request.cookies.get(csrf.COOKIE) or csrf.new_token()
+    body = TEMPLATES.get_template(template).render(csrf=token, version=__version__, base=request.state.base, **values)
+    response = HTMLResponse(body, status_code=code)
+    if request.cookies.get(csrf.COOKIE) != token:
+        secure = request.url.scheme == "https"
+        response.set_cookie(csrf.COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/")
+    return response
+
+
+def _problem(request: Request, exc: Exception) -> HTMLResponse:
+    status = 404 if isinstance(exc, NotFound) else 400
+    return _page(request, "problem.html", code=status, message=str(exc))
+
+
+def _memories(services: Services) -> Callable[..., HTMLResponse]:
+    def page(
+        request: Request,
+        scope: str = "",
+        q: str = "",
+        tag: str = "",
+        kind: str = "",
+        state: str = "",
+        tier: str = "",
+        archived: bool = False,
+        expiring: bool = False,
+        done: str = "",
+    ) -> HTMLResponse:
+        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring)
+        with services.memory() as service:
+            try:
+                found = views.listing(service, filters)
+            except (ValueError, HiveloreError) as exc:  # a scope or query that cannot be read, a damaged store
+                return _problem(request, exc)
+            chain, everywhere = service.scopes, service.scopes_in_vault()
+        return _page(
+            request,
+            "memories.html",
+            filters=filters,
+            listing=found,
+            chain=chain,
+            scopes=list(dict.fromkeys([*chain, *everywhere])),
+            kinds=KINDS,
+            states=STATES,
+            tiers=views.TIERS,
+            expiring_days=views.EXPIRING_DAYS,
+            done=done,
+        )
+
+    return page
+
+
+def _memory(services: Services) -> Callable[..., HTMLResponse]:
+    def page(request: Request, scope: str, key: str, done: str = "") -> HTMLResponse:
+        with services.memory() as service:
+            try:
+                copies = views.copies_of(service, scope, key)
+            except (ValueError, HiveloreError) as exc:
+                return _problem(request, exc)
+        if not copies:
+            return _problem(request, NotFound(f"no memory {scope}::{key}: it may have been forgotten."))
+        return _page(request, "memory.html", copies=copies, done=done)
+
+    return page
+
+
+def _act(services: Services) -> Callable[..., object]:
+    async def act(request: Request, action: str) -> Response:
+        if action not in ACTIONS:
+            raise HTTPException(404)
+        form = await _form(request)
+        if not csrf.valid(request.cookies.get(csrf.COOKIE), form.get(csrf.FIELD)):
+            return _page(
+                request,
+                "problem.html",
+                code=403,
+                message="this form is out of date or came from another site: reload the page and try again.",
+            )
+        scope, key, tier = form.get("scope", ""), form.get("key", ""), form.get("tier") or None
+        try:
+            with services.memory() as service:
+                _change(service, action, scope, key, tier)
+        except (ValueError, HiveloreError) as exc:  # not found, a bad address or tier, nothing to restore
+            return _problem(request, exc)
+        done = {"archive": "archived", "restore": "restored", "forget": "forgot"}[action]
+        message = urlencode({"done": f"{done} {scope}::{key}"})
+        if action == "forget":
+            return RedirectResponse(f"{request.state.base}/memories?{message}", status_code=303)
+        address = urlencode({"scope": scope, "key": key})
+        return RedirectResponse(f"{request.state.base}/memory?{address}&{message}", status_code=303)
+
+    return act
+
+
+def _change(service: Hivelore, action: str, scope: str, key: str, tier: str | None) -> None:
+    if action == "archive":
+        service.archive(scope, key, tier=tier)
+    elif action == "restore":
+        service.restore(scope, key, tier=tier)
+    else:
+        service.forget(scope, key, tier=tier)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The urlencoded form's fields (the first of each), read without a multipart parser."""
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise HTTPException(413, "the form is larger than an action needs")
+    fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _tasks(services: Services) -> Callable[..., HTMLResponse]:
+    def page(request: Request, owner: str = "", status: str = "") -> HTMLResponse:
+        try:
+            with services.coordination() as team:
+                cards, repo = team.task_board(), team.repo
+        except HiveloreError as exc:  # team.db unusable: its error says what to do
+            return _problem(request, exc)
+        owners = sorted({card.intent.owner for card in cards})
+        shown = [
+            c for c in cards if (not owner or c.intent.owner == owner) and (not status or c.intent.status == status)
+        ]
+        by_status = {s: [c for c in shown if c.intent.status == s] for s in STATUSES}
+        return _page(
+            request,
+            "tasks.html",
+            repo=repo,
+            by_status=by_status,
+            owners=owners,
+            owner=owner,
+            status=status,
+            statuses=STATUSES,
+        )
+
+    return page
+
+
+def _task(services: Services) -> Callable[..., HTMLResponse]:
+    def page(request: Request, task_id: int) -> HTMLResponse:
+        with services.coordination() as team:
+            try:
+                task = team.task(task_id)
+            except HiveloreError as exc:  # no such task, team.db unusable
+                return _problem(request, exc)
+        return _page(request, "task.html", task=task)
+
+    return page
+
+
+def _static(name: str) -> Response:
+    if name not in STATIC:
+        raise HTTPException(404)
+    body = resources.files("hivelore.dashboard").joinpath("static", name).read_bytes()
+    return Response(body, media_type=STATIC[name], headers={"Cache-Control": "no-cache"})
