@@ -238,3 +238,38 @@ def test_the_outbox_keeps_the_order_changes_were_made_when_the_clock_steps_back(
     second = box.add("write", {"scope": REPO, "key": "k", "value": "second"})
     assert [c.body["value"] for c in box.waiting()] == ["first", "second"]
     assert second.name > first.name
+
+
+def test_changes_waiting_when_the_token_is_revoked_wait_for_a_new_login_and_land_once(
+    server: Server, team: list[Account], tmp_path: Path, database_url: str, db: psycopg.Connection
+) -> None:
+    from hivelore.remote.replica import refresh_mirrors
+
+    home, repo = machine(tmp_path, "a", server, team[0])
+    key = unique("revoked")
+    sync(home, repo)
+    hook = command(home, repo, budget_s=0)  # queued without asking the server, as a hook does
+    for n in range(2):
+        hook.write(REPO, f"{key}-{n}", f"written while the token was still good ({n})")
+    hook.close()
+    for token in accounts.tokens_of(db, team[0].id):
+        accounts.revoke_token(db, team[0].id, token.id)
+
+    # The hook server's round and `remote status` both stop at the refusal: nothing is set aside.
+    problems = refresh_mirrors(str(home), COMMAND_NETWORK_BUDGET_S)
+    assert any("refused the token" in p and "hivelore remote login" in p for p in problems), problems
+    status = hivelore(home, repo, "remote", "status", "--json")
+    assert status.returncode == 2 and "refused the token" in status.stderr, status.stderr
+    report = json.loads(status.stdout)
+    assert report["outbox"]["waiting"] == 2 and report["outbox"]["rejected"] == [], report
+    assert "hivelore remote login" in report["mirror"]["problem"]
+    assert len(outbox(home)) == 2 and stored(database_url, key) == []
+
+    fresh = accounts.create_token(db, team[0].id, "rw").token
+    assert hivelore(home, repo, "remote", "login", "--token", "-", stdin=fresh).returncode == 0
+    again = hivelore(home, repo, "remote", "status", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["outbox"]["waiting"] == 0, again.stdout + again.stderr
+    assert stored(database_url, key) == [
+        (f"{key}-{n}", f"written while the token was still good ({n})", 1) for n in range(2)
+    ]
+    assert outbox(home) == []

@@ -1,5 +1,7 @@
-"""PostgreSQL restarted under a running server: every write the server acknowledged is there after, each
-refusal while it was down is a 503 with a sentence and Retry-After, and the server recovers alone. Two
+"""PostgreSQL restarted under a running server: memories written from several threads, each with its
+Idempotency-Key and sent again until acknowledged; while PostgreSQL is down the server refuses with a
+503, a sentence and Retry-After (at least one is required); every acknowledged write is there after,
+exactly once; and the server recovers alone. Two
 replicas on one database share each token's rate limit. (The server killed while clients write:
 test_fault_replay.py.)"""
 
@@ -15,19 +17,31 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import Account, Server, start_server
+from conftest import Account, Server, start_server, unique
+
+from hivelore.remote.client import Client, Endpoint
 
 CLUSTERS = Path("/etc/postgresql")
+LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
 
 
-def restart_postgres() -> None:
+def restart_postgres(down_s: float) -> None:
+    """Stop PostgreSQL, leave it down `down_s` (so requests meet it down, whatever the machine's
+    speed), and start it again."""
     version = next(CLUSTERS.iterdir()).name
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    for action in ("stop", "start"):
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        if action == "stop":
+            time.sleep(down_s)
+
+
+WRITERS = 4
+SCOPE = "project::faults"
 
 
 @pytest.mark.skipif(
@@ -37,38 +51,50 @@ def restart_postgres() -> None:
 def test_a_postgres_restart_loses_no_acknowledged_write_and_the_server_recovers(
     unlimited: Server, make_user: Callable[..., Account], database_url: str
 ) -> None:
-    user = make_user("steady")
-    acknowledged: list[int] = []
+    user, prefix = make_user("steady"), unique("w")
+    acknowledged: list[str] = []
     refusals: list[httpx.Response] = []
     failures: list[str] = []
     stop = threading.Event()
 
-    def write_tokens() -> None:
+    def write_memories(writer: int) -> None:
+        """Each write is sent, with its Idempotency-Key, until the server acknowledges it, as the
+        outbox does: a refusal while PostgreSQL is down is waited out, never skipped."""
         with httpx.Client(base_url=unlimited.url, timeout=15) as client:
             n = 0
             while not stop.is_set():
                 n += 1
-                try:
-                    answer = client.post("/v1/tokens", json={"kind": "ro", "name": f"t{n}"}, headers=user.headers())
-                except httpx.TransportError as exc:
-                    failures.append(f"the server dropped a request: {exc!r}")
-                    continue
-                if answer.status_code == 201:
-                    acknowledged.append(answer.json()["id"])
-                elif answer.status_code in (429, 503):
-                    refusals.append(answer)
-                else:
-                    failures.append(f"{answer.status_code}: {answer.text}")
+                key = f"{prefix}-{writer}-{n:04d}"
+                body = {"scope": SCOPE, "key": key, "value": f"write {n} of writer {writer}: {LESSON}"}
+                headers = {**user.headers(), "Idempotency-Key": key}
+                while True:
+                    try:
+                        answer = client.post("/v1/memories", json=body, headers=headers)
+                    except httpx.TransportError as exc:
+                        failures.append(f"the server dropped a request: {exc!r}")
+                        return
+                    if answer.status_code in (429, 503):
+                        refusals.append(answer)
+                        time.sleep(0.2)  # not the 5 s Retry-After asks: the test waits for the recovery
+                        continue
+                    if answer.status_code == 200:
+                        acknowledged.append(key)
+                    else:
+                        failures.append(f"{answer.status_code}: {answer.text}")
+                    break
 
-    writer = threading.Thread(target=write_tokens)
-    writer.start()
+    writers = [threading.Thread(target=write_memories, args=(n,)) for n in range(WRITERS)]
+    for writer in writers:
+        writer.start()
     time.sleep(1.0)
-    restart_postgres()
-    time.sleep(3.0)
+    restart_postgres(down_s=1.5)
+    time.sleep(2.0)
     stop.set()
-    writer.join(30)
+    for writer in writers:
+        writer.join(60)
 
     assert not failures, failures[:3]
+    assert refusals, "no request met PostgreSQL down: the 503 was never shown"
     for refusal in refusals:
         assert refusal.status_code == 503 and refusal.headers["retry-after"] == "5"
         assert refusal.json()["error"] == "the database cannot be reached: try again in a moment."
@@ -77,11 +103,46 @@ def test_a_postgres_restart_loses_no_acknowledged_write_and_the_server_recovers(
         assert time.monotonic() < deadline, "the server did not recover after PostgreSQL came back"
         time.sleep(0.2)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        stored = {row[0] for row in conn.execute("SELECT id FROM tokens WHERE user_id = %s", (user.id,))}
+        rows = conn.execute(
+            "SELECT key, seen_count FROM memories WHERE scope = %s AND key LIKE %s", (SCOPE, prefix + "-%")
+        ).fetchall()
     assert len(acknowledged) > 10, "the load never ran"
-    assert set(acknowledged) <= stored
-    after = httpx.post(f"{unlimited.url}/v1/tokens", json={"kind": "ro"}, headers=user.headers(), timeout=10)
-    assert after.status_code == 201
+    stored = [key for key, _ in rows]
+    assert sorted(stored) == sorted(acknowledged), "an acknowledged write is missing, or one was never acknowledged"
+    assert {seen for _, seen in rows} == {1}, "a write was applied twice"
+    after = httpx.post(
+        f"{unlimited.url}/v1/memories",
+        json={"scope": SCOPE, "key": f"{prefix}-after", "value": LESSON},
+        headers=user.headers(),
+        timeout=10,
+    )
+    assert after.status_code == 200
+
+
+def test_a_client_keeps_one_connection_and_reopens_it_when_the_server_restarted(
+    database_url: str, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    user = make_user("warm")
+    server = start_server(database_url, tmp_path / "warm.log")
+    port = int(server.url.rsplit(":", 1)[1])
+    client = Client(Endpoint(server.url), user.token)
+    try:
+        for _ in range(3):
+            assert client.get("/v1/me") == client.get("/v1/me")
+        assert client.opened == 1
+        server.stop()  # the kept connection is closed by the server as it leaves
+        server = start_server(database_url, tmp_path / "warm.log", port=port)
+        assert isinstance(client.get("/v1/me"), dict)
+        assert client.opened == 2
+        server.stop()
+        server = start_server(database_url, tmp_path / "warm.log", port=port)
+        # A change without an idempotency key is never sent twice: the closed connection is seen
+        # before it is used, and the change goes once, on a new one.
+        made = client.post("/v1/tokens", {"kind": "ro", "name": "after-restart"})
+        assert isinstance(made, dict) and made["kind"] == "ro" and client.opened == 3
+    finally:
+        client.close()
+        server.stop()
 
 
 RATE_LIMIT = 30  # a minute per token: `hivelore serve --requests-per-minute`

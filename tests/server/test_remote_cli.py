@@ -174,3 +174,48 @@ def test_an_owner_runs_the_org_from_login_to_delete(
     assert refused.returncode == 2 and "add --yes" in one_sentence(refused.stderr)
     assert hivelore(home, tmp_path, "org", "delete", f"{org}-2", "--yes", **env).stdout.strip() == f"deleted {org}-2"
     assert json.loads(hivelore(home, tmp_path, "org", "list", "--json", **env).stdout) == []
+
+
+def test_logout_removes_the_kept_token_and_untrust_takes_an_approval_back(
+    server: Server, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    user, home = make_user("leaver"), tmp_path / "home"
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".hivelore.json").write_text(json.dumps({"endpoint": server.url}))
+    other = "https://hivelore.example.com"
+    assert hivelore(home, repo, "remote", "trust", "127.0.0.1").returncode == 0
+    assert hivelore(home, repo, "remote", "trust", "hivelore.example.com").returncode == 0
+    assert hivelore(home, repo, "remote", "trust").stdout.splitlines() == ["127.0.0.1", "hivelore.example.com"]
+    credentials = home / "credentials.json"
+    kept = json.loads(credentials.read_text())
+    kept["tokens"] = {other: "hl_rw_" + "y" * 43}
+    credentials.write_text(json.dumps(kept))
+    logged = subprocess.run(
+        [sys.executable, "-m", "hivelore", "remote", "login", "--token", "-"],
+        input=user.token + "\n",
+        env={**os.environ, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": "off"},
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert logged.returncode == 0, logged.stderr
+    assert json.loads(hivelore(home, repo, "remote", "status", "--json").stdout)["me"]["user"] == user.name
+
+    out = hivelore(home, repo, "remote", "logout")  # the server this folder names
+    assert out.stdout.strip() == f"logged out of {server.url}: its token is no longer kept here", out.stderr
+    assert json.loads(credentials.read_text())["tokens"] == {other: "hl_rw_" + "y" * 43}
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    assert "none: set HIVELORE_TOKEN" in json.loads(hivelore(home, repo, "remote", "status", "--json").stdout)["token"]
+    again = hivelore(home, repo, "remote", "logout")
+    assert again.returncode == 2 and f"no token is kept for {server.url}" in one_sentence(again.stderr)
+    assert hivelore(home, repo, "remote", "logout", "hivelore.example.com").returncode == 0
+    assert json.loads(credentials.read_text())["tokens"] == {}
+
+    gone = hivelore(home, repo, "remote", "untrust", "127.0.0.1")
+    assert gone.stdout.strip() == "127.0.0.1 is no longer approved: repositories that name it get no token"
+    assert hivelore(home, repo, "remote", "trust").stdout.splitlines() == ["hivelore.example.com"]
+    report = json.loads(hivelore(home, repo, "remote", "status", "--json", HIVELORE_TOKEN=user.token).stdout)
+    assert report["approved"] is False and "me" not in report
+    unknown = hivelore(home, repo, "remote", "untrust", "127.0.0.1")
+    assert unknown.returncode == 2 and "is not an approved host" in one_sentence(unknown.stderr)

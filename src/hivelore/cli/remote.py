@@ -79,14 +79,41 @@ def status(endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
     with reported_errors():
         report = look(_home(), _remote(endpoint), STATUS_BUDGET_S).as_dict()
     _show(report, as_json, [f"{name}: {value}" for name, value in report.items()])
+    if "refused" in report:  # the report is shown (what waits), and the exit says it needs a login
+        fail(str(report["refused"]), EXIT_BAD_INPUT)
 
 
 @remote_app.command("trust")
-def trust(host: str) -> None:
-    """Approve HOST: a repository's .hivelore.json that names a server on it may then receive your token."""
+def trust(host: Annotated[str | None, typer.Argument(help="The host to approve; none: list them.")] = None) -> None:
+    """Approve HOST: a repository's .hivelore.json that names a server on it may then receive your
+    token. Without HOST: the hosts approved."""
+    if host is None:
+        print("\n".join(credentials.approved_hosts(_home())) or "(no approved hosts)")
+        return
     with reported_errors():
         credentials.approve(_home(), host)
     print(f"approved {host.strip().lower()}: repositories that name it get your token")
+
+
+@remote_app.command("untrust")
+def untrust(host: str) -> None:
+    """Take back the approval of HOST: a repository that names a server on it gets no token again."""
+    with reported_errors():
+        credentials.unapprove(_home(), host)
+    print(f"{host.strip().lower()} is no longer approved: repositories that name it get no token")
+
+
+@remote_app.command("logout")
+def logout(
+    server: Annotated[
+        str | None, typer.Argument(help="A server's address or host (default: the server this folder uses).")
+    ] = None,
+) -> None:
+    """Remove the token `remote login` kept for a server from credentials.json (the server keeps it
+    valid: `hivelore token revoke` ends it there)."""
+    with reported_errors():
+        gone = credentials.forget_tokens(_home(), server or _remote(None).endpoint.url)
+    print("\n".join(f"logged out of {url}: its token is no longer kept here" for url in gone))
 
 
 @remote_app.command("login")

@@ -51,6 +51,10 @@ from hivelore.hooks.wire import (
     unpack_environ,
 )
 
+TYPE_CHECKING = False  # typing is not imported at run time (records.py)
+if TYPE_CHECKING:
+    from hivelore.remote.client import Client
+
 IDLE_S = 7200.0  # a resident server holds about 20 MB
 # The home's SQLite stores. An event opens, writes and closes some of them; when the closing
 # connection is a file's last, SQLite checkpoints its log into the file and syncs it, 2 to 20 ms per
@@ -132,13 +136,14 @@ class HookServer:
         """The background thread: it touches only the files under `home/remote` and the network,
         never the process's folder or environment, which each event sets for itself."""
         told: set[str] = set()
+        clients: dict[str, Client] = {}  # per server, kept across rounds: its connection stays warm
         while not self.leaving.wait(MIRROR_SYNC_S):
             if not os.path.isdir(os.path.join(self.home, "remote")):
                 continue
             from hivelore.remote.replica import refresh_mirrors
 
             try:
-                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S))
+                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S, clients))
             except Exception as exc:  # noqa: BLE001 -- a bug here must not end the thread, only be logged
                 problems = {f"syncing the team server's mirror failed: {type(exc).__name__}: {exc}"}
             for problem in problems - told:
@@ -147,6 +152,8 @@ class HookServer:
                 log("-", "-", "hook server: the team server answers again; the mirrors are synced")
             told = problems
             self.mirrors_state = self._mirrors_state(problems)
+        for client in clients.values():
+            client.close()
 
     def _mirrors_state(self, problems: set[str]) -> str:
         """What `status` (and so `doctor`) says of the mirrors: synced, or why not and since when."""

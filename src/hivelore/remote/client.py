@@ -9,15 +9,28 @@ Retries, within `retry_budget_s` in all: a 429 or a 503 (the server did nothing)
 `Retry-After`; a connection refused (nothing was sent), and a read whose answer was lost, a few times
 with a growing pause. A change whose answer was lost is not sent again: whether it was applied is unknown,
 and the error says so.
+
+One keep-alive connection per client, kept between requests (the hook server syncs every 2 s: a new
+connection each time would cost a handshake, with TLS two round trips more). A kept connection the
+server closed while idle is seen before it is used and opened afresh; one that breaks under a request
+is opened afresh and the request sent again at once, once, when that is safe (a GET, or a change with
+an idempotency key).
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
+import threading
 import time
 from urllib.parse import quote, urlsplit
 
 from hivelore import errors
+
+TYPE_CHECKING = False  # typing is not imported at run time (records.py)
+if TYPE_CHECKING:
+    import http.client
 
 TIMEOUT_S = 10.0
 RETRY_BUDGET_S = 30.0  # waiting out a 429 or a 503, as the server's Retry-After asks
@@ -32,6 +45,10 @@ class Refused(errors.BadInput):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Dropped(ConnectionResetError):
+    """A kept connection broke under a request: the server may have closed it as the request left."""
 
 
 class Endpoint:
@@ -69,10 +86,19 @@ def segment(text: str) -> str:
 
 
 class Client:
+    """Not for two threads at once: requests of one client are one after another (a lock holds them)."""
+
     def __init__(self, endpoint: Endpoint, token: str | None, timeout_s: float = TIMEOUT_S) -> None:
         self.endpoint, self.token, self.timeout_s = endpoint, token, timeout_s
         self.retry_budget_s = RETRY_BUDGET_S
         self.waited_s = 0.0  # spent waiting out 429s and 503s, for a long job to report
+        self.opened = 0  # connections opened: one while the kept one lasts
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
 
     def get(self, path: str) -> object:
         return self.request("GET", path)
@@ -111,13 +137,17 @@ class Client:
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        deadline, pause, attempts = time.monotonic() + self.retry_budget_s, 0.25, 0
+        deadline, pause, attempts, resent = time.monotonic() + self.retry_budget_s, 0.25, 0, False
+        safe = method == "GET" or idempotency_key is not None
         while True:
             try:
                 status, answer, retry_after = self._once(method, self.endpoint.base + path, payload, headers)
             except OSError as exc:
+                if isinstance(exc, Dropped) and safe and not resent:  # at once, on a new connection
+                    resent = True
+                    continue
                 attempts += 1
-                lost = method != "GET" and not idempotency_key and not isinstance(exc, ConnectionRefusedError)
+                lost = not safe and not isinstance(exc, ConnectionRefusedError)
                 if lost or attempts >= CONNECT_ATTEMPTS or time.monotonic() + pause > deadline:
                     raise self._unreachable(exc, lost) from None
                 time.sleep(pause)
@@ -132,23 +162,43 @@ class Client:
     def _once(
         self, method: str, path: str, payload: bytes | None, headers: dict[str, str]
     ) -> tuple[int, bytes, float | None]:
+        with self._lock:
+            conn, kept = self._connection()
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+            except OSError as exc:
+                self._drop()
+                if kept:
+                    raise Dropped(exc.errno or 0, exc.strerror or str(exc) or type(exc).__name__) from exc
+                raise
+            if response.will_close:
+                self._drop()
+            retry = response.getheader("Retry-After")
+            return response.status, data, float(retry) if retry and retry.isdigit() else None
+
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """The kept connection (True) if the server has not closed it while idle, else a new one."""
         import http.client  # here, not above: with ssl, 25 ms that every other command would pay
         import ssl
 
+        if self._conn is not None and self._conn.sock is not None and not _closed(self._conn.sock):
+            return self._conn, True
+        self._drop()
+        self.opened += 1
         if self.endpoint.scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            self._conn = http.client.HTTPSConnection(
                 self.endpoint.host, self.endpoint.port, timeout=self.timeout_s, context=ssl.create_default_context()
             )
         else:
-            conn = http.client.HTTPConnection(self.endpoint.host, self.endpoint.port, timeout=self.timeout_s)
-        try:
-            conn.request(method, path, body=payload, headers=headers)
-            response = conn.getresponse()
-            data = response.read()
-            retry = response.getheader("Retry-After")
-            return response.status, data, float(retry) if retry and retry.isdigit() else None
-        finally:
-            conn.close()
+            self._conn = http.client.HTTPConnection(self.endpoint.host, self.endpoint.port, timeout=self.timeout_s)
+        return self._conn, False
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def _unreachable(self, exc: OSError, lost: bool) -> errors.Unavailable:
         reason = exc.strerror or str(exc) or type(exc).__name__
@@ -163,6 +213,15 @@ class Client:
         )
 
 
+def _closed(sock: socket.socket) -> bool:
+    """An idle connection that is readable has been closed by the server (or holds bytes nobody
+    asked for): either way it is not to be used again."""
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 def _result(status: int, answer: bytes, retry_after: float | None) -> object:
     if status == 204:
         return None
@@ -173,6 +232,12 @@ def _result(status: int, answer: bytes, retry_after: float | None) -> object:
     if 200 <= status < 300:
         return data
     sentence = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+    if sentence is None and status in (404, 413):  # not hivelore's answer: about the route, not the request
+        raise errors.Unavailable(
+            f"the team server answered {status} without hivelore's sentence (a proxy in the way, or an address"
+            " that is not a hivelore server)",
+            "check the address and the proxy, then try again",
+        )
     sentence = (sentence or f"the team server answered {status}").rstrip(".")
     if status in (401, 403):
         raise Refused(sentence, status)

@@ -62,13 +62,28 @@ def approved_hosts(home: str) -> list[str]:
     return [h for h in hosts if isinstance(h, str)] if isinstance(hosts, list) else []
 
 
+def _host(given: str) -> str:
+    host = given.strip().lower()
+    if not host or "/" in host or ":" in host.strip("[]"):
+        raise BadInput(f"{given!r} is not a host name: give one like hivelore.example.com")
+    return host
+
+
 def approve(home: str, host: str) -> None:
     """Let the team server on `host` have the user's token when a repository names it."""
-    host = host.strip().lower()
-    if not host or "/" in host or ":" in host.strip("[]"):
-        raise BadInput(f"{host!r} is not a host name: give one like hivelore.example.com")
     data = _read(home)
-    data["approved_hosts"] = sorted({*approved_hosts(home), host})
+    data["approved_hosts"] = sorted({*approved_hosts(home), _host(host)})
+    _write(home, data)
+
+
+def unapprove(home: str, host: str) -> None:
+    """Take the approval back: a repository that names a server on `host` gets no token again."""
+    host, approved = _host(host), approved_hosts(home)
+    if host not in approved:
+        listed = ", ".join(approved) or "none"
+        raise BadInput(f"{host} is not an approved host (approved: {listed}): `hivelore remote trust` lists them")
+    data = _read(home)
+    data["approved_hosts"] = [h for h in approved if h != host]
     _write(home, data)
 
 
@@ -79,6 +94,22 @@ def keep_token(home: str, endpoint: Endpoint, token: str) -> None:
     kept[endpoint.url] = token
     data["tokens"] = kept
     _write(home, data)
+
+
+def forget_tokens(home: str, server: str) -> list[str]:
+    """Remove the tokens kept for `server` (a server's address, or a host name: every server on it);
+    the addresses whose token was removed. Nothing kept for it is bad input."""
+    data = _read(home)
+    tokens = data.get("tokens")
+    kept = dict(tokens) if isinstance(tokens, dict) else {}
+    wanted = server.strip().lower().rstrip("/")
+    gone = [url for url in kept if wanted in (url.lower(), Endpoint(url).host)]
+    if not gone:
+        listed = ", ".join(sorted(kept)) or "none"
+        raise BadInput(f"no token is kept for {server} (kept for: {listed}): give one of those")
+    data["tokens"] = {url: token for url, token in kept.items() if url not in gone}
+    _write(home, data)
+    return gone
 
 
 def kept_token(home: str, endpoint: Endpoint) -> str | None:

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from hivelore import errors
 from hivelore.memory.model import Memory
-from hivelore.remote.client import Client
+from hivelore.remote.client import Client, Refused
 from hivelore.remote.credentials import Remote
 from hivelore.remote.mirror import Mirror, path_for
 from hivelore.remote.outbox import Change, Outbox
@@ -32,20 +32,33 @@ PATHS = {
 }
 
 
+LOGIN = "run `hivelore remote login`"
+
+
+class Held(errors.Unavailable):
+    """The server refused the connection, not the change (a token revoked or expired, a proxy's
+    answer for the whole route): the change waits for the next flush, never set aside."""
+
+
 @dataclass
 class Flushed:
     sent: int = 0
     rejected: list[str] = field(default_factory=list)  # the server's sentences
     waiting: int = 0
+    held: str | None = None  # why the rest waits: the server did not answer, or refused the token
 
 
 class Replica:
-    def __init__(self, home: str, remote: Remote, budget_s: float) -> None:
+    def __init__(self, home: str, remote: Remote, budget_s: float, client: Client | None = None) -> None:
+        """`client`: one to reuse (its warm connection), when it is for this server and token; a
+        client made here is closed with the replica."""
         if not remote.token:
             raise errors.BadInput(remote.withheld() or f"no token for the team server at {remote.endpoint}")
         self.remote = remote
-        self.client = Client(remote.endpoint, remote.token, timeout_s=max(budget_s, 0.5))
-        self.client.retry_budget_s = budget_s
+        fits = client is not None and (client.endpoint.url, client.token) == (remote.endpoint.url, remote.token)
+        self.owns_client = not fits
+        self.client = client if client is not None and fits else Client(remote.endpoint, remote.token)
+        self.client.timeout_s, self.client.retry_budget_s = max(budget_s, 0.5), budget_s
         path = path_for(home, remote.endpoint.url)
         self.mirror = Mirror.open(path)
         self.mirror.bind(remote.endpoint.url, hashlib.sha256(remote.token.encode()).hexdigest())
@@ -53,6 +66,8 @@ class Replica:
 
     def close(self) -> None:
         self.mirror.close()
+        if self.owns_client:
+            self.client.close()
 
     @property
     def age_s(self) -> float | None:
@@ -97,8 +112,9 @@ class Replica:
         for n, change in enumerate(waiting):
             try:
                 refusal = self._settle(change)
-            except (errors.Unavailable, errors.Busy):
+            except (errors.Unavailable, errors.Busy) as exc:
                 report.waiting = len(waiting) - n
+                report.held = exc.sentence()
                 break
             if refusal is None:
                 report.sent += 1
@@ -108,17 +124,25 @@ class Replica:
 
     def _settle(self, change: Change) -> str | None:
         """Send a waiting change: None when the server took it; its sentence when it refused it (the
-        change is set aside, never sent again). A server that does not answer is raised: it waits."""
+        change is set aside, never sent again). A server that does not answer, or refuses the token
+        rather than the change, is raised: it waits."""
         try:
             self._deliver(change)
         except (errors.Unavailable, errors.Busy):
             raise
+        except Refused as exc:
+            if exc.status == 401:  # about the token: a new login lets the change through
+                raise Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN) from None
+            return self._set_aside(change, exc)
         except errors.HiveloreError as exc:
-            self.outbox.reject(change, exc.sentence())
-            self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
-            self.mirror.resync()  # what the refused change replaced here comes back from the server
-            return exc.sentence()
+            return self._set_aside(change, exc)
         return None
+
+    def _set_aside(self, change: Change, exc: errors.HiveloreError) -> str:
+        self.outbox.reject(change, exc.sentence())
+        self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
+        self.mirror.resync()  # what the refused change replaced here comes back from the server
+        return exc.sentence()
 
     def _deliver(self, change: Change) -> dict[str, object]:
         """Send one change (with its idempotency key) and put the server's answer in the mirror."""
@@ -134,10 +158,11 @@ class Replica:
         return answer
 
 
-def refresh_mirrors(home: str, budget_s: float) -> list[str]:
+def refresh_mirrors(home: str, budget_s: float, clients: dict[str, Client] | None = None) -> list[str]:
     """Flush the outbox and sync the mirror of every team server this home follows (the hook
     server's background work), with the token `hivelore remote login` kept for it; what went wrong,
-    one sentence each."""
+    one sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses
+    the client (and its connection) the last one left there."""
     from hivelore.remote.client import Endpoint
     from hivelore.remote.credentials import kept_token
 
@@ -154,13 +179,25 @@ def refresh_mirrors(home: str, budget_s: float) -> list[str]:
                 " sync it: run `hivelore remote login` to let the hook server keep it fresh"
             )
             continue
-        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s)
+        kept = clients.get(url) if clients is not None else None
+        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s, kept)
+        if clients is not None and replica.owns_client:  # a new login: the old client is done with
+            if kept is not None:
+                kept.close()
+            clients[url], replica.owns_client = replica.client, False
         try:
-            flushed = replica.flush()
-            replica.sync()
-            problems += flushed.rejected
-        except errors.HiveloreError as exc:
-            problems.append(exc.sentence())
+            problems += _refresh(replica)
         finally:
             replica.close()
     return problems
+
+
+def _refresh(replica: Replica) -> list[str]:
+    try:
+        flushed = replica.flush()
+        if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
+            return [*flushed.rejected, flushed.held]
+        replica.sync()
+        return flushed.rejected
+    except errors.HiveloreError as exc:
+        return [exc.sentence()]

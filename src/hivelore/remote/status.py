@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from hivelore.errors import HiveloreError, Unavailable
 from hivelore.memory.scope import Scope
-from hivelore.remote.client import Client
+from hivelore.remote.client import Client, Refused
 from hivelore.remote.credentials import Remote, resolve
-from hivelore.remote.replica import Replica
+from hivelore.remote.replica import LOGIN, Held, Replica
 from hivelore.remote.tier import sharing_space
 
 ORG_SPACE = "org:"
@@ -53,6 +53,7 @@ class TeamStatus:
     remote: Remote
     me: dict[str, object] | None = None  # GET /v1/me: the user, the token's kind, the orgs and roles
     unreachable: str | None = None
+    refused: str | None = None  # the server refused the token: what waits in the outbox waits for a login
     outbox: Outbox | None = None  # None without a token the server may receive
     mirror: MirrorState | None = None
     roles: dict[str, str] = field(default_factory=dict)  # per organisation, the user's role
@@ -74,6 +75,8 @@ class TeamStatus:
             report["me"] = self.me
         if self.unreachable is not None:
             report["unreachable"] = self.unreachable
+        if self.refused is not None:
+            report["refused"] = self.refused
         if self.outbox is not None and self.mirror is not None:
             report["outbox"] = {
                 "waiting": self.outbox.waiting,
@@ -105,15 +108,19 @@ def look(home: str, found: Remote, budget_s: float) -> TeamStatus:
         status.me = me if isinstance(me, dict) else None
     except Unavailable as exc:  # what waits on this machine is worth showing while the server is away
         status.unreachable = exc.sentence()
+    except Refused as exc:
+        if exc.status != 401:
+            raise
+        status.refused = Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN).sentence()
     orgs = status.me.get("orgs") if status.me else None
     if isinstance(orgs, list):
         status.roles = {str(o["org"]): str(o["role"]) for o in orgs if isinstance(o, dict)}
     replica = Replica(home, found, budget_s=budget_s)
     try:
-        problem = status.unreachable  # not asked again: a second wait would tell nothing new
+        problem = status.unreachable or status.refused  # not asked again: a second wait would tell nothing new
         if problem is None:
             try:
-                replica.flush()
+                problem = replica.flush().held
                 replica.sync()
             except HiveloreError as exc:
                 problem = exc.sentence()
