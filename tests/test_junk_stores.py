@@ -96,7 +96,7 @@ NOT_HERE = {
     "dashboard": "it is a web server until stopped: tests/dashboard/ runs it over the same stores",
     **dict.fromkeys(
         [
-            *(f"remote {c}" for c in ("status", "trust", "login")),
+            *(f"remote {c}" for c in ("status", "trust", "untrust", "login", "logout")),
             *(f"org {c}" for c in ("create", "list", "show", "invite", "join", "role", "remove", "share", "unshare")),
             *(f"org {c}" for c in ("rename", "delete")),
             *(f"token {c}" for c in ("create", "list", "revoke")),
