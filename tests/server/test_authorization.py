@@ -41,6 +41,7 @@ class Endpoint:
 
 ENDPOINTS = (
     Endpoint("GET", "/v1/me", "any", "", 200),
+    Endpoint("GET", "/v1/me/export", "read", "", 200),
     Endpoint("POST", "/v1/orgs", "manage", "", 201, {"name": "{org}-n"}),
     Endpoint("GET", "/v1/orgs/{org}", "read", "viewer", 200),
     Endpoint("GET", "/v1/orgs/{org}/scopes", "read", "viewer", 200),
@@ -82,6 +83,7 @@ LIMITED_TO = ["repo::acme/*"]
 MEMORY = {"key": "k", "value": "the build needs make"}
 LIMITED = (
     (Endpoint("GET", "/v1/me", "any", "", 200), 200),
+    (Endpoint("GET", "/v1/me/export", "read", "", 200), 200),
     (Endpoint("GET", "/v1/orgs/{org}", "read", "", 200), 200),
     (Endpoint("PUT", "/v1/orgs/{org}/scopes/repo::acme/cart", "manage", "", 204), 204),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "", 204), 204),

@@ -299,3 +299,12 @@ def token_revoke(token_id: int, endpoint: EndpointOption = None) -> None:
     with reported_errors():
         _client(endpoint).delete(f"/v1/tokens/{token_id}")
     print(f"token {token_id} revoked")
+
+
+def exported(include_hidden: bool) -> list[object]:
+    """Every memory the caller owns on the team server (GET /v1/me/export), as export records."""
+    answer = _client(None).get(f"/v1/me/export?include_hidden={str(include_hidden).lower()}")
+    records = answer.get("records") if isinstance(answer, dict) else None
+    if not isinstance(records, list):
+        raise ValueError("the team server's export answer holds no records: is it a hivelore server?")
+    return records

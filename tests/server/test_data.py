@@ -1,0 +1,74 @@
+"""The caller's own data on the team server: `hivelore export --remote` (GET /v1/me/export) and
+what it holds, imported into a fresh home."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from conftest import Account, Server, unique
+from test_remote_cli import hivelore
+
+
+def _write(api: httpx.Client, who: Account, scope: str, key: str, value: str, **extra: object) -> dict:
+    answer = api.post("/v1/memories", headers=who.headers(), json={"scope": scope, "key": key, "value": value, **extra})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_export_holds_the_personal_space_and_what_the_caller_wrote_in_their_org(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    alice, bob = make_user("alice"), make_user("bob")
+    org = unique("shop")
+    assert api.post("/v1/orgs", headers=alice.headers(), json={"name": org}).status_code == 201
+    assert api.put(f"/v1/orgs/{org}/scopes/repo::acme/shop", headers=alice.headers()).status_code == 204
+    _write(api, alice, "global", "editor", "alice uses vim")
+    assert _write(api, alice, "repo::acme/shop", "build", "make all")["space"] == f"org:{org}"
+    _write(api, bob, "global", "editor", "bob uses emacs")  # bob's personal space: not alice's
+    archived = _write(api, alice, "global", "old", "no longer true")
+    assert api.post("/v1/memories/archive", headers=alice.headers(), json={"scope": "global", "key": "old"}).is_success
+
+    exported = api.get("/v1/me/export", headers=alice.headers())
+    assert exported.status_code == 200, exported.text
+    assert [(r["scope"], r["key"], r["value"]) for r in exported.json()["records"]] == [
+        ("global", "editor", "alice uses vim"),
+        ("repo::acme/shop", "build", "make all"),
+    ]
+    hidden = api.get("/v1/me/export", headers=alice.headers(), params={"include_hidden": "true"}).json()["records"]
+    assert [r["key"] for r in hidden if r["archived_at"]] == ["old"]
+    assert archived["memory"]["key"] == "old"
+    assert api.get("/v1/me/export", headers=bob.headers()).json()["records"][0]["value"] == "bob uses emacs"
+
+
+def test_export_remote_imports_into_a_fresh_home_as_the_same_memories(
+    server: Server, api: httpx.Client, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    carol = make_user("carol")
+    _write(api, carol, "global", "style", "short functions", tags=["code"], kind="decision")
+    _write(api, carol, "repo::acme/web", "deploy", "run make deploy from main")
+    as_carol = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": carol.token}
+    out = tmp_path / "carol.jsonl"
+
+    done = hivelore(tmp_path / "h", tmp_path, "export", "--remote", "-o", str(out), **as_carol)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"exported 2 memories to {out}"
+    fresh = tmp_path / "fresh"
+    imported = hivelore(fresh, tmp_path, "import", str(out))
+    assert imported.returncode == 0, imported.stderr
+    again = hivelore(fresh, tmp_path, "export")
+    mine = [json.loads(line) for line in out.read_text().splitlines()]
+    local = [json.loads(line) for line in again.stdout.splitlines()]
+    fields = ("scope", "key", "value", "tags", "kind", "created")
+    assert len(mine) == 2
+    assert sorted(({f: m[f] for f in fields} for m in local), key=str) == sorted(
+        ({f: m[f] for f in fields} for m in mine), key=str
+    )
+
+
+def test_export_remote_without_a_server_says_so(tmp_path: Path) -> None:
+    done = hivelore(tmp_path / "h", tmp_path, "export", "--remote")
+    assert done.returncode != 0
+    assert "no team server is named" in done.stderr
