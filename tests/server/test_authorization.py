@@ -42,6 +42,8 @@ class Endpoint:
 ENDPOINTS = (
     Endpoint("GET", "/v1/me", "any", "", 200),
     Endpoint("GET", "/v1/me/export", "read", "", 200),
+    Endpoint("GET", "/v1/me/audit", "read", "", 200),
+    Endpoint("GET", "/v1/orgs/{org}/audit", "read", "admin", 200),
     Endpoint("POST", "/v1/orgs", "manage", "", 201, {"name": "{org}-n"}),
     Endpoint("GET", "/v1/orgs/{org}", "read", "viewer", 200),
     Endpoint("GET", "/v1/orgs/{org}/scopes", "read", "viewer", 200),
@@ -84,6 +86,8 @@ MEMORY = {"key": "k", "value": "the build needs make"}
 LIMITED = (
     (Endpoint("GET", "/v1/me", "any", "", 200), 200),
     (Endpoint("GET", "/v1/me/export", "read", "", 200), 200),
+    (Endpoint("GET", "/v1/me/audit", "read", "", 200), 200),
+    (Endpoint("GET", "/v1/orgs/{org}/audit", "read", "", 200), 403),
     (Endpoint("GET", "/v1/orgs/{org}", "read", "", 200), 200),
     (Endpoint("PUT", "/v1/orgs/{org}/scopes/repo::acme/cart", "manage", "", 204), 204),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "", 204), 204),

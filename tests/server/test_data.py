@@ -8,8 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import psycopg
 from conftest import Account, Server, unique
 from test_remote_cli import hivelore
+
+from hivelore.server.postgres import accounts, audit
 
 
 def _write(api: httpx.Client, who: Account, scope: str, key: str, value: str, **extra: object) -> dict:
@@ -72,3 +75,26 @@ def test_export_remote_without_a_server_says_so(tmp_path: Path) -> None:
     done = hivelore(tmp_path / "h", tmp_path, "export", "--remote")
     assert done.returncode != 0
     assert "no team server is named" in done.stderr
+
+
+def test_an_export_is_in_the_callers_audit_log_and_an_org_admin_reads_the_orgs(
+    api: httpx.Client, make_user: Callable[..., Account], db: psycopg.Connection
+) -> None:
+    erin, finn = make_user("erin"), make_user("finn")
+    _write(api, erin, "global", "tabs", "spaces, four")
+    exported = api.get("/v1/me/export", headers=erin.headers())
+    rid = exported.headers["x-request-id"]
+
+    lines = api.get("/v1/me/audit", headers=erin.headers()).json()["lines"]
+    assert [(x["actor"], x["org"], x["action"], x["target"], x["request_id"]) for x in lines] == [
+        (erin.name, None, "export", "1 memories", rid)
+    ]
+    assert api.get("/v1/me/audit", headers=finn.headers()).json()["lines"] == []
+
+    org = unique("team")
+    assert api.post("/v1/orgs", headers=erin.headers(), json={"name": org}).status_code == 201
+    org_id, _ = accounts.role_in(db, org, erin.id)
+    audit.record(db, finn.id, finn.name, "memory-off", "repo::acme/x", "r-1", org_id)
+    assert [x["actor"] for x in api.get(f"/v1/orgs/{org}/audit", headers=erin.headers()).json()["lines"]] == [finn.name]
+    refused = api.get(f"/v1/orgs/{org}/audit", headers=finn.headers())
+    assert refused.status_code == 403
