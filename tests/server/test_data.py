@@ -98,3 +98,61 @@ def test_an_export_is_in_the_callers_audit_log_and_an_org_admin_reads_the_orgs(
     assert [x["actor"] for x in api.get(f"/v1/orgs/{org}/audit", headers=erin.headers()).json()["lines"]] == [finn.name]
     refused = api.get(f"/v1/orgs/{org}/audit", headers=finn.headers())
     assert refused.status_code == 403
+
+
+def _keys(api: httpx.Client, who: Account) -> dict[str, list[str]]:
+    """What the caller's reads show: list, search and the change feed (written, and gone)."""
+    listed = api.get("/v1/memories", headers=who.headers()).json()["memories"]
+    found = api.get("/v1/memories/search", headers=who.headers(), params={"q": "deploy"}).json()["hits"]
+    feed = api.get("/v1/memories/changes", headers=who.headers()).json()
+    return {
+        "listed": sorted(m["memory"]["key"] for m in listed),
+        "found": sorted(h["memory"]["key"] for h in found),
+        "fed": sorted(m["memory"]["key"] for m in feed["memories"]),
+        "gone": sorted(g["key"] for g in feed["gone"]),
+    }
+
+
+def test_deleted_data_is_hidden_at_once_restored_within_the_window_and_purged_after(
+    server: Server, api: httpx.Client, make_user: Callable[..., Account], db: psycopg.Connection, tmp_path: Path
+) -> None:
+    gus = make_user("gus")
+    _write(api, gus, "global", "deploy-a", "deploy with make")
+    _write(api, gus, "global", "deploy-b", "deploy on fridays never")
+    before = _keys(api, gus)
+    assert before == {
+        "listed": ["deploy-a", "deploy-b"],
+        "found": ["deploy-a", "deploy-b"],
+        "fed": before["fed"],
+        "gone": [],
+    }
+    as_gus = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": gus.token}
+
+    unconfirmed = hivelore(tmp_path / "h", tmp_path, "remote", "delete-my-data", **as_gus)
+    assert unconfirmed.returncode != 0 and "pass --yes" in unconfirmed.stderr
+    deleted = hivelore(tmp_path / "h", tmp_path, "remote", "delete-my-data", "--yes", **as_gus)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.startswith("hid 2 memories;")
+    assert _keys(api, gus) == {"listed": [], "found": [], "fed": [], "gone": ["deploy-a", "deploy-b"]}
+    assert api.get("/v1/me/export", headers=gus.headers()).json()["records"] == []
+
+    restored = hivelore(tmp_path / "h", tmp_path, "remote", "restore-my-data", **as_gus)
+    assert restored.stdout.strip() == "restored 2 memories", restored.stderr
+    assert _keys(api, gus)["listed"] == ["deploy-a", "deploy-b"]
+    assert _keys(api, gus)["found"] == ["deploy-a", "deploy-b"]
+    again = hivelore(tmp_path / "h", tmp_path, "remote", "restore-my-data", **as_gus)
+    assert again.returncode != 0 and "nothing was deleted" in again.stderr
+
+    assert api.delete("/v1/me/data", headers=gus.headers()).json()["hidden"] == 2
+    db.execute("UPDATE erasures SET purge_after = now() - interval '1 second' WHERE user_id = %s", (gus.id,))
+    late = api.post("/v1/me/data/restore", headers=gus.headers())
+    assert late.status_code == 404 and "recovery window has passed" in late.json()["error"]
+    left = db.execute(
+        "SELECT (SELECT count(*) FROM memories WHERE space = %(e)s),"
+        " (SELECT count(*) FROM memory_docs WHERE space = %(e)s),"
+        " (SELECT count(*) FROM memory_tombstones WHERE space = %(p)s)",
+        {"e": f"erased:{gus.id}", "p": f"user:{gus.id}"},
+    ).fetchone()
+    assert left == (0, 0, 0)
+    actions = [x["action"] for x in api.get("/v1/me/audit", headers=gus.headers()).json()["lines"]]
+    assert actions == ["delete-data", "restore-data", "export", "delete-data"]  # newest first

@@ -308,3 +308,29 @@ def exported(include_hidden: bool) -> list[object]:
     if not isinstance(records, list):
         raise ValueError("the team server's export answer holds no records: is it a hivelore server?")
     return records
+
+
+@remote_app.command("delete-my-data")
+def delete_my_data(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: every memory of your personal space is hidden.")] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete your personal space's memories on the team server (restorable for the recovery window)."""
+    if not yes:
+        fail("this hides every memory of your personal space on the team server: pass --yes to do it", EXIT_BAD_INPUT)
+    with reported_errors():
+        answer = _client(endpoint).delete("/v1/me/data")
+    assert isinstance(answer, dict)
+    print(
+        f"hid {answer['hidden']} memories; `hivelore remote restore-my-data` brings them back"
+        f" until {answer['purge_after']}"
+    )
+
+
+@remote_app.command("restore-my-data")
+def restore_my_data(endpoint: EndpointOption = None) -> None:
+    """Bring back what `remote delete-my-data` hid, within the recovery window."""
+    with reported_errors():
+        answer = _client(endpoint).post("/v1/me/data/restore")
+    assert isinstance(answer, dict)
+    print(f"restored {answer['restored']} memories")

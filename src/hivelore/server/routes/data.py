@@ -1,6 +1,7 @@
 """The caller's own data on the team server (`/v1/me/…`): export everything they own, as the
-records `hivelore export` writes and `hivelore import` reads; and the audit log of such actions,
-the caller's own and (for an admin) their organisation's. Each data-control action writes a line."""
+records `hivelore export` writes and `hivelore import` reads; delete their personal space's data
+(restorable within the recovery window, then purged); and the audit log of such actions, the
+caller's own and (for an admin) their organisation's. Each data-control action writes a line."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 from hivelore.server import auth
 from hivelore.server.logs import request_id
 from hivelore.server.memories import memberships
-from hivelore.server.postgres import accounts, audit
+from hivelore.server.postgres import accounts, audit, erasure
 from hivelore.server.postgres.owned import owned
 from hivelore.server.routes.dependencies import Caller, Conn
 
@@ -34,6 +35,15 @@ class AuditLine(BaseModel):
 
 class AuditOut(BaseModel):
     lines: list[AuditLine] = Field(description=f"newest first, at most {audit.MAX_LINES}")
+
+
+class DeletedOut(BaseModel):
+    hidden: int = Field(description="the memories hidden now")
+    purge_after: datetime = Field(description="restore them before this; then they are gone")
+
+
+class RestoredOut(BaseModel):
+    restored: int
 
 
 def _audit_out(lines: list[audit.Line]) -> AuditOut:
@@ -70,3 +80,22 @@ def org_audit(org: str, who: Caller, conn: Conn) -> AuditOut:
     org_id, role = accounts.role_in(conn, org, who.user_id)
     auth.require_role(role, "admin", org)
     return _audit_out(audit.of_org(conn, org_id))
+
+
+@router.delete("/me/data")
+def delete_my_data(request: Request, who: Caller, conn: Conn) -> DeletedOut:
+    """Hide every memory of the caller's personal space at once; purged after the recovery window."""
+    who.may_administer("deleting your data")
+    erasure.purge(conn)
+    erased = erasure.erase(conn, who.user_id, request.app.state.recovery_days)
+    audit.record(conn, who.user_id, who.user, "delete-data", f"{erased.rows} memories", request_id(request))
+    return DeletedOut(hidden=erased.rows, purge_after=erased.purge_after)
+
+
+@router.post("/me/data/restore")
+def restore_my_data(request: Request, who: Caller, conn: Conn) -> RestoredOut:
+    """Bring back what `DELETE /v1/me/data` hid, within the recovery window."""
+    who.may_administer("restoring your data")
+    restored = erasure.restore(conn, who.user_id)
+    audit.record(conn, who.user_id, who.user, "restore-data", f"{restored} memories", request_id(request))
+    return RestoredOut(restored=restored)
