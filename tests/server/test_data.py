@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from conftest import Account, Server, unique
+from conftest import Account, Server, start_server, unique
 from test_remote_cli import hivelore
 
 from hivelore.server.postgres import accounts, audit
@@ -156,3 +156,25 @@ def test_deleted_data_is_hidden_at_once_restored_within_the_window_and_purged_af
     assert left == (0, 0, 0)
     actions = [x["action"] for x in api.get("/v1/me/audit", headers=gus.headers()).json()["lines"]]
     assert actions == ["delete-data", "restore-data", "export", "delete-data"]  # newest first
+
+
+def test_a_replica_purges_on_start_what_is_past_its_window_and_keeps_its_own_window(
+    database_url: str, api: httpx.Client, make_user: Callable[..., Account], db: psycopg.Connection, tmp_path: Path
+) -> None:
+    hal = make_user("hal")
+    _write(api, hal, "global", "secret-ish", "the staging password rotates monthly")
+    assert api.delete("/v1/me/data", headers=hal.headers()).json()["hidden"] == 1
+    db.execute("UPDATE erasures SET purge_after = now() - interval '1 second' WHERE user_id = %s", (hal.id,))
+
+    replica = start_server(database_url, tmp_path / "replica.log", "--recovery-days", "0.5")
+    try:
+        assert db.execute("SELECT count(*) FROM memories WHERE space = %s", (f"erased:{hal.id}",)).fetchone() == (0,)
+        _write(api, hal, "global", "again", "written after the purge")
+        with httpx.Client(base_url=replica.url, timeout=10) as other:
+            assert other.delete("/v1/me/data", headers=hal.headers()).json()["hidden"] == 1
+    finally:
+        replica.stop()
+    row = db.execute(
+        "SELECT extract(epoch FROM purge_after - deleted) / 3600 FROM erasures WHERE user_id = %s", (hal.id,)
+    ).fetchone()
+    assert row is not None and round(float(row[0])) == 12
