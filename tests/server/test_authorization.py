@@ -41,6 +41,11 @@ class Endpoint:
 
 ENDPOINTS = (
     Endpoint("GET", "/v1/me", "any", "", 200),
+    Endpoint("GET", "/v1/me/export", "read", "", 200),
+    Endpoint("GET", "/v1/me/audit", "read", "", 200),
+    Endpoint("GET", "/v1/orgs/{org}/audit", "read", "admin", 200),
+    Endpoint("DELETE", "/v1/me/data", "manage", "", 200),
+    Endpoint("POST", "/v1/me/data/restore", "manage", "", 404),  # the caller deleted nothing
     Endpoint("POST", "/v1/orgs", "manage", "", 201, {"name": "{org}-n"}),
     Endpoint("GET", "/v1/orgs/{org}", "read", "viewer", 200),
     Endpoint("GET", "/v1/orgs/{org}/scopes", "read", "viewer", 200),
@@ -82,6 +87,11 @@ LIMITED_TO = ["repo::acme/*"]
 MEMORY = {"key": "k", "value": "the build needs make"}
 LIMITED = (
     (Endpoint("GET", "/v1/me", "any", "", 200), 200),
+    (Endpoint("GET", "/v1/me/export", "read", "", 200), 200),
+    (Endpoint("GET", "/v1/me/audit", "read", "", 200), 200),
+    (Endpoint("GET", "/v1/orgs/{org}/audit", "read", "", 200), 403),
+    (Endpoint("DELETE", "/v1/me/data", "manage", "", 200), 403),
+    (Endpoint("POST", "/v1/me/data/restore", "manage", "", 404), 403),
     (Endpoint("GET", "/v1/orgs/{org}", "read", "", 200), 200),
     (Endpoint("PUT", "/v1/orgs/{org}/scopes/repo::acme/cart", "manage", "", 204), 204),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "", 204), 204),

@@ -20,7 +20,7 @@ from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
-from hivelore.cli.remote import org_app, remote_app, token_app
+from hivelore.cli.remote import exported, org_app, remote_app, token_app
 from hivelore.cli.serve import serve
 from hivelore.config import Settings
 from hivelore.home import home_path
@@ -490,12 +490,18 @@ def _records_shown(records: list[ImportRecord]) -> list[dict[str, str]]:
 def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     include_hidden: Annotated[bool, typer.Option("--include-hidden", help="Also archived and expired.")] = False,
+    remote: Annotated[
+        bool, typer.Option("--remote", help="Export what you own on the team server instead of this machine.")
+    ] = False,
 ) -> None:
     """Print every memory as JSONL (the format `import` reads)."""
     with reported_errors():
-        service = _service()
-        lines = [json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in service.export(include_hidden)]
-        print_warnings(service)
+        if remote:
+            lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in exported(include_hidden)]
+        else:
+            service = _service()
+            lines = [json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in service.export(include_hidden)]
+            print_warnings(service)
         if output is not None and output.is_dir():
             raise ValueError(f"{output} is a folder: give a file name for the export.")
         if output is None:

@@ -299,3 +299,38 @@ def token_revoke(token_id: int, endpoint: EndpointOption = None) -> None:
     with reported_errors():
         _client(endpoint).delete(f"/v1/tokens/{token_id}")
     print(f"token {token_id} revoked")
+
+
+def exported(include_hidden: bool) -> list[object]:
+    """Every memory the caller owns on the team server (GET /v1/me/export), as export records."""
+    answer = _client(None).get(f"/v1/me/export?include_hidden={str(include_hidden).lower()}")
+    records = answer.get("records") if isinstance(answer, dict) else None
+    if not isinstance(records, list):
+        raise ValueError("the team server's export answer holds no records: is it a hivelore server?")
+    return records
+
+
+@remote_app.command("delete-my-data")
+def delete_my_data(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: every memory of your personal space is hidden.")] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete your personal space's memories on the team server (restorable for the recovery window)."""
+    if not yes:
+        fail("this hides every memory of your personal space on the team server: pass --yes to do it", EXIT_BAD_INPUT)
+    with reported_errors():
+        answer = _client(endpoint).delete("/v1/me/data")
+    assert isinstance(answer, dict)
+    print(
+        f"hid {answer['hidden']} memories; `hivelore remote restore-my-data` brings them back"
+        f" until {answer['purge_after']}"
+    )
+
+
+@remote_app.command("restore-my-data")
+def restore_my_data(endpoint: EndpointOption = None) -> None:
+    """Bring back what `remote delete-my-data` hid, within the recovery window."""
+    with reported_errors():
+        answer = _client(endpoint).post("/v1/me/data/restore")
+    assert isinstance(answer, dict)
+    print(f"restored {answer['restored']} memories")

@@ -36,6 +36,9 @@ def serve(
     active_memories: Annotated[
         int, typer.Option(min=1, help="Active memories an account may hold (archived ones do not count).")
     ] = ACTIVE_MEMORIES,
+    recovery_days: Annotated[
+        float, typer.Option(min=0, help="Days deleted data (DELETE /v1/me/data) may be restored before it is purged.")
+    ] = 7.0,
     add_user: Annotated[
         str | None, typer.Option("--add-user", help="Create this user, print their first hl_rw_ token, and exit.")
     ] = None,
@@ -62,15 +65,16 @@ def serve(
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}): is PostgreSQL running, and is the URL right?", EXIT_FAILED)
-    _run(url, host, port, Limits(requests_per_minute=requests_per_minute, active_memories=active_memories))
+    limits = Limits(requests_per_minute=requests_per_minute, active_memories=active_memories)
+    _run(url, host, port, limits, recovery_days)
 
 
-def _run(url: str, host: str, port: int, limits: Limits) -> None:
+def _run(url: str, host: str, port: int, limits: Limits, recovery_days: float) -> None:
     import uvicorn
 
     from hivelore.server import logs
     from hivelore.server.app import Settings, create_app
 
     logs.configure()
-    app = create_app(Settings(database_url=url, limits=limits))
+    app = create_app(Settings(database_url=url, limits=limits, recovery_days=recovery_days))
     uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)

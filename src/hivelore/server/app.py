@@ -21,9 +21,9 @@ from hivelore import __version__, errors
 from hivelore.server import auth
 from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
-from hivelore.server.postgres import migrate
+from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
-from hivelore.server.routes import accounts, health, memories
+from hivelore.server.routes import accounts, data, health, memories
 
 log = logging.getLogger("hivelore.server")
 
@@ -41,6 +41,7 @@ STATUSES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
 )
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
 BUSY = "the server is busy: try again in a moment"
+PURGE_EVERY_S = 3600.0  # how often a replica purges deleted data past its recovery window
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Settings:
     database_url: str
     limits: Limits = field(default_factory=Limits)
     pool_size: int = 10
+    recovery_days: float = 7.0  # how long deleted data may be restored (DELETE /v1/me/data)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -55,13 +57,16 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with psycopg.connect(settings.database_url, autocommit=True) as conn:
             applied = migrate.migrate(conn)
+            erasure.purge(conn)  # deleted data past its recovery window, left while no replica ran
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
+        purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))
         try:
             yield
         finally:
+            purging.cancel()
             app.state.pool.close()
 
     app = FastAPI(
@@ -73,13 +78,31 @@ def create_app(settings: Settings) -> FastAPI:
         description="Memory for AI coding agents, shared by a team. Every error is JSON with one sentence.",
     )
     app.state.limits = settings.limits
+    app.state.recovery_days = settings.recovery_days
     app.add_middleware(Admission)  # inside the request log, whose time then includes the wait
     app.add_middleware(RequestLog, max_body_bytes=settings.limits.max_body_bytes)
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(memories.router)
+    app.include_router(data.router)
     _add_error_handlers(app)
     return app
+
+
+async def _purge_every(app: FastAPI, period_s: float) -> None:
+    """Purge deleted data past its window while the replica serves (every replica does: a purge that
+    finds nothing due costs one indexed query)."""
+    while True:
+        await asyncio.sleep(period_s)
+        try:
+            await asyncio.to_thread(_purge, app)
+        except (psycopg.Error, PoolTimeout) as exc:  # the database is down: the next round tries again
+            log.warning("purge failed", extra={"fields": {"error": str(exc).splitlines()[0] if str(exc) else ""}})
+
+
+def _purge(app: FastAPI) -> None:
+    with app.state.pool.connection() as conn:
+        erasure.purge(conn)
 
 
 class Admission:

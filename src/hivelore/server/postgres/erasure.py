@@ -1,0 +1,138 @@
+"""Deleting a user's data with a recovery window (migration 0008).
+
+Deleting moves every row of the user's personal space to `erased:<id>`, a space no caller reads:
+reads and search lose them at once, and a tombstone per row tells mirrors, through the change feed,
+to drop them. A restore within the window moves them back with new change numbers (a row written
+since at the same address wins, and the erased copy goes). A purge, once the window has passed,
+deletes the rows, their search documents and their tombstones (the addresses are data too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from hivelore.errors import NotFound
+from hivelore.server.postgres.tier import SPACE_SHARDS
+
+
+@dataclass(frozen=True)
+class Erased:
+    rows: int
+    purge_after: datetime
+
+
+def _spaces(user_id: int) -> dict[str, object]:
+    return {"personal": f"user:{user_id}", "erased": f"erased:{user_id}", "shards": SPACE_SHARDS}
+
+
+def _drop_superseded(conn: psycopg.Connection, params: dict[str, object]) -> None:
+    """Erased rows whose address the personal space holds again: the newer row wins."""
+    conn.execute(
+        """
+        WITH old AS (
+            DELETE FROM memories e USING memories p
+            WHERE e.space = %(erased)s AND p.space = %(personal)s AND p.scope = e.scope AND p.key = e.key
+            RETURNING e.id
+        ) DELETE FROM memory_docs WHERE id IN (SELECT id FROM old)
+        """,
+        params,
+    )
+
+
+def _count(conn: psycopg.Connection, params: dict[str, object], rows: int, tokens: int) -> None:
+    """Move the personal space's counters (BM25's corpus, the readers' generation) by a whole move."""
+    conn.execute(
+        """
+        INSERT INTO memory_spaces (space, shard, generation, rows, tokens)
+        VALUES (%(personal)s, pg_backend_pid() %% %(shards)s, 1, %(rows)s, %(tokens)s)
+        ON CONFLICT (space, shard) DO UPDATE SET generation = memory_spaces.generation + 1,
+            rows = memory_spaces.rows + %(rows)s, tokens = memory_spaces.tokens + %(tokens)s
+        """,
+        {**params, "rows": rows, "tokens": tokens},
+    )
+
+
+def erase(conn: psycopg.Connection, user_id: int, window_days: float) -> Erased:
+    """Hide the user's personal rows now; they are purged after `window_days`. A second delete
+    within the window hides what was written since and starts the window again."""
+    params = _spaces(user_id)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
+        _drop_superseded(conn, params)
+        moved = conn.execute(
+            """
+            WITH moved AS (
+                UPDATE memories SET space = %(erased)s WHERE space = %(personal)s RETURNING id, scope, key, tokens
+            ), docs AS (
+                UPDATE memory_docs SET space = %(erased)s WHERE id IN (SELECT id FROM moved)
+            ), buried AS (
+                INSERT INTO memory_tombstones (space, scope, key) SELECT %(personal)s, scope, key FROM moved
+                ON CONFLICT (space, scope, key) DO UPDATE SET seq = nextval('memory_changes'),
+                    changed = clock_timestamp()
+            ) SELECT count(*), coalesce(sum(tokens), 0) FROM moved
+            """,
+            params,
+        ).fetchone()
+        assert moved is not None
+        rows, tokens = int(moved[0]), int(moved[1])
+        _count(conn, params, -rows, -tokens)
+        row = conn.execute(
+            """
+            INSERT INTO erasures (user_id, purge_after) VALUES (%(user)s, now() + %(days)s * interval '1 day')
+            ON CONFLICT (user_id) DO UPDATE SET deleted = now(), purge_after = excluded.purge_after
+            RETURNING purge_after
+            """,
+            {"user": user_id, "days": window_days},
+        ).fetchone()
+        assert row is not None
+    return Erased(rows, row[0])
+
+
+def restore(conn: psycopg.Connection, user_id: int) -> int:
+    """Move the user's deleted rows back within the window; how many came back."""
+    purge(conn)
+    params = _spaces(user_id)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
+        if conn.execute("DELETE FROM erasures WHERE user_id = %s RETURNING 1", (user_id,)).fetchone() is None:
+            raise NotFound(
+                "there is no deleted data of yours to restore: nothing was deleted, or its recovery window has passed"
+            )
+        _drop_superseded(conn, params)
+        back = conn.execute(
+            """
+            WITH back AS (
+                UPDATE memories SET space = %(personal)s, seq = nextval('memory_changes'), changed = clock_timestamp()
+                WHERE space = %(erased)s RETURNING id, tokens
+            ), docs AS (
+                UPDATE memory_docs SET space = %(personal)s WHERE id IN (SELECT id FROM back)
+            ) SELECT count(*), coalesce(sum(tokens), 0) FROM back
+            """,
+            params,
+        ).fetchone()
+        assert back is not None
+        _count(conn, params, int(back[0]), int(back[1]))
+    return int(back[0])
+
+
+def purge(conn: psycopg.Connection) -> list[int]:
+    """Delete for good the data whose recovery window has passed; the users it was of."""
+    with conn.transaction():
+        due = [u for (u,) in conn.execute("DELETE FROM erasures WHERE purge_after <= now() RETURNING user_id")]
+        for user_id in due:
+            params = _spaces(user_id)
+            conn.execute(
+                """
+                WITH unburied AS (
+                    DELETE FROM memory_tombstones t USING memories e
+                    WHERE e.space = %(erased)s AND t.space = %(personal)s AND t.scope = e.scope AND t.key = e.key
+                ), gone AS (
+                    DELETE FROM memories WHERE space = %(erased)s RETURNING id
+                ) DELETE FROM memory_docs WHERE id IN (SELECT id FROM gone)
+                """,
+                params,
+            )
+    return due
