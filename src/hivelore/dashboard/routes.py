@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Protocol
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -94,9 +94,10 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         tier: str = "",
         archived: bool = False,
         expiring: bool = False,
+        page: int = Query(0, ge=0, le=views.MAX_PAGE),
         done: str = "",
     ) -> HTMLResponse:
-        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring)
+        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring, page)
         with services.memory() as service:
             try:
                 found = views.listing(service, filters)
@@ -114,6 +115,8 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
             states=STATES,
             tiers=views.TIERS,
             expiring_days=views.EXPIRING_DAYS,
+            pages=views.page_links(filters, found),
+            shown=views.SHOWN,
             done=done,
         )
 
