@@ -84,6 +84,7 @@ def test_every_filter_is_applied_in_the_index_as_the_plain_read_applies_it(hl: H
         plain, plain_total = Tier.page(local, hl.scopes, wanted, 0, 100)  # the read of every copy
         assert addresses(paged) == addresses(plain) and total == plain_total == len(keys), wanted
         assert sorted(c.key for c in paged) == sorted(keys), wanted
+    assert hl.scopes_known() == hl.scopes_in_vault() == [REPO, "global"]  # the index's, and the folders'
     assert addresses(hl.page(None, Wanted(), 1, 2)[0]) == [f"{REPO}::db-port", f"{REPO}::rotate"]  # scope, then key
 
 

@@ -103,7 +103,7 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
                 found = views.listing(service, filters)
             except (ValueError, HiveloreError) as exc:  # a scope or query that cannot be read, a damaged store
                 return _problem(request, exc)
-            chain, everywhere = service.scopes, service.scopes_in_vault()
+            chain, everywhere = service.scopes, service.scopes_known()
         return _page(
             request,
             "memories.html",

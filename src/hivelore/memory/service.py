@@ -187,6 +187,13 @@ class MemoryService:
         merged = sorted((c for found, _ in pages for c in found), key=listing_order(chosen))
         return merged[offset : offset + limit], sum(total for _, total in pages)
 
+    def scopes_known(self) -> list[str]:
+        """The scopes the tiers know memories in, narrowest first, as cheaply as they can tell: what a
+        browser offers to pick from (`scopes_in_vault` walks every folder; an index may leave out a
+        folder made by hand until a read visits it)."""
+        found = {scope for tier in self.tiers for scope in tier.scopes_known()}
+        return self.scopes_for(found) if found else []
+
     def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
         """Validate requested scopes (narrowest first), or the folder's chain when none are given."""
         if not scopes:

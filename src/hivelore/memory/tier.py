@@ -198,6 +198,11 @@ class Tier:
         """Every scope the tier holds memories in."""
         raise NotImplementedError
 
+    def scopes_known(self) -> set[str]:
+        """The scopes the tier holds memories in, as cheaply as it can tell (what a browser offers to
+        pick from): a tier with an index may leave out a folder made by hand until a read visits it."""
+        return self.scopes()
+
     def everything(self, include_hidden: bool = False) -> Iterator[Memory]:
         """Every memory of the tier, all scopes (an export)."""
         raise NotImplementedError

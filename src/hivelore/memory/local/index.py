@@ -633,6 +633,10 @@ class Index:
         )
         return [_row(r) for r in self.conn.execute(sql, params)], total
 
+    def scopes(self) -> set[str]:
+        """Every scope with a row, read from the (scope, key) index."""
+        return {scope for (scope,) in self.conn.execute("SELECT DISTINCT scope FROM memories")}
+
     def counts(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
         """Visible memories per scope: the running non-archived totals, less the expired."""
         where, params = self._where(vaults, scopes, visible=False, alias="t")
