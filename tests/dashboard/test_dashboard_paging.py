@@ -86,6 +86,7 @@ def test_every_filter_is_applied_in_the_index_as_the_plain_read_applies_it(hl: H
         assert sorted(c.key for c in paged) == sorted(keys), wanted
     assert hl.scopes_known() == hl.scopes_in_vault() == [REPO, "global"]  # the index's, and the folders'
     assert addresses(hl.page(None, Wanted(), 1, 2)[0]) == [f"{REPO}::db-port", f"{REPO}::rotate"]  # scope, then key
+    assert addresses(hl.page(None, Wanted(), 4, 9)[0]) == ["global::later"]  # past the whole repo scope
 
 
 def test_a_file_edited_after_indexing_is_shown_as_it_is_now(hl: Hivelore) -> None:

@@ -624,14 +624,26 @@ class Index:
         if wanted.expiring_before is not None:
             where += " AND m.expires_ts IS NOT NULL AND m.expires_ts <= :before"
             params["before"] = wanted.expiring_before
-        total = int(self.conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()[0])
-        rank = " ".join(f"WHEN :ms{i} THEN {i}" for i in range(len(scopes)))
-        params.update(offset=offset, limit=limit)
-        sql = (
-            f"SELECT {_COLUMNS} FROM memories m WHERE {where}"
-            f" ORDER BY CASE m.scope {rank} END, m.key, m.root, m.relpath LIMIT :limit OFFSET :offset"
-        )
-        return [_row(r) for r in self.conn.execute(sql, params)], total
+        counted = f"SELECT m.scope, count(*) FROM memories m WHERE {where} GROUP BY m.scope"
+        per_scope = dict(self.conn.execute(counted, params).fetchall())
+        # Scope by scope, in the order asked: each one's rows come in key order from the (scope, key)
+        # index, so no sort of every matching row (with its JSON) is needed to cut one page.
+        rows: list[Row] = []
+        for scope in scopes:
+            held = per_scope.get(scope, 0)
+            if offset >= held:
+                offset -= held
+                continue
+            one = {**params, "one": scope, "offset": offset, "limit": limit - len(rows)}
+            sql = (
+                f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.scope = :one"
+                " ORDER BY m.key, m.root, m.relpath LIMIT :limit OFFSET :offset"
+            )
+            rows += [_row(r) for r in self.conn.execute(sql, one)]
+            offset = 0
+            if len(rows) >= limit:
+                break
+        return rows, sum(per_scope.values())
 
     def scopes(self) -> set[str]:
         """Every scope with a row, read from the (scope, key) index."""
