@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Protocol
 from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -94,9 +94,11 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         tier: str = "",
         archived: bool = False,
         expiring: bool = False,
-        page: int = Query(0, ge=0, le=views.MAX_PAGE),
+        page: int = 0,
         done: str = "",
     ) -> HTMLResponse:
+        if not 0 <= page <= views.MAX_PAGE:
+            return _problem(request, ValueError(f"page {page} does not exist: pages count from 0 (the first)."))
         filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring, page)
         with services.memory() as service:
             try:
