@@ -18,7 +18,7 @@ It prints medians and minimums and the first paint against the issue's 300 ms at
 it never fails on a figure.
 
     python benchmarks/bench_dashboard.py                        # 6,000 and 60,000 memories, 7 runs
-    python benchmarks/bench_dashboard.py --sizes 600 --runs 3   # a quick run
+    python benchmarks/bench_dashboard.py --sizes 600 --runs 2   # a quick run (.ci/run)
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ PAGES = {
     "/tasks": None,
 }
 PAINT_TARGET_MS = 300.0
+TARGET_SIZE = 60_000
 # The paint entry may be queued after `load`: wait for it through a buffered observer.
 FIRST_PAINT = """new Promise((done) => new PerformanceObserver((list) => {
   const entry = list.getEntries().find((e) => e.name === "first-contentful-paint");
@@ -153,8 +154,11 @@ def bench(size: int, runs: int, seed: int) -> None:
         for name, values in painted.items():
             print(_row(name, values))
         paint = statistics.median(painted["first contentful paint"])
+        if size < TARGET_SIZE:  # the target is for 60,000 memories: a smaller store's figure is no verdict
+            print(f"  first paint {paint:.0f} ms (the {PAINT_TARGET_MS:.0f} ms target is for {TARGET_SIZE:,})")
+            return
         verdict = "PASS" if paint < PAINT_TARGET_MS else "MISS"
-        print(f"  first paint {paint:.0f} ms against the target {PAINT_TARGET_MS:.0f} ms at 60,000: {verdict}")
+        print(f"  first paint {paint:.0f} ms against the target {PAINT_TARGET_MS:.0f} ms at {TARGET_SIZE:,}: {verdict}")
     finally:
         if process is not None:
             process.terminate()

@@ -56,6 +56,14 @@ def test_filters_by_kind_tag_state_tier_expiring_and_archived(dashboard: Dashboa
     assert shown(scope="global") == ["prefer-uv", "rotate-keys"]
 
 
+def test_a_page_past_the_last_is_empty_and_a_negative_one_is_refused(dashboard: Dashboard) -> None:
+    past = httpx.get(f"{dashboard.url}/memories", params={"page": "3"})
+    negative = httpx.get(f"{dashboard.url}/memories", params={"page": "-1"})
+
+    assert past.status_code == 200 and keys(past.text) == [] and 'rel="prev"' in past.text
+    assert negative.status_code == 400 and "pages count from 0" in negative.text
+
+
 def test_a_bad_scope_is_one_sentence_on_the_page(dashboard: Dashboard) -> None:
     answer = httpx.get(f"{dashboard.url}/memories", params={"scope": "nonsense::"})
 

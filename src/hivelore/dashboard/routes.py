@@ -94,15 +94,18 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         tier: str = "",
         archived: bool = False,
         expiring: bool = False,
+        page: int = 0,
         done: str = "",
     ) -> HTMLResponse:
-        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring)
+        if not 0 <= page <= views.MAX_PAGE:
+            return _problem(request, ValueError(f"page {page} does not exist: pages count from 0 (the first)."))
+        filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring, page)
         with services.memory() as service:
             try:
                 found = views.listing(service, filters)
             except (ValueError, HiveloreError) as exc:  # a scope or query that cannot be read, a damaged store
                 return _problem(request, exc)
-            chain, everywhere = service.scopes, service.scopes_in_vault()
+            chain, everywhere = service.scopes, service.scopes_known()
         return _page(
             request,
             "memories.html",
@@ -114,6 +117,8 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
             states=STATES,
             tiers=views.TIERS,
             expiring_days=views.EXPIRING_DAYS,
+            pages=views.page_links(filters, found),
+            shown=views.SHOWN,
             done=done,
         )
 

@@ -4,17 +4,19 @@ no web framework, so the rules of a view are plain functions."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 from hivelore.memory.model import Memory
 from hivelore.memory.service import Hivelore
-from hivelore.memory.tier import Candidate
+from hivelore.memory.tier import Candidate, Wanted
 
 EXPIRING_DAYS = 7  # "expiring soon": hidden by their TTL within this many days
 SHOWN = 200  # rows on one page: a vault of 60,000 is narrowed by scope, search or filters, not scrolled
 TIERS = ("project", "home", "team server")
 DAY = 86_400
+MAX_PAGE = 100_000  # past any vault's last page: an offset SQLite and the URL both hold
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,14 @@ class Filters:
     tier: str = ""
     archived: bool = False
     expiring: bool = False
+    page: int = 0  # which SHOWN rows, from 0
+
+    def wanted(self, names: dict[str, str]) -> Wanted:
+        """The paged read's filters (all but the search), with the tier named as `tier_names` does."""
+        origins = frozenset(o for o, name in names.items() if name == self.tier) if self.tier else None
+        expiring = time.time() + EXPIRING_DAYS * DAY if self.expiring else None
+        words = tuple(self.q.lower().split()) if self.archived else ()  # archived ones are not searchable
+        return Wanted(self.archived, self.tag, self.kind, self.state, expiring, origins, words)
 
     def keeps(self, memory: Memory, tier: str) -> bool:
         if self.archived == memory.is_visible():  # the archived view shows only hidden ones, and back
@@ -62,7 +72,9 @@ class Row:
 class Listing:
     scopes: list[str]  # the scopes read, narrowest first
     rows: list[Row]  # at most SHOWN
-    more: int  # matching rows not shown
+    more: int  # matching rows after this page
+    first: int = 0  # how many matching rows come before this page
+    total: int = 0  # matching rows in all
 
 
 def tier_names(service: Hivelore) -> dict[str, str]:
@@ -80,24 +92,33 @@ def _tier(names: dict[str, str], copy: Candidate) -> str:
 
 
 def listing(service: Hivelore, filters: Filters) -> Listing:
-    """The memories the view shows: search hits ranked as `hivelore search` ranks them, or every copy
-    in the scopes (by scope, narrowest first, then key); filtered, at most SHOWN of them."""
+    """The memories the view shows: search hits ranked as `hivelore search` ranks them, or the copies
+    in the scopes (by scope, narrowest first, then key) read a page at a time from the tiers; filtered,
+    SHOWN of them from page `filters.page`."""
     scopes = service.scopes_for([filters.scope] if filters.scope else None)
+    first = filters.page * SHOWN
     if filters.q and not filters.archived:
         hits = service.search(filters.q, scopes, limit=SHOWN * 5)
         names = tier_names(service)  # after the first read, which opens the tiers
         found = [Row(h.row, _tier(names, h.row), h.score) for h in hits]
+        kept = [row for row in found if filters.keeps(row.memory, row.tier)]
+        rows, total = kept[first : first + SHOWN], len(kept)
     else:
-        copies = service.copies(scopes, include_hidden=filters.archived)
-        order = {scope: n for n, scope in enumerate(scopes)}
-        copies.sort(key=lambda c: (order.get(c.scope, len(order)), c.key))
         names = tier_names(service)
-        found = [Row(c, _tier(names, c)) for c in copies]
-        if filters.q:  # archived memories are not searchable: match the words in the text
-            words = filters.q.lower().split()
-            found = [r for r in found if all(w in f"{r.memory.key} {r.memory.value}".lower() for w in words)]
-    kept = [row for row in found if filters.keeps(row.memory, row.tier)]
-    return Listing(scopes, kept[:SHOWN], max(0, len(kept) - SHOWN))
+        copies, total = service.page(scopes, filters.wanted(names), first, SHOWN)
+        rows = [Row(c, _tier(names, c)) for c in copies]
+    return Listing(scopes, rows, max(0, total - first - len(rows)), first, total)
+
+
+def page_links(filters: Filters, found: Listing) -> dict[str, str]:
+    """The query strings of the previous and next pages ("prev", "next"), for those there are."""
+    asked = {name: value for name, value in asdict(filters).items() if value not in ("", False, 0)}
+    links = {}
+    if filters.page > 0:
+        links["prev"] = urlencode({**asked, "page": filters.page - 1})
+    if found.more:
+        links["next"] = urlencode({**asked, "page": filters.page + 1})
+    return links
 
 
 def copies_of(service: Hivelore, scope: str, key: str) -> list[Row]:

@@ -35,7 +35,7 @@ from hivelore.memory.model import (
     validate_ttl_days,
 )
 from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
-from hivelore.memory.tier import Candidate, Tier
+from hivelore.memory.tier import Candidate, Tier, Wanted, listing_order
 from hivelore.memory.transfer import ImportRecord, ImportReport
 from hivelore.privacy import strip_private
 from hivelore.records import record
@@ -172,6 +172,27 @@ class MemoryService:
             validate_key(key)
             return self._copies_of(chosen, {key})
         return self._listed(chosen, include_hidden)
+
+    def page(
+        self, scopes: Iterable[str] | None, wanted: Wanted, offset: int, limit: int
+    ) -> tuple[list[Candidate], int]:
+        """The copies in these scopes (the folder's chain by default) that `wanted` keeps, by scope
+        (narrowest first), key and place: `limit` of them from `offset`, and how many in all. What a
+        browser of the vault pages through, without reading every copy."""
+        chosen = self.scopes_for(scopes)
+        if len(self.tiers) == 1:
+            return self.tiers[0].page(chosen, wanted, offset, limit)
+        # Each tier's first offset + limit copies hold the merged page's.
+        pages = [tier.page(chosen, wanted, 0, offset + limit) for tier in self.tiers]
+        merged = sorted((c for found, _ in pages for c in found), key=listing_order(chosen))
+        return merged[offset : offset + limit], sum(total for _, total in pages)
+
+    def scopes_known(self) -> list[str]:
+        """The scopes the tiers know memories in, narrowest first, as cheaply as they can tell: what a
+        browser offers to pick from (`scopes_in_vault` walks every folder; an index may leave out a
+        folder made by hand until a read visits it)."""
+        found = {scope for tier in self.tiers for scope in tier.scopes_known()}
+        return self.scopes_for(found) if found else []
 
     def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
         """Validate requested scopes (narrowest first), or the folder's chain when none are given."""

@@ -12,6 +12,7 @@ imports only the standard library.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -97,6 +98,42 @@ class Survey:
     shadowed: int
 
 
+@record
+class Wanted:
+    """What a paged read (`Tier.page`) keeps of the copies in its scopes; empty means "any"."""
+
+    hidden: bool = False  # the archived and expired copies instead of the visible ones
+    tag: str = ""
+    kind: str = ""
+    state: str = ""
+    expiring_before: float | None = None  # only copies whose TTL ends at or before this epoch
+    origins: frozenset[str] | None = None  # only copies in these parts (`Tier.parts` values)
+    words: tuple[str, ...] = ()  # lower-case words that the key and text must all hold
+
+    def keeps(self, copy: Candidate, now: float) -> bool:
+        """Whether this copy, as it is now, is one the read asked for."""
+        memory = copy.memory
+        if self.hidden == memory.is_visible(now):
+            return False
+        if self.expiring_before is not None and not (memory.expires_at and memory.is_expired(self.expiring_before)):
+            return False
+        text = f"{memory.key} {memory.value}".lower() if self.words else ""
+        return (
+            (not self.tag or self.tag in memory.tags)
+            and (not self.kind or memory.kind == self.kind)
+            and (not self.state or memory.state == self.state)
+            and (self.origins is None or copy.origin in self.origins)
+            and all(word in text for word in self.words)
+        )
+
+
+def listing_order(scopes: Sequence[str]) -> Callable[[Candidate], tuple[int, str, str, str]]:
+    """The order a paged read gives: by scope as `scopes` lists them (narrowest first), then key, then
+    where the copy is (the same order the index's SQL gives: strings compare by code point there too)."""
+    rank = {scope: n for n, scope in enumerate(scopes)}
+    return lambda c: (rank.get(c.scope, len(rank)), c.key, c.origin, c.place)
+
+
 class Tier:
     """Where memories are kept. A tier holds one or more named parts (`parts`: name → origin, the
     winning part first); the local tier's are "project" and "home". Scopes are strings as
@@ -118,6 +155,14 @@ class Tier:
     def listed(self, scopes: Sequence[str], include_hidden: bool = False) -> list[Candidate]:
         """Every copy in `scopes`: the visible ones, or all of them."""
         raise NotImplementedError
+
+    def page(self, scopes: Sequence[str], wanted: Wanted, offset: int, limit: int) -> tuple[list[Candidate], int]:
+        """The copies in `scopes` that `wanted` keeps, in `listing_order`: `limit` of them from `offset`,
+        and how many there are in all. This reads every copy; a tier with an index pages in it."""
+        now = time.time()
+        kept = [c for c in self.listed(scopes, include_hidden=wanted.hidden) if wanted.keeps(c, now)]
+        kept.sort(key=listing_order(scopes))
+        return kept[offset : offset + limit], len(kept)
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
         """Visible copies in `scopes` that hold the query's `words` (lower-case), best first, each with
@@ -152,6 +197,11 @@ class Tier:
     def scopes(self) -> set[str]:
         """Every scope the tier holds memories in."""
         raise NotImplementedError
+
+    def scopes_known(self) -> set[str]:
+        """The scopes the tier holds memories in, as cheaply as it can tell (what a browser offers to
+        pick from): a tier with an index may leave out a folder made by hand until a read visits it."""
+        return self.scopes()
 
     def everything(self, include_hidden: bool = False) -> Iterator[Memory]:
         """Every memory of the tier, all scopes (an export)."""

@@ -26,7 +26,7 @@ from hivelore.home import private_file, private_folder
 from hivelore.memory.local.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
-from hivelore.memory.tier import Candidate, value_chars
+from hivelore.memory.tier import Candidate, Wanted, value_chars
 from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -601,6 +601,53 @@ class Index:
         where, params = self._where(vaults, scopes, visible)
         sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.scope, m.key"
         return [_row(r) for r in self.conn.execute(sql, params)]
+
+    def page(
+        self, vaults: Sequence[Vault], scopes: Sequence[str], wanted: Wanted, offset: int, limit: int
+    ) -> tuple[list[Row], int]:
+        """The rows in `scopes` that `wanted` keeps (all but its `words`, which this leaves to the
+        caller), in `listing_order`: `limit` of them from `offset`, and how many match in all."""
+        if wanted.origins is not None:
+            vaults = [v for v in vaults if str(v.root) in wanted.origins]
+        if not vaults or not scopes:
+            return [], 0
+        where, params = self._where(vaults, scopes, visible=not wanted.hidden)
+        if wanted.hidden:
+            where += " AND NOT (m.archived = 0 AND (m.expires_ts IS NULL OR m.expires_ts > :now))"
+        for column in ("kind", "state"):
+            if getattr(wanted, column):
+                where += f" AND m.{column} = :{column}"
+                params[column] = getattr(wanted, column)
+        if wanted.tag:
+            where += " AND EXISTS (SELECT 1 FROM json_each(m.doc, '$.tags') WHERE value = :tag)"
+            params["tag"] = wanted.tag
+        if wanted.expiring_before is not None:
+            where += " AND m.expires_ts IS NOT NULL AND m.expires_ts <= :before"
+            params["before"] = wanted.expiring_before
+        counted = f"SELECT m.scope, count(*) FROM memories m WHERE {where} GROUP BY m.scope"
+        per_scope = dict(self.conn.execute(counted, params).fetchall())
+        # Scope by scope, in the order asked: each one's rows come in key order from the (scope, key)
+        # index, so no sort of every matching row (with its JSON) is needed to cut one page.
+        rows: list[Row] = []
+        for scope in scopes:
+            held = per_scope.get(scope, 0)
+            if offset >= held:
+                offset -= held
+                continue
+            one = {**params, "one": scope, "offset": offset, "limit": limit - len(rows)}
+            sql = (
+                f"SELECT {_COLUMNS} FROM memories m WHERE {where} AND m.scope = :one"
+                " ORDER BY m.key, m.root, m.relpath LIMIT :limit OFFSET :offset"
+            )
+            rows += [_row(r) for r in self.conn.execute(sql, one)]
+            offset = 0
+            if len(rows) >= limit:
+                break
+        return rows, sum(per_scope.values())
+
+    def scopes(self) -> set[str]:
+        """Every scope with a row, read from the (scope, key) index."""
+        return {scope for (scope,) in self.conn.execute("SELECT DISTINCT scope FROM memories")}
 
     def counts(self, vaults: Sequence[Vault], scopes: Sequence[str]) -> dict[str, int]:
         """Visible memories per scope: the running non-archived totals, less the expired."""

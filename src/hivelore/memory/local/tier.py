@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from hivelore.memory.local.index import Index, IndexUnavailable, Row, folder_mti
 from hivelore.memory.local.vault import UNREADABLE, Stamp, Swept, Vault, candidate_names
 from hivelore.memory.model import Memory
 from hivelore.memory.scope import Scope, parse
-from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier
+from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
 
 FALLBACK_SCAN_LIMIT = 5000  # files read per command when the index cannot be used
 OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has more
@@ -300,6 +301,20 @@ class LocalTier(VaultTier):
         self._collect()
         return list(rows) if include_hidden else [r for r in rows if r.memory.is_visible()]
 
+    def page(self, scopes: Sequence[str], wanted: Wanted, offset: int, limit: int) -> tuple[list[Candidate], int]:
+        """The page read from the index, so only its rows are decoded and re-checked; words in the
+        text are matched in Python, on every copy, as the base class does (SQLite's lower() knows
+        only ASCII, so it would not match as `str.lower` does)."""
+        if wanted.words:
+            return super().page(scopes, wanted, offset, limit)
+        self._refresh(scopes)
+        rows, total = self.index.page(self.vaults, scopes, wanted, offset, limit)
+        now = time.time()
+        # A row whose file changed since it was indexed is re-read: keep it only if it still fits.
+        fresh = [f for r in rows if (f := self.index.verify(self.vaults, r)) is r or (f and wanted.keeps(f, now))]
+        self._collect()
+        return list(fresh), total
+
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
         """Memories with every word first (a small set, quick to rank); then, if that is too few, with any
         of the rarest few words. BM25 scores of the two queries are comparable: a word a memory lacks adds
@@ -349,6 +364,10 @@ class LocalTier(VaultTier):
         assert isinstance(candidate, Row), "this tier's candidates are the index's rows"
         fresh = self.index.verify(self.vaults, candidate)
         return fresh if fresh is candidate or (fresh is not None and fresh.memory.is_visible()) else None
+
+    def scopes_known(self) -> set[str]:
+        """The index's scopes: `scopes()` walks every folder of the vaults (most of a second at 60,000)."""
+        return self.index.scopes()
 
     def counts(self, scopes: Sequence[str]) -> dict[str, int]:
         self._refresh(scopes)
