@@ -60,7 +60,8 @@ def test_commit_turns_the_staged_note_committed_and_says_what_it_did_not(home: P
 
     result = cli("commit", note, ADDRESS, missing, "--json")
 
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 1  # "already committed" is no failure; "not found" is
+    assert result.stderr == "hivelore: 1 of the memories asked for was not committed; see why above.\n"
     assert json.loads(result.stdout) == {
         "committed": [note],
         "not_committed": [

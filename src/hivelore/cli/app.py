@@ -26,7 +26,7 @@ from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory.model import Memory, looks_like_address, parse_address
-from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.service import ALREADY_COMMITTED, COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.memory.transfer import ImportRecord
 
 if TYPE_CHECKING:  # the remote modules load only in remote mode
@@ -390,8 +390,10 @@ def commit(
             out.print(f"committed {escape(memory.address)}")
         for refused in report.not_committed:
             out.print(f"not committed {escape(refused.address)}: {escape(refused.reason)}")
-    if report.not_committed:  # a script asking for a commit learns that part of it did not happen
-        raise typer.Exit(EXIT_FAILED)
+    missed = [n for n in report.not_committed if n.reason != ALREADY_COMMITTED]
+    if missed:  # part of what was asked did not happen: a script must learn it
+        fail(f"{len(missed)} of the memories asked for {'was' if len(missed) == 1 else 'were'} not committed; "
+             "see why above.", EXIT_FAILED)  # fmt: skip
 
 
 @app.command()

@@ -72,6 +72,9 @@ class WriteResult:
     revived: bool = False  # it was archived or expired, and is visible again
 
 
+ALREADY_COMMITTED = "already committed"
+
+
 @record
 class NotCommitted:
     address: str
@@ -374,7 +377,7 @@ class MemoryService:
         if not visible:
             return NotCommitted(address, "archived or expired: restore it first, then commit it")
         if visible[0].memory.state == "committed":
-            return NotCommitted(address, "already committed")
+            return NotCommitted(address, ALREADY_COMMITTED)
         return visible[0]
 
     def _commit_copy(self, copy: Candidate) -> Memory:
