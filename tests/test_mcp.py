@@ -54,6 +54,7 @@ TOOLS = {
     "memory_forget",
     "memory_archive",
     "memory_restore",
+    "memory_commit",
     "memory_scopes",
     "memory_tree",
 }

@@ -21,7 +21,7 @@ from hivelore.mcp import answers
 from hivelore.memory.model import Memory
 from hivelore.memory.recall import Ranked
 from hivelore.memory.scope import parse
-from hivelore.memory.service import TreeEntry, WriteResult
+from hivelore.memory.service import CommitReport, NotCommitted, TreeEntry, WriteResult
 from hivelore.team import store as team
 from hivelore.team.history import CodeHistory, SymbolHistory
 
@@ -46,6 +46,8 @@ SHAPES = [
         left_out=frozenset({"relevance"}),
     ),
     Shape(schemas.TreeKey, TreeEntry),
+    Shape(schemas.CommitOut, CommitReport),
+    Shape(schemas.NotCommittedOut, NotCommitted),
     Shape(schemas.TaskOut, team.Intent, left_out=frozenset({"repo", "created_ts", "updated_ts"})),
     Shape(schemas.ConflictOut, team.Conflict, renamed={"task": "intent"}, left_out=frozenset({"direction"})),
     Shape(schemas.Expert, team.Expert),

@@ -72,6 +72,16 @@ class ForgetOut(BaseModel):
     path: str
 
 
+class NotCommittedOut(BaseModel):
+    address: str
+    reason: str = Field(description="Why it stayed as it was: not found, already committed, the guard refused it …")
+
+
+class CommitOut(BaseModel):
+    committed: list[MemoryOut]
+    not_committed: list[NotCommittedOut]
+
+
 class ScopesOut(BaseModel):
     chain: list[str] = Field(description="This folder's scopes, narrowest first.")
     counts: dict[str, int] = Field(description="Visible memories per scope, for every scope that has any.")

@@ -18,7 +18,7 @@ from hivelore.cli import agents, fast
 from hivelore.cli.dashboard import dashboard
 from hivelore.cli.graph import graph_app, task_app
 from hivelore.cli.migrate import migrate
-from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
+from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
 from hivelore.cli.remote import exported, org_app, remote_app, token_app
 from hivelore.cli.serve import serve
@@ -26,7 +26,7 @@ from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
 from hivelore.memory.model import Memory, looks_like_address, parse_address
-from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.service import ALREADY_COMMITTED, COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.memory.transfer import ImportRecord
 
 if TYPE_CHECKING:  # the remote modules load only in remote mode
@@ -361,6 +361,39 @@ def restore(
         print_json(memory.to_dict())
     else:
         out.print(f"restored {escape(memory.address)}")
+
+
+@app.command()
+def commit(
+    addresses: Annotated[
+        list[str] | None, typer.Argument(help="SCOPE::KEY (repeatable); none: every staged memory of the chain.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Turn staged memories (such as a session's notes) committed; report what was not, and why."""
+    with reported_errors():
+        parsed = [_address(a) for a in addresses or []]  # all parsed before any is committed
+        service = _service()
+        report = service.commit(parsed)
+        print_warnings(service)
+    if as_json:
+        print_json(
+            {
+                "committed": [m.address for m in report.committed],
+                "not_committed": [{"address": n.address, "reason": n.reason} for n in report.not_committed],
+            }
+        )
+    else:
+        if not report.committed and not report.not_committed:
+            out.print("nothing staged to commit")
+        for memory in report.committed:
+            out.print(f"committed {escape(memory.address)}")
+        for refused in report.not_committed:
+            out.print(f"not committed {escape(refused.address)}: {escape(refused.reason)}")
+    missed = [n for n in report.not_committed if n.reason != ALREADY_COMMITTED]
+    if missed:  # part of what was asked did not happen: a script must learn it
+        fail(f"{len(missed)} of the memories asked for {'was' if len(missed) == 1 else 'were'} not committed; "
+             "see why above.", EXIT_FAILED)  # fmt: skip
 
 
 @app.command()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from hivelore.errors import Conflict
 from hivelore.events.store import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event, holds_pre_tool_text
+from hivelore.hooks.keep_requests import asks_to_keep
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -106,12 +107,15 @@ def session_start(ctx: HookContext) -> str:
 
 def prompt(ctx: HookContext) -> str:
     """Up to three lessons the prompt bears on that this session has not seen. The prompt (the
-    user's own, direct input of a root session) is kept, and may promote or forget profile lines."""
+    user's own, direct input of a root session) is kept, and may promote or forget profile lines.
+    A prompt asking to keep something ("remember this") is answered with where to write it now."""
     event = ctx.event
     said = []
     if ctx.recording and event.prompt and not event.subagent:
         ctx.recorder.record_prompt(event.agent, event.session_id, event.prompt, root_session=True)
         said.append(_promote(ctx))
+    if not event.subagent and asks_to_keep(event.prompt):
+        said.append(_keep_request(ctx))
     hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
     if hits:
         ctx.mark_shown([h.row.memory.address for h in hits])
@@ -347,6 +351,28 @@ def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -
     return "\n".join([f"{title} ({FRAMING}):", *lines])
 
 
+def _keep_request(ctx: HookContext) -> str:
+    """The user asked to keep something: write it now, into the narrowest scope of the folder's chain;
+    and the session's staged notes, which the user may mean, can be committed as they are."""
+    scope = ctx.service.scopes[0]
+    lines = [
+        f"hivelore: the user asks you to keep something: write it now with memory_write into scope {scope!r} "
+        "(a short kebab-case key naming it; the value: what to keep, in the user's terms)."
+    ]
+    staged = _staged_notes(ctx, scope)
+    if staged:
+        lines.append(f"This session's staged notes: {', '.join(staged)}; memory_commit turns one committed as it is.")
+    return "\n".join(lines)
+
+
+def _staged_notes(ctx: HookContext, scope: str) -> list[str]:
+    """The addresses of this session's notes that are still staged and visible (see `_capture_note`)."""
+    event = ctx.event
+    keys = [_note_key(event, what) for what in ("last-message", "compaction-summary")]
+    copies = [c for key in keys for c in ctx.service.copies([scope], key=key)]
+    return [c.memory.address for c in copies if c.memory.state == "staged" and c.memory.is_visible()]
+
+
 def _known_fix(failure: Failure) -> str:
     times = f"{failure.seen_before} time{'s' if failure.seen_before != 1 else ''} before"
     if failure.rerun:
@@ -384,7 +410,7 @@ def _capture_note(ctx: HookContext, text: str, what: str) -> None:
     if not ctx.recording or event.subagent or not text.strip():
         return
     value = agent_words(event, text, what)
-    key = f"session-{event.agent}-{_slug(event.session_id) or 'unknown'}-{what}"
+    key = _note_key(event, what)
     try:
         ctx.service.write(
             ctx.service.scopes[0], key, value, kind="note", state="staged", ttl_days=NOTE_TTL_DAYS,
@@ -392,6 +418,10 @@ def _capture_note(ctx: HookContext, text: str, what: str) -> None:
         )  # fmt: skip
     except ValueError as exc:  # the guard: a secret or an injection in the agent's own words
         ctx.service.warnings.append(f"the session's {what.replace('-', ' ')} was not kept: {exc}")
+
+
+def _note_key(event: Event, what: str) -> str:
+    return f"session-{event.agent}-{_slug(event.session_id) or 'unknown'}-{what}"
 
 
 def agent_words(event: Event, text: str, what: str) -> str:

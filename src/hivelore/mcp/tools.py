@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from hivelore import errors
+from hivelore.memory.model import parse_address
 from hivelore.memory.scope import parse
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.remote.status import TeamStatus, look_from
@@ -29,6 +30,7 @@ from hivelore.schemas import (
     BlastRadiusOut,
     Card,
     CodeHistoryOut,
+    CommitOut,
     ConflictOut,
     ConflictsOut,
     DecisionOut,
@@ -40,6 +42,7 @@ from hivelore.schemas import (
     ListOut,
     MemoryOut,
     Neighbour,
+    NotCommittedOut,
     OrgScopesOut,
     PathOut,
     ProfileFileOut,
@@ -160,6 +163,17 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         """Make an archived or expired memory visible again (`tier`: as memory_forget)."""
         with service() as svc:
             return MemoryOut.of(svc.restore(scope, key, tier))
+
+    @server.tool(annotations=WRITE)
+    def memory_commit(addresses: list[str] | None = None) -> CommitOut:
+        """Turn staged memories committed, e.g. a session's note the user asked to keep. addresses:
+        SCOPE::KEY each; none: every staged memory of this folder's chain. Says what was not, and why."""
+        with service() as svc:
+            report = svc.commit([_address(a) for a in addresses or []])
+        return CommitOut(
+            committed=[MemoryOut.of(m) for m in report.committed],
+            not_committed=[NotCommittedOut(address=n.address, reason=n.reason) for n in report.not_committed],
+        )
 
     @server.tool(annotations=READ_ONLY)
     def memory_scopes() -> ScopesOut:
@@ -322,6 +336,11 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         )  # fmt: skip
 
     return server
+
+
+def _address(address: str) -> tuple[str, str]:
+    scope, key = parse_address(address)
+    return str(scope), key
 
 
 def tool_error(exc: Exception) -> ToolError | None:

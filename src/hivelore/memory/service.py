@@ -72,6 +72,23 @@ class WriteResult:
     revived: bool = False  # it was archived or expired, and is visible again
 
 
+ALREADY_COMMITTED = "already committed"
+
+
+@record
+class NotCommitted:
+    address: str
+    reason: str
+
+
+@record
+class CommitReport:
+    """What `commit` turned committed, and what it did not, each with why."""
+
+    committed: list[Memory]
+    not_committed: list[NotCommitted]
+
+
 @record
 class TreeEntry:
     key: str
@@ -351,6 +368,46 @@ class MemoryService:
             if where.delete(copy, picked):
                 gone.append(copy.memory)
         return gone
+
+    def commit(self, addresses: Sequence[tuple[str, str]] = ()) -> CommitReport:
+        """Turn staged memories committed: these (scope, key) addresses, or, given none, every visible
+        staged memory of this folder's chain. A committed memory keeps no expiry (a session's note
+        expires only while staged) and passes the guard again. Every address asked for is reported,
+        committed or not, with the reason; a malformed address refuses the whole call first."""
+        found = [self._staged_copy(scope, key) for scope, key in addresses]
+        if not addresses:
+            found = [c for c in self._listed(self.scopes) if c.memory.state == "staged"]
+        committed, refused = [], []
+        for item in found:
+            if isinstance(item, NotCommitted):
+                refused.append(item)
+                continue
+            try:
+                committed.append(self._commit_copy(item))
+            except (ValueError, errors.HiveloreError) as exc:  # the guard, or a role the server asks for
+                refused.append(NotCommitted(item.memory.address, str(exc)))
+        return CommitReport(committed, refused)
+
+    def _staged_copy(self, scope: str, key: str) -> Candidate | NotCommitted:
+        """The winning visible copy of scope::key if it is staged, else why it cannot be committed."""
+        target, copies = self._copies(scope, key, None)
+        address = f"{target}::{key}"
+        visible = [c for c in copies if c.memory.is_visible()]
+        if not copies:
+            return NotCommitted(address, "not found: no memory at this address (see `hivelore list`)")
+        if not visible:
+            return NotCommitted(address, "archived or expired: restore it first, then commit it")
+        if visible[0].memory.state == "committed":
+            return NotCommitted(address, ALREADY_COMMITTED)
+        return visible[0]
+
+    def _commit_copy(self, copy: Candidate) -> Memory:
+        memory = copy.memory
+        try:
+            _check_content(str(memory.scope), memory.key, memory.value, memory.tags, memory.kind, memory.provenance)
+        except ValueError as exc:
+            raise ValueError(f"the guard refused it: {exc}") from exc
+        return self._modify("commit", copy, {"state": "committed", "expires_at": None})
 
     def purge(self, dry_run: bool = False) -> list[Memory]:
         """Delete the files of archived and expired memories in this folder's chain (each only if,

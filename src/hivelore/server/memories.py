@@ -37,7 +37,7 @@ from hivelore.server.postgres.tier import PostgresTier, indexed
 PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")  # what a client may say of a write
 BUDGETS = Budgets(context_budget_chars=2000, context_line_chars=240, search_limit=10)  # config.DEFAULTS
-CHANGE_ROLES = {"archive": "member", "restore": "member", "forget": "admin"}
+CHANGE_ROLES = {"archive": "member", "restore": "member", "commit": "member", "forget": "admin"}
 MAX_WORD_BYTES = 2047  # PostgreSQL's longest word in a tsvector or a tsquery
 MAX_QUERY_WORDS = 100  # distinct words of one search
 
