@@ -97,7 +97,10 @@ NOT_HERE = {
     "dashboard": "it is a web server until stopped: tests/dashboard/ runs it over the same stores",
     **dict.fromkeys(
         [
-            *(f"remote {c}" for c in ("status", "trust", "untrust", "login", "logout")),
+            *(
+                f"remote {c}"
+                for c in ("status", "trust", "untrust", "login", "logout", "delete-my-data", "restore-my-data")
+            ),
             *(f"org {c}" for c in ("create", "list", "show", "invite", "join", "role", "remove", "share", "unshare")),
             *(f"org {c}" for c in ("rename", "delete")),
             *(f"token {c}" for c in ("create", "list", "revoke")),
