@@ -27,9 +27,8 @@ from hivelore.memory.imports.common import (
     Found,
     Place,
     Skip,
-    front_matter,
     origin,
-    read_text,
+    read_markdown,
     shown,
     slug,
     tag_list,
@@ -64,13 +63,10 @@ def _notes(root: Path) -> list[Path]:
 
 
 def _note(path: Path, root: Path, place: Place) -> ImportRecord | Skip:
-    text = read_text(path)
-    if isinstance(text, Skip):
-        return text
-    try:
-        fields, body = front_matter(text)
-    except ValueError as exc:
-        return Skip(str(path), str(exc))
+    markdown = read_markdown(path)
+    if isinstance(markdown, Skip):
+        return markdown
+    fields, body = markdown
     title = text_field(fields, "title")
     value = body.strip()
     if not value:

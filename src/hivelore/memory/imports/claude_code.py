@@ -31,9 +31,9 @@ from hivelore.memory.imports.common import (
     Found,
     Place,
     Skip,
-    front_matter,
     instruction_sections,
     origin,
+    read_markdown,
     read_text,
     sections,
     shown,
@@ -121,13 +121,10 @@ def _index_notes(path: Path, place: Place) -> Found:
 
 
 def _topic(path: Path, place: Place) -> ImportRecord | Skip:
-    text = read_text(path)
-    if isinstance(text, Skip):
-        return text
-    try:
-        fields, body = front_matter(text)
-    except ValueError as exc:
-        return Skip(str(path), str(exc))
+    markdown = read_markdown(path)
+    if isinstance(markdown, Skip):
+        return markdown
+    fields, body = markdown
     metadata = fields.get("metadata")
     kind_of = text_field(fields, "type") or (text_field(metadata, "type") if isinstance(metadata, dict) else "")
     if kind_of and kind_of not in TYPES:

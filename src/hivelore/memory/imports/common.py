@@ -154,6 +154,17 @@ def _is_title(index: int, headings: list[tuple[int, int, str]]) -> bool:
     return any(n == index and level == 1 for n, level, _ in headings) and any(lv == 2 for _, lv, _ in headings)
 
 
+def read_markdown(path: Path) -> tuple[dict[str, Any], str] | Skip:
+    """A Markdown file's front matter fields and body, or the skip saying why it cannot be read."""
+    text = read_text(path)
+    if isinstance(text, Skip):
+        return text
+    try:
+        return front_matter(text)
+    except ValueError as exc:
+        return Skip(str(path), str(exc))
+
+
 def text_field(fields: dict[str, Any], name: str) -> str:
     """A front matter field as trimmed text ("" when absent); lists are joined by ', '."""
     value = fields.get(name)
@@ -186,15 +197,11 @@ _LESSON_HEADING_RE = re.compile(
 def instruction_sections(path: Path, source: str, prefix: str, scope: str, place: Place) -> Found:
     """One record per section of an instructions file: a lesson under a heading that warns
     (gotchas, pitfalls, "don't"...), a fact otherwise; keyed `prefix-<heading>`."""
-    text = read_text(path)
-    if isinstance(text, Skip):
-        yield text
+    markdown = read_markdown(path)
+    if isinstance(markdown, Skip):
+        yield markdown
         return
-    try:
-        _, body = front_matter(text)
-    except ValueError as exc:
-        yield Skip(str(path), f"{exc}")
-        return
+    _, body = markdown
     found = [s for s in sections(body) if s.heading or not _BOILERPLATE_RE.match(s.body.strip())]
     for section in found:
         key = prefix if not section.heading else f"{prefix}-{slug(section.heading) or 'section'}"

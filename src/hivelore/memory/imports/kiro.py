@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hivelore.memory.imports.common import Found, Place, Skip, front_matter, origin, read_text, shown, slug, text_field
+from hivelore.memory.imports.common import Found, Place, Skip, origin, read_markdown, shown, slug, text_field
 from hivelore.memory.transfer import ImportRecord
 
 SOURCE = "kiro"
@@ -44,13 +44,10 @@ def read(paths: list[Path], place: Place) -> Found:
 
 
 def _steering(path: Path, scope: str, place: Place) -> ImportRecord | Skip:
-    text = read_text(path)
-    if isinstance(text, Skip):
-        return text
-    try:
-        fields, body = front_matter(text)
-    except ValueError as exc:
-        return Skip(str(path), str(exc))
+    markdown = read_markdown(path)
+    if isinstance(markdown, Skip):
+        return markdown
+    fields, body = markdown
     inclusion = text_field(fields, "inclusion") or "always"
     if inclusion.lower() not in INCLUSIONS:
         return Skip(str(path), f"inclusion '{inclusion}' is not one of Kiro's: always, fileMatch, auto, manual.")
