@@ -122,7 +122,7 @@ def signed_in(request: Request) -> None:
 def mount(app: FastAPI) -> None:
     """The dashboard's pages at /dash, behind the session; the login and logout beside them."""
     app.include_router(_login_router())
-    app.include_router(router(ServerServices(), BASE, guard=[Depends(signed_in)]))
+    app.include_router(router(ServerServices(), BASE, guard=[Depends(signed_in)]), include_in_schema=False)
     app.add_exception_handler(SignInNeeded, _to_login)
 
 
