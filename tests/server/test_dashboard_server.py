@@ -35,8 +35,9 @@ def _write(api: httpx.Client, who: Account, scope: str, key: str, value: str, **
     assert answer.status_code == 200, answer.text
 
 
-@pytest.fixture(scope="module")
-def team(database_url: str, server: Server) -> Team:
+# A module-scoped fixture the browser test imports too (under this name pytest finds it as `team`).
+@pytest.fixture(scope="module", name="team")
+def team_fixture(database_url: str, server: Server) -> Team:
     """An org sharing a repository, with its owner and a viewer; in it a lesson holding <script>, a
     lesson to archive and a staged note; and the owner's personal lesson under another scope."""
     org, repo = unique("dash"), f"repo::{unique('dash')}/shop"
