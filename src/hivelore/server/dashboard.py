@@ -154,7 +154,7 @@ def _login_form(request: Request, code: int, message: str, wanted: str) -> HTMLR
     return render_page(request, "login.html", code=code, message=message, next=_next(wanted), hours=hours)
 
 
-def _login_page(request: Request, next: str = "", ended: bool = False) -> HTMLResponse:  # noqa: A002 -- the query's name
+def _login_page(request: Request, next: str = "", ended: bool = False) -> HTMLResponse:
     return _login_form(request, 200, sessions.ENDED if ended else "", next)
 
 
