@@ -1,7 +1,8 @@
 """What every team store does (team/store.py's `TeamStore`), one suite run over each store.
 
-Today that is `SqliteTeam` (team.db); a remote store and a PostgreSQL store join by one line in
-`STORES`: a function that opens an empty store of that kind in a fresh folder, on the given clock.
+`STORES` holds a function per store that opens an empty one of its kind on the given clock: `SqliteTeam`
+(team.db, in a fresh folder) and the team server's `PostgresTeam` (an organisation of the test's own
+in the run's database).
 The tests speak only through the `TeamStore` methods, in the shop repository's call graph of
 tests/test_team.py (checkout → current_user → validate_token → decode_jwt → b64decode).
 """
@@ -9,6 +10,7 @@ tests/test_team.py (checkout → current_user → validate_token → decode_jwt 
 from __future__ import annotations
 
 import inspect
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,8 +35,25 @@ from hivelore.team.model import NoSuchIntent, file_claim_ids
 from hivelore.team.store import SqliteTeam, TeamStore
 from hivelore.team.testruns import TestRun
 
-STORES: dict[str, Callable[[Path, Clock], TeamStore]] = {
-    "sqlite": lambda folder, clock: SqliteTeam.open(str(folder), clock=clock),
+
+def _postgres(request: pytest.FixtureRequest, folder: Path, clock: Clock) -> TeamStore:
+    """The team server's store, for an organisation (and a user) of this test's own in the run's database."""
+    import psycopg
+
+    from hivelore.server.postgres import accounts
+    from hivelore.server.postgres.team import PostgresTeam
+
+    url, name = request.getfixturevalue("database_url"), f"team-{secrets.token_hex(6)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        user = accounts.add_user(conn, name)
+        accounts.create_org(conn, name, user.id)
+        org_id, _ = accounts.role_in(conn, name, user.id)
+    return PostgresTeam.open(url, org_id, user.id, clock)
+
+
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path, Clock], TeamStore]] = {
+    "sqlite": lambda request, folder, clock: SqliteTeam.open(str(folder), clock=clock),
+    "postgres": _postgres,
 }
 
 
@@ -45,7 +64,7 @@ def clock() -> Clock:
 
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[TeamStore]:
-    with STORES[request.param](tmp_path / "store", clock) as opened:
+    with STORES[request.param](request, tmp_path / "store", clock) as opened:
         yield opened
 
 
