@@ -211,7 +211,7 @@ class RemoteTeam(TeamStore):
 
     def who_knows(self, graph: Graph, repo: str, symbol_id: str, hops: int = 1) -> list[Expert]:
         distance = distances(graph, symbol_id, hops)
-        found = self._get("/involvement", repo=repo, symbol=sorted(distance))["involvement"]
+        found = self._ask("POST", "/involvement", {"repo": repo, "symbols": sorted(distance)})["involvement"]
         return rank_experts(distance, [(i["kind"], i["developer"], i["symbol"]) for i in found])
 
     def why(self, repo: str, symbol_id: str) -> Why:

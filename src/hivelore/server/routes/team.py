@@ -33,7 +33,8 @@ MAX_SYMBOLS = 10_000  # per request
 Time = Annotated[float | None, Field(default=None, allow_inf_nan=False, description="the client's time of the call")]
 AtQuery = Annotated[float | None, Query(allow_inf_nan=False, description="the client's time of the call")]
 Symbols = Annotated[list[str], Field(default_factory=list, max_length=MAX_SYMBOLS)]
-SymbolsQuery = Annotated[list[str], Query(alias="symbol", max_length=MAX_SYMBOLS)]
+MAX_QUERY_SYMBOLS = 100  # a URL is short: more symbols go in a body
+SymbolsQuery = Annotated[list[str], Query(alias="symbol", max_length=MAX_QUERY_SYMBOLS)]
 IdempotencyKey = Annotated[str | None, Header(description="a write retried with the same key is applied once")]
 
 
@@ -120,6 +121,11 @@ class FileClaimsIn(BaseModel):
     repo: str
     replaced: list[FileClaim] = Field(max_length=MAX_SYMBOLS)
     claims: list[ClaimIn] = Field(max_length=MAX_SYMBOLS)
+
+
+class InvolvementIn(BaseModel):
+    repo: str
+    symbols: Symbols
 
 
 class WarningIn(BaseModel):
@@ -361,10 +367,11 @@ def warned(agent: str, session_id: str, key: str, who: Caller, conn: Conn) -> JS
     return JSONResponse({"warned": postgres.warned(conn, who.user_id, agent, session_id, key)})
 
 
-@router.get("/involvement")
-def involvement(repo: str, who: Caller, conn: Conn, symbols: SymbolsQuery) -> JSONResponse:
-    """Every claim, attempt and decision on the symbols, by whom: what who_knows ranks."""
-    found = access.for_repo(conn, who, repo, access.READ, None).involvement(repo, sorted(set(symbols)))
+@router.post("/involvement")
+def involvement(body: InvolvementIn, who: Caller, conn: Conn) -> JSONResponse:
+    """Every claim, attempt and decision on the symbols, by whom: what who_knows ranks (a read, in a
+    body: a symbol's neighbourhood can be longer than a URL)."""
+    found = access.for_repo(conn, who, body.repo, access.READ, None).involvement(body.repo, sorted(set(body.symbols)))
     return JSONResponse({"involvement": [{"kind": k, "developer": d, "symbol": s} for k, d, s in found]})
 
 
