@@ -1,8 +1,8 @@
 """Which organisation's team a request reaches on the team server, and whether the caller may act
 there: the same roles and tokens as memories (server/memories.py).
 
-A repository's team belongs to the organisation that shares its `repo::OWNER/NAME` scope (`PUT
-/v1/orgs/{org}/scopes/repo::acme/shop`), one organisation per repository among the caller's. Viewers
+A repository's team belongs to the organisation that shares its `repo::OWNER/NAME` scope (`hivelore
+org share ORG repo::acme/shop`), one organisation per repository among the caller's. Viewers
 read it, members (and above) write it. A token reads only with `hl_rw_`/`hl_ro_`, writes only with
 `hl_rw_`/`hl_wo_`, and reaches a repository its scope allow-list admits. A task (intent) is reached
 by its id in the organisation that holds it: to anyone else — not a member, or a token that does not
@@ -48,8 +48,8 @@ def for_repo(conn: psycopg.Connection, who: auth.Caller, repo: str, role: str, a
     ).fetchall()
     if not rows:
         raise auth.Forbidden(
-            f"none of your organisations shares {scope}: an admin of the team's organisation binds it"
-            f" with PUT /v1/orgs/ORG/scopes/{scope}"
+            f"none of your organisations shares {scope}: an admin of the team's organisation shares it"
+            f" with `hivelore org share ORG {scope}`"
         )
     if len(rows) > 1:
         names = ", ".join(name for _, name, _ in rows)
