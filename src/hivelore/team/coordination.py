@@ -107,6 +107,21 @@ class Coordination:
                 )
         return self._shared
 
+    def shared_state(self) -> dict[str, object] | str:
+        """What `doctor` says of the team's claims this machine's pre-edit checks read: the replica's
+        file, how many claims of this repository it holds and how old they are."""
+        shared = self.shared
+        if shared is None:
+            return "none: local mode, or no organisation of yours shares this repository"
+        claims, synced = shared.claims.read(self.repo)
+        return {
+            "repo": self.repo,
+            "replica": shared.claims.path,
+            "claims": len(claims),
+            "synced_seconds_ago": round(time.time() - synced, 1) if synced is not None else None,
+            "kept_by": "the resident hook server (hivelore hook-server status), every fraction of a second",
+        }
+
     def _share(self, agent: str, session_id: str, kind: str, **fields: object) -> None:
         """Queue a change of the session's task for the team server (remote mode only)."""
         shared = self.shared
