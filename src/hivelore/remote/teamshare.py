@@ -11,8 +11,9 @@ change replayed after a lost answer is applied once, and a claim queued while th
 happened when it was made.
 
 The replica is one JSON file beside the mirror (`HIVELORE_HOME/remote/<server>.claims.json`): per
-repository the server's active claims (`GET /v1/team/claims`) and when the server answered. The
-repositories are those the mirror says an organisation of the user shares (`repo::OWNER/NAME`).
+repository the server's active claims (`GET /v1/team/claims`); its modification time is when the
+server answered. The repositories are those the mirror says an organisation of the user shares
+(`repo::OWNER/NAME`).
 
 Standard library only: the hook path imports it.
 """
@@ -20,6 +21,7 @@ Standard library only: the hook path imports it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,7 +144,9 @@ def shared_repos(shared: dict[str, list[str]]) -> list[str]:
 
 
 class ClaimsReplica:
-    """The file of the team's active claims per repository, as the server last answered."""
+    """The file of the team's active claims per repository, as the server last answered; the file's
+    modification time is when it answered. An answer that changed nothing only touches the file: the
+    hook server asks twice a second, and a claim is rarer than that."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -151,37 +155,34 @@ class ClaimsReplica:
     def beside(cls, mirror_path: str) -> ClaimsReplica:
         return cls(mirror_path.removesuffix(".db") + ".claims.json")
 
-    def _load(self) -> dict[str, dict]:
+    def _load(self) -> tuple[bytes, float | None]:
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
-            return {}  # none yet, or unreadable: the next refresh writes it whole
-        return data if isinstance(data, dict) else {}
+            with open(self.path, "rb") as handle:
+                return handle.read(), os.fstat(handle.fileno()).st_mtime
+        except OSError:
+            return b"", None  # none yet: the hook server has not answered
 
     def read(self, repo: str) -> tuple[Claims, float | None]:
         """The repository's active claims and when the server answered them (None: never)."""
-        entry = self._load().get(repo)
-        if not isinstance(entry, dict):
+        data, synced = self._load()
+        try:
+            found = json.loads(data).get(repo) if data else None
+        except ValueError:
+            return [], None  # unreadable: the next refresh writes it whole
+        if not isinstance(found, list):
             return [], None
-        claims = [(str(c["symbol"]), wire.intent(c["intent"]), str(c["developer"])) for c in entry["claims"]]
-        return claims, float(entry["synced"])
-
-    def oldest(self) -> float | None:
-        """When the least recently answered repository was answered (None: none ever was)."""
-        times = [float(e["synced"]) for e in self._load().values() if isinstance(e, dict)]
-        return min(times) if times else None
+        return [(str(c["symbol"]), wire.intent(c["intent"]), str(c["developer"])) for c in found], synced
 
     def write(self, answers: dict[str, Claims], synced: float) -> None:
-        """The repositories' claims as the server answered them now; the others are dropped."""
+        """The repositories' claims as the server answered them at `synced`; the others are dropped."""
         data = {
-            repo: {
-                "synced": synced,
-                "claims": [{"symbol": s, "intent": wire.encode(i), "developer": d} for s, i, d in claims],
-            }
+            repo: [{"symbol": s, "intent": wire.encode(i), "developer": d} for s, i, d in claims]
             for repo, claims in answers.items()
         }
-        atomicfile.replace(self.path, json.dumps(data, ensure_ascii=False).encode(), permissions=FILE_MODE)
+        encoded = json.dumps(data, ensure_ascii=False, sort_keys=True).encode()
+        if self._load()[0] != encoded:
+            atomicfile.replace(self.path, encoded, permissions=FILE_MODE)
+        os.utime(self.path, (synced, synced))
 
 
 def refresh_claims(client: Client, replica: ClaimsReplica, repos: Sequence[str]) -> list[str]:
