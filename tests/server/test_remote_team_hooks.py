@@ -148,3 +148,16 @@ def test_a_claim_made_by_one_machines_edit_hook_warns_the_other_machines_pre_edi
     warning = b.edit("b-2", "shop/orders.py", CHECKOUT)
     assert "validate_token is being changed by dev-a" in warning
     assert "(as of 1" in warning and "s ago)" in warning
+
+    # The commands read and write the server's team: dev-a hands the task off, dev-b resumes it.
+    listed = b.cli("task", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert card["intent"]["id"] in [t["id"] for t in json.loads(listed.stdout)]
+    task = str(card["intent"]["id"])
+    assert a.cli("task", "handoff", task, "tokens validate; refresh next").returncode == 0
+    resumed = b.cli("task", "resume", task, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    taken = json.loads(resumed.stdout)
+    assert taken["claims"] == ["shop/tokens.py::validate_token"]
+    assert [n["text"] for n in taken["notes"]] == ["tokens validate; refresh next"]
+    assert taken["task"]["owner"] == "dev-b"

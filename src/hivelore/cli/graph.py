@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
-from hivelore.memory.service import Hivelore
+from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.team.coordination import Coordination
 from hivelore.team.model import Conflict, TeamUnavailable
 
@@ -27,8 +27,11 @@ Symbol = Annotated[str, typer.Argument(help="A symbol: its id (shop/orders.py::c
 
 @contextlib.contextmanager
 def coordination() -> Iterator[Coordination]:
-    with reported_errors(), Coordination.for_service(Hivelore.open()) as found:
-        yield found
+    # The command's network budget: in remote mode tasks, handoffs, `who-knows` and `why` are the server's.
+    with reported_errors():
+        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
+        with Coordination.for_service(service) as found:
+            yield found
 
 
 @graph_app.command("index")

@@ -67,6 +67,7 @@ class Coordination:
         self._team: TeamStore | None = None
         self._shared: SharedTeam | None = None
         self._shared_looked = False
+        self._server_team: TeamStore | None = None
 
     @classmethod
     def for_service(cls, service: Hivelore, env: Mapping[str, str] | None = None) -> Coordination:
@@ -106,6 +107,21 @@ class Coordination:
                     remote.replica.outbox, mirror.path, mirror.shared, mirror.synced, self.repo
                 )
         return self._shared
+
+    @property
+    def tasks(self) -> TeamStore:
+        """Where the commands (CLI, MCP) read and write tasks, handoffs, decisions, `who_knows` and
+        `why`: in remote mode, for a repository an organisation shares, the team server's team (one
+        request a call, within the command's network budget), so that a task of another machine can
+        be seen, handed off and resumed; else team.db. A hook (no network budget) never comes here."""
+        remote = self.memory.remote if self.memory.network_budget_s > 0 and self.shared is not None else None
+        if remote is None:
+            return self.team
+        if self._server_team is None:
+            from hivelore.remote.team import RemoteTeam
+
+            self._server_team = RemoteTeam(remote.replica.client)
+        return self._server_team
 
     def shared_state(self) -> dict[str, object] | str:
         """What `doctor` says of the team's claims this machine's pre-edit checks read: the replica's
@@ -221,11 +237,11 @@ class Coordination:
 
     def who_knows(self, symbol_id: str) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
-        return self.team.who_knows(self.graph, self.repo, symbol_id)
+        return self.tasks.who_knows(self.graph, self.repo, symbol_id)
 
     def why(self, symbol_id: str) -> Why:
         """The symbol's current decision, the ones it superseded, the attempts on it and the people."""
-        return self.team.why(self.repo, symbol_id)
+        return self.tasks.why(self.repo, symbol_id)
 
     def code_history(self, files: Sequence[str], names: Sequence[str]) -> CodeHistory:
         """The history of the files' symbols (paths absolute, or relative to the repository root)
@@ -262,43 +278,44 @@ class Coordination:
 
     def task_board(self) -> list[Card]:
         """The repository's tasks: active, handed off, then done; latest first."""
-        return self.team.task_board(self.repo)
+        return self.tasks.task_board(self.repo)
 
     def task(self, task_id: int) -> TaskView:
         """One task as the board shows it, read only (unlike `resume`, which takes it over)."""
-        claims = self.team.claims(task_id)
+        team = self.tasks
+        claims = team.claims(task_id)
         decisions: dict[int, Decision] = {}
         for claim in claims:
-            for decision in self.team.decisions(self.repo, claim.symbol, include_superseded=True):
+            for decision in team.decisions(self.repo, claim.symbol, include_superseded=True):
                 decisions[decision.id] = decision
         ordered = sorted(decisions.values(), key=lambda d: (-d.ts, -d.id))
         return TaskView(
-            self.team.intent(task_id),
+            team.intent(task_id),
             claims,
-            self.team.attempts(task_id),
-            self.team.notes(task_id),
+            team.attempts(task_id),
+            team.notes(task_id),
             [d for d in ordered if d.active],
             [d for d in ordered if not d.active],
         )
 
     def create_task(self, title: str) -> Intent:
         """A task started explicitly, owned by this developer."""
-        return self.team.create_intent(self.developer, self.repo, title)
+        return self.tasks.create_intent(self.developer, self.repo, title)
 
     def done(self, task_id: int) -> Intent:
-        return self.team.done(task_id)
+        return self.tasks.done(task_id)
 
     def handoff(self, task_id: int, note: str) -> Note:
-        return self.team.handoff(task_id, note, self.developer)
+        return self.tasks.handoff(task_id, note, self.developer)
 
     def resume(self, task_id: int) -> Resume:
         """Take the task over: its claims, failed attempts, active decisions and notes."""
-        return self.team.resume(task_id, self.developer)
+        return self.tasks.resume(task_id, self.developer)
 
     def decide(self, text: str, symbol_ids: Sequence[str], task_id: int | None = None) -> Decision:
         """A decision about code, by this developer (in a task, if given); it supersedes the
         decisions current on those symbols."""
-        return self.team.decide(text, symbol_ids, intent_id=task_id, developer=self.developer, repo=self.repo)
+        return self.tasks.decide(text, symbol_ids, intent_id=task_id, developer=self.developer, repo=self.repo)
 
     # -- the session's task ---------------------------------------------------------------------
 
