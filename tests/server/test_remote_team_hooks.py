@@ -20,8 +20,10 @@ import pytest
 from conftest import Account, Server, unique
 from harness import SHOP_FILES, make_shop
 
+from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.mirror import path_for
-from hivelore.remote.teamshare import ClaimsReplica
+from hivelore.remote.team import RemoteTeam
+from hivelore.remote.teamshare import ClaimsReplica, refresh_claims
 from hivelore.server.postgres import accounts
 from hivelore.team.coordination import REPLICA_STALE_S
 
@@ -161,3 +163,23 @@ def test_a_claim_made_by_one_machines_edit_hook_warns_the_other_machines_pre_edi
     assert taken["claims"] == ["shop/tokens.py::validate_token"]
     assert [n["text"] for n in taken["notes"]] == ["tokens validate; refresh next"]
     assert taken["task"]["owner"] == "dev-b"
+
+
+def test_the_replica_keeps_the_claims_of_the_shared_repositories_and_says_which_one_is_refused(
+    server: Server, team: tuple[Account, Account], tmp_path: Path
+) -> None:
+    owner = team[0]
+    client = Client(Endpoint(server.url), owner.token)
+    try:
+        remote = RemoteTeam(client)
+        task = remote.intent_for_session("codex", "a-9", "dev-a", "acme/shop", "rotate keys")
+        remote.claim(task.id, ["shop/keys.py::rotate"])
+        replica = ClaimsReplica(str(tmp_path / "claims.json"))
+        problems = refresh_claims(client, replica, ["acme/shop", "nobody/else"])
+    finally:
+        client.close()
+    assert len(problems) == 1 and "nobody/else" in problems[0] and "org share" in problems[0]
+    claims, synced = replica.read("acme/shop")
+    assert [(symbol, intent.id, who) for symbol, intent, who in claims] == [("shop/keys.py::rotate", task.id, "dev-a")]
+    assert synced is not None and time.time() - synced < SEEN_WAIT_S
+    assert replica.read("nobody/else") == ([], None)

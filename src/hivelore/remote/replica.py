@@ -166,10 +166,10 @@ class Replica:
 
 
 def refresh_mirrors(
-    home: str, budget_s: float, clients: dict[str, Client] | None = None, memories: bool = True
+    home: str, budget_s: float, clients: dict[str, Client] | None = None, memories: bool = True, claims: bool = True
 ) -> list[str]:
-    """Flush the outbox, sync the mirror (unless not `memories`) and refresh the replica of the
-    team's claims (remote/teamshare.py) of every team server this home follows (the hook server's
+    """Flush the outbox, sync the mirror (if `memories`) and refresh the replica of the team's claims
+    (if `claims`, remote/teamshare.py) of every team server this home follows (the hook server's
     background work), with the token `hivelore remote login` kept for it; what went wrong, one
     sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses the
     client (and its connection) the last one left there."""
@@ -196,22 +196,24 @@ def refresh_mirrors(
                 kept.close()
             clients[url], replica.owns_client = replica.client, False
         try:
-            problems += _refresh(replica, memories)
+            problems += _refresh(replica, memories, claims)
         finally:
             replica.close()
     return problems
 
 
-def _refresh(replica: Replica, memories: bool) -> list[str]:
+def _refresh(replica: Replica, memories: bool, claims: bool) -> list[str]:
     try:
         flushed = replica.flush()
         if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
             return [*flushed.rejected, flushed.held]
         if memories:
             replica.sync()
-        claims = teamshare.ClaimsReplica.beside(replica.mirror.path)
+        if not claims:
+            return flushed.rejected
+        kept = teamshare.ClaimsReplica.beside(replica.mirror.path)
         return flushed.rejected + teamshare.refresh_claims(
-            replica.client, claims, teamshare.shared_repos(replica.mirror.shared)
+            replica.client, kept, teamshare.shared_repos(replica.mirror.shared)
         )
     except errors.HiveloreError as exc:
         return [exc.sentence()]

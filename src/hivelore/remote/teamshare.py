@@ -186,24 +186,33 @@ class ClaimsReplica:
 
 
 def refresh_claims(client: Client, replica: ClaimsReplica, repos: Sequence[str]) -> list[str]:
-    """Ask the server for the active claims of each repository and keep them; what went wrong, one
-    sentence each (a repository the server refuses keeps no claims: they are not the user's to see)."""
+    """Ask the server for the active claims of the repositories, in one request, and keep them; what
+    went wrong, one sentence each. When the server refuses the request, each repository is asked on
+    its own, and one it refuses keeps no claims (they are not the user's to see)."""
     from hivelore.remote.team import RemoteTeam
 
-    team, answers, problems = RemoteTeam(client), {}, []
+    if not repos:
+        replica.write({}, time.time())
+        return []
+    team = RemoteTeam(client)
+    answers: dict[str, Claims] = {repo: [] for repo in repos}
+    try:
+        for symbol, intent, developer in team.active_claims_of(repos):
+            answers.setdefault(intent.repo, []).append((symbol, intent, developer))
+        replica.write(answers, time.time())
+        return []
+    except errors.Unavailable:
+        raise
+    except (errors.HiveloreError, ValueError):
+        pass  # one repository the server refuses: find which, keep the others
+    problems = []
     for repo in repos:
         try:
             answers[repo] = team.active_claims(repo)
         except errors.Unavailable:
             raise
-        except errors.HiveloreError as exc:
-            problems.append(f"the team's claims in {repo}: {exc.sentence()}")
-        except ValueError as exc:
+        except (errors.HiveloreError, ValueError) as exc:
+            del answers[repo]
             problems.append(f"the team's claims in {repo}: {exc}")
-    if answers or not repos:
-        replica.write(answers, time.time())
+    replica.write(answers, time.time())
     return problems
-
-
-def age_s(synced: float | None) -> float | None:
-    return None if synced is None else max(0.0, time.time() - synced)

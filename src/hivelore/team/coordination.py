@@ -135,8 +135,15 @@ class Coordination:
             "replica": shared.claims.path,
             "claims": len(claims),
             "synced_seconds_ago": round(time.time() - synced, 1) if synced is not None else None,
-            "kept_by": "the resident hook server (hivelore hook-server status), every fraction of a second",
+            "kept_by": "the resident hook server (hivelore hook-server status), every second",
         }
+
+    def _others_claims(self, shared: SharedTeam) -> tuple[list[tuple[str, Intent, str]], float | None]:
+        """Other developers' claims on the team server and as of when: asked now by a command (which
+        has a network budget), as the replica last had them for a hook (which never waits)."""
+        if self.memory.network_budget_s > 0:
+            return self.tasks.active_claims(self.repo, other_than=self.developer), time.time()
+        return shared.others_claims(self.developer)
 
     def _share(self, agent: str, session_id: str, kind: str, **fields: object) -> None:
         """Queue a change of the session's task for the team server (remote mode only)."""
@@ -224,7 +231,7 @@ class Coordination:
         claims = self.team.active_claims(self.repo, other_than=self.developer)
         shared, as_of, remote = self.shared, "", set()
         if shared is not None:
-            theirs, synced = shared.others_claims(self.developer)
+            theirs, synced = self._others_claims(shared)
             here = {(symbol, owner) for symbol, _intent, owner in claims}
             theirs = [c for c in theirs if (c[0], c[2]) not in here]  # shared from this machine: shown once
             remote = {id(intent) for _symbol, intent, _owner in theirs}
@@ -264,7 +271,7 @@ class Coordination:
         (by the conflict check's rule: active tasks, not idle)."""
         claimed: dict[str, list[Intent]] = {}
         shared = self.shared
-        theirs = shared.others_claims(self.developer)[0] if shared is not None else []
+        theirs = self._others_claims(shared)[0] if shared is not None else []
         for symbol, intent, _owner in [*self.team.active_claims(self.repo, other_than=self.developer), *theirs]:
             claimed.setdefault(symbol, []).append(intent)
         found = []
