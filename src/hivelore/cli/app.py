@@ -16,12 +16,13 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import agents, fast
 from hivelore.cli.dashboard import dashboard
-from hivelore.cli.graph import graph_app, task_app
+from hivelore.cli.graph import graph_app
 from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
 from hivelore.cli.remote import exported, org_app, remote_app, token_app
 from hivelore.cli.serve import serve
+from hivelore.cli.tasks import task_app
 from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
