@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
-from hivelore.dashboard import csrf, views
+from hivelore.dashboard import codemap, csrf, views
 from hivelore.errors import HiveloreError, NotFound
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
 from hivelore.memory.service import Hivelore
@@ -26,7 +26,8 @@ from hivelore.team.coordination import Coordination
 from hivelore.team.model import STATUSES
 
 ACTIONS = ("archive", "restore", "forget")
-STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript", "codemap.js": "text/javascript",
+          "vendor/cytoscape.min.js": "text/javascript", "vendor/cytoscape.LICENSE": "text/plain"}  # fmt: skip
 MAX_FORM_BYTES = 16_384  # an action's form is an address and a token
 
 
@@ -59,7 +60,8 @@ def router(services: Services, base: str = "") -> APIRouter:
     routes.add_api_route("/memory/{action}", _act(services), methods=["POST"])
     routes.add_api_route("/tasks", _tasks(services), methods=["GET"], response_class=HTMLResponse)
     routes.add_api_route("/tasks/{task_id}", _task(services), methods=["GET"], response_class=HTMLResponse)
-    routes.add_api_route("/static/{name}", _static, methods=["GET"], include_in_schema=False)
+    routes.include_router(codemap.router(services, _page))
+    routes.add_api_route("/static/{name:path}", _static, methods=["GET"], include_in_schema=False)
     return routes
 
 
