@@ -1,6 +1,6 @@
 """A real `hivelore dashboard` over the shop of tests/test_team.py written as code: place_order calls
 checkout and send_receipt; checkout calls current_user and total; current_user → validate_token →
-decode_jwt → b64decode. Indexed by the real CLI; dev-a's agent edits validate_token (its task's title
+decode_jwt → b64decode; ping stands alone. Indexed by the real CLI; dev-a's agent edits validate_token (its task's title
 carries `<script>`), dev-b's agent edits checkout (two call hops above it: a conflict)."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ SHOP = {
         "def checkout(request, items):\n    current_user(request)\n    return Cart().total(items)\n"
     ),
     "shop/emails.py": "def send_receipt(order):\n    return str(order)\n",
+    "shop/health.py": "def ping():\n    return 'pong'\n",  # calls nothing, called by nothing
     "shop/api.py": (
         "from shop.emails import send_receipt\nfrom shop.orders import checkout\n\n\n"
         "def place_order(request, items):\n    order = checkout(request, items)\n    send_receipt(order)\n"
@@ -49,7 +50,9 @@ class ShopMap:
 def _edit(home: Path, repo: Path, developer: str, session: str, prompt: str, path: str, old: str) -> None:
     claude_hook_as(home, repo, developer, "UserPromptSubmit", {"session_id": session, "prompt": prompt})
     edit = {"file_path": str(repo / path), "old_string": old, "new_string": f"{old}  # changed"}
-    claude_hook_as(home, repo, developer, "PreToolUse", {"session_id": session, "tool_name": "Edit", "tool_input": edit})
+    claude_hook_as(
+        home, repo, developer, "PreToolUse", {"session_id": session, "tool_name": "Edit", "tool_input": edit}
+    )
 
 
 @pytest.fixture(scope="module", name="shop_map")
