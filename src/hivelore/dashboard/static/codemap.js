@@ -9,6 +9,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const status = document.getElementById("map-status");
   const answer = document.getElementById("answer");
   const hot = new Map(); // symbol id -> rank (1 = highest PageRank)
+  const HOT_ON_MAP = 5; // the list shows 20; the map marks the first few, or on a small graph everything glows
   let raw = []; // {source, target, calls}: each call once, at the finest grain fetched; drawn at the visible ends
   let overlay = []; // [a, b] pairs of the highlighted path, drawn even when no fetched call joins them
 
@@ -96,7 +97,8 @@ document.addEventListener("DOMContentLoaded", () => {
 
   function markHot() {
     cy.nodes().removeClass("hot");
-    for (const id of hot.keys()) {
+    for (const [id, rank] of hot) {
+      if (rank > HOT_ON_MAP) continue;
       const node = visible(id);
       if (node) cy.getElementById(node).addClass("hot");
     }
@@ -296,6 +298,7 @@ document.addEventListener("DOMContentLoaded", () => {
   raw = data.root.bundles;
   redrawEdges();
   layout();
+  window.codemap = cy; // for the browser's console, and the browser test that clicks its nodes
   holder.dataset.ready = "true";
   performance.mark("codemap-drawn");
   loadHotspots().catch((error) => {
