@@ -71,16 +71,18 @@ class FileMap:
     calls: list  # [Call] with at least one end in the file, most confident first
 
 
-def folder(graph: Graph, path: str) -> Folder:
-    """The children of the folder at `path` ("" for the root) and the call bundles between them and
-    the rest of the repository; a folder whose only child is a folder is opened through to it."""
+def folder(graph: Graph, path: str, bundles: bool = True) -> Folder:
+    """The children of the folder at `path` ("" for the root) and (unless `bundles` is False: they
+    cost a walk over every call touching the folder) the call bundles between them and the rest of
+    the repository; a folder whose only child is a folder is opened through to it."""
     path = path.strip("/")
     counts = _symbols_per_file(graph, path)
     children = _children(path, counts)
     while len(children) == 1 and children[0].kind == "folder":
         path = children[0].path
         children = _children(path, counts)
-    return Folder(path, children, _bundles(graph, path, [c.path for c in children if c.kind == "folder"]))
+    subfolders = [c.path for c in children if c.kind == "folder"]
+    return Folder(path, children, _bundles(graph, path, subfolders) if bundles else [])
 
 
 def file(graph: Graph, path: str) -> FileMap:

@@ -318,9 +318,9 @@ class Graph:
         best = min(shared, key=lambda caller: (len(to_a[caller]) + len(to_b[caller]), caller))
         return to_a[best], to_b[best]
 
-    def folder(self, path: str = "") -> filemap.Folder:
+    def folder(self, path: str = "", bundles: bool = True) -> filemap.Folder:
         """A folder's children with their symbol counts and the call bundles between them (filemap.py)."""
-        return filemap.folder(self, path)
+        return filemap.folder(self, path, bundles)
 
     def file_map(self, path: str) -> filemap.FileMap:
         """One file's present symbols and every call in or out of them (filemap.py)."""

@@ -243,7 +243,7 @@ def _overview(codemap: CodeMap) -> dict[str, object]:
     for claim in claims:
         counts[claim.developer] = counts.get(claim.developer, 0) + 1
     conflicts = [conflict_json(c) for c in codemap.conflicts()]
-    root = folder_json(codemap.folder(""))
+    root = folder_json(codemap.folder("", bundles=False))  # the script fetches the calls after the first paint
     legend = [{"developer": dev, "colour": colour(dev), "claims": n} for dev, n in sorted(counts.items())]
     return {"legend": legend, "conflicts": conflicts, "root": root, "data": {"root": root, "conflicts": conflicts}}
 

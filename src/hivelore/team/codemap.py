@@ -90,9 +90,10 @@ class CodeMap:
             for symbol, intent, owner in self.team.active_claims(self.repo)
         ]
 
-    def folder(self, path: str = "") -> MapFolder:
-        """A folder's children and call bundles, and how many claims each developer has under each child."""
-        found = self.graph.folder(path)
+    def folder(self, path: str = "", bundles: bool = True) -> MapFolder:
+        """A folder's children and (with `bundles`) their call bundles, and how many claims each
+        developer has under each child."""
+        found = self.graph.folder(path, bundles)
         counts: dict[str, dict[str, int]] = {}
         for claim in self.claims():
             child = _holder(found.children, claim.file)

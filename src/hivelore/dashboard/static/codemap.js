@@ -1,7 +1,7 @@
 // The code map: folders first, opened on demand from /codemap/*.json, drawn with the vendored Cytoscape.js.
 // Node ids: "d:" + folder, "f:" + file, "s:" + symbol id. Every text goes in as textContent or a canvas label.
 "use strict";
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   const holder = document.getElementById("map");
   if (!holder || typeof cytoscape === "undefined") return;
   const base = document.querySelector("script[data-base]").dataset.base;
@@ -294,11 +294,19 @@ document.addEventListener("DOMContentLoaded", () => {
     markHot();
   }
 
+  // The page carries the top folders without their calls (counting them walks every call): drawn first,
+  // then joined by the bundles of folder.json.
   addFolder(undefined, data.root);
-  raw = data.root.bundles;
-  redrawEdges();
   layout();
+  performance.mark("codemap-nodes");
   window.codemap = cy; // for the browser's console, and the browser test that clicks its nodes
+  try {
+    raw = (await fetchJson("folder.json", { path: data.root.path })).bundles;
+    redrawEdges();
+    layout();
+  } catch (error) {
+    say(error.message);
+  }
   holder.dataset.ready = "true";
   performance.mark("codemap-drawn");
   loadHotspots().catch((error) => {
