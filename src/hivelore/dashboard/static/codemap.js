@@ -122,9 +122,12 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   async function openFolder(node) {
     if (node.data("open")) return;
+    node.data("open", true); // before the fetch: a second click while it runs must not add the children twice
     say(`opening ${node.data("path")}/ …`);
-    const folder = await fetchJson("folder.json", { path: node.data("path") });
-    node.data("open", true);
+    const folder = await fetchJson("folder.json", { path: node.data("path") }).catch((error) => {
+      node.data("open", false);
+      throw error;
+    });
     // The folder's bundles hold every call in or out of it, finer than the ones drawn so far: they replace them.
     raw = raw.filter((e) => !touches(e, node.data("path"), "/"));
     addFolder(node.id(), folder);
@@ -138,10 +141,13 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   async function openFile(node) {
     if (node.data("open")) return;
+    node.data("open", true);
     const path = node.data("path");
     say(`opening ${path} …`);
-    const file = await fetchJson("file.json", { path });
-    node.data("open", true);
+    const file = await fetchJson("file.json", { path }).catch((error) => {
+      node.data("open", false);
+      throw error;
+    });
     const ids = new Set(file.symbols.map((s) => s.id));
     cy.add(file.symbols.map((s) => ({
       group: "nodes",
@@ -312,7 +318,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   loadHotspots().catch((error) => {
     document.getElementById("hotspots").replaceChildren(Object.assign(document.createElement("li"),
       { className: "problem", textContent: error.message }));
-  });
+  }).finally(() => performance.mark("codemap-hotspots"));
   // A page asked with ?symbol= or ?a=&b= (the forms without JavaScript) is drawn on the map too.
   const asked = new URLSearchParams(window.location.search);
   if (asked.get("symbol")) showBlast(asked.get("symbol"), Number(asked.get("hops") || 3)).catch(failed);
