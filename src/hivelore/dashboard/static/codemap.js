@@ -91,8 +91,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   }
 
   function layout() {
-    cy.layout({ name: "cose", animate: false, randomize: false, fit: true, padding: 20, nodeDimensionsIncludeLabels: true,
-      idealEdgeLength: () => 60, nodeRepulsion: () => 9000, numIter: 400 }).run();
+    // Started afresh each time: grown from the last positions, opened folders and files overlap their neighbours.
+    cy.layout({ name: "cose", animate: false, randomize: true, fit: true, padding: 20, nodeDimensionsIncludeLabels: true,
+      idealEdgeLength: () => 60, nodeRepulsion: () => 12000, nodeOverlap: 20, componentSpacing: 60, numIter: 1000 }).run();
   }
 
   function markHot() {
