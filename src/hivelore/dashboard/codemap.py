@@ -27,14 +27,14 @@ HOTSPOTS = 20
 MAX_HOTSPOTS = 100
 NOT_INDEXED = "the code graph of {repo} is not built yet: run `hivelore graph index` in the repository, then reload."
 
-Page = Callable[..., HTMLResponse]  # routes._page: a rendered template with the CSRF cookie
+Page = Callable[..., HTMLResponse]  # routes.render_page: a rendered template with the CSRF cookie
 Json = dict[str, object]
 
 
 class Teams(Protocol):
     """What the map needs of a composition (routes.Services has it)."""
 
-    def coordination(self) -> AbstractContextManager[Coordination]: ...
+    def coordination(self, request: Request) -> AbstractContextManager[Coordination]: ...
 
 
 class NotIndexed(HiveloreError):
@@ -60,10 +60,10 @@ def router(services: Teams, page: Page) -> APIRouter:
     return routes
 
 
-def _answer(services: Teams, work: Callable[[Coordination, CodeMap], Json]) -> JSONResponse:
+def _answer(request: Request, services: Teams, work: Callable[[Coordination, CodeMap], Json]) -> JSONResponse:
     """`work`'s answer as JSON, or {"error": one sentence} with its status."""
     try:
-        with services.coordination() as team:
+        with services.coordination(request) as team:
             codemap = team.code_map()
             if not codemap.indexed():
                 raise NotIndexed(NOT_INDEXED.format(repo=team.repo))
@@ -87,8 +87,8 @@ def _hops(hops: int) -> int:
 
 
 def _folder(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(path: str = "") -> JSONResponse:
-        return _answer(services, lambda _team, codemap: folder_json(_known_folder(codemap, path)))
+    def answer(request: Request, path: str = "") -> JSONResponse:
+        return _answer(request, services, lambda _team, codemap: folder_json(_known_folder(codemap, path)))
 
     return answer
 
@@ -101,44 +101,44 @@ def _known_folder(codemap: CodeMap, path: str) -> MapFolder:
 
 
 def _file(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(path: str) -> JSONResponse:
+    def answer(request: Request, path: str) -> JSONResponse:
         def work(_team: Coordination, codemap: CodeMap) -> Json:
             found = codemap.file(path)
             if not found.symbols:
                 raise NotFound(f"no symbols in {path} in the graph: pick a file from the map.")
             return file_json(found)
 
-        return _answer(services, work)
+        return _answer(request, services, work)
 
     return answer
 
 
 def _blast(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(symbol: str, hops: int = HOPS) -> JSONResponse:
+    def answer(request: Request, symbol: str, hops: int = HOPS) -> JSONResponse:
         def work(team: Coordination, codemap: CodeMap) -> Json:
             return blast_json(codemap.blast_radius(team.symbol(symbol), _hops(hops)))
 
-        return _answer(services, work)
+        return _answer(request, services, work)
 
     return answer
 
 
 def _path(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(a: str, b: str) -> JSONResponse:
-        return _answer(services, lambda team, codemap: path_json(codemap.path(team.symbol(a), team.symbol(b))))
+    def answer(request: Request, a: str, b: str) -> JSONResponse:
+        return _answer(request, services, lambda team, codemap: path_json(codemap.path(team.symbol(a), team.symbol(b))))
 
     return answer
 
 
 def _hotspots(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(limit: int = HOTSPOTS) -> JSONResponse:
+    def answer(request: Request, limit: int = HOTSPOTS) -> JSONResponse:
         def work(_team: Coordination, codemap: CodeMap) -> Json:
             if not 1 <= limit <= MAX_HOTSPOTS:
                 raise BadInput(f"limit must be between 1 and {MAX_HOTSPOTS}, not {limit}.")
             ranked = codemap.hotspots(limit)
             return {"hotspots": [{"id": i, "pagerank": rank, "betweenness": b} for i, rank, b in ranked]}
 
-        return _answer(services, work)
+        return _answer(request, services, work)
 
     return answer
 
@@ -223,7 +223,7 @@ def _page(services: Teams, page: Page) -> Callable[..., HTMLResponse]:
     def show(request: Request, symbol: str = "", a: str = "", b: str = "", hops: int = HOPS) -> HTMLResponse:
         values: dict[str, object] = {"active": "codemap", "symbol": symbol, "a": a, "b": b, "hops": hops}
         try:
-            with services.coordination() as team:
+            with services.coordination(request) as team:
                 values["repo"] = team.repo
                 codemap = team.code_map()
                 if not codemap.indexed():

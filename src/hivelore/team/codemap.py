@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from hivelore.codegraph import Graph
     from hivelore.codegraph.filemap import Entry
-    from hivelore.team.store import TeamStore
+    from hivelore.team.contract import TeamStore
 
 PATH_HOPS = 12  # as Graph.shortest_path
 COMMON_CALLER_HOPS = 6  # a caller further than this from either symbol says little about both
