@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from hivelore.codegraph import queries
+from hivelore.codegraph import filemap, queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
 from hivelore.home import private_file, private_folder
@@ -306,6 +306,25 @@ class Graph:
         path = queries.path_to(found, goal)
         ids = self._ids(path)
         return [ids[k] for k in path]
+
+    def common_caller(self, a: str, b: str, max_hops: int = 6) -> tuple[list[str], list[str]] | None:
+        """The nearest symbol that reaches both `a` and `b` by calls (fewest hops to both, then by id),
+        as its two call chains `[caller, …, a]` and `[caller, …, b]`; None when none does within
+        `max_hops` of each."""
+        to_a, to_b = self.within(a, max_hops, "callers"), self.within(b, max_hops, "callers")
+        shared = to_a.keys() & to_b.keys()
+        if not shared:
+            return None
+        best = min(shared, key=lambda caller: (len(to_a[caller]) + len(to_b[caller]), caller))
+        return to_a[best], to_b[best]
+
+    def folder(self, path: str = "", bundles: bool = True) -> filemap.Folder:
+        """A folder's children with their symbol counts and the call bundles between them (filemap.py)."""
+        return filemap.folder(self, path, bundles)
+
+    def file_map(self, path: str) -> filemap.FileMap:
+        """One file's present symbols and every call in or out of them (filemap.py)."""
+        return filemap.file(self, self.relative(path))
 
     def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
         """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first."""
