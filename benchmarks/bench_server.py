@@ -15,8 +15,9 @@ keep-alive httpx.Client and token) run for a fixed time:
     writes   writes only, to report writes/s
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
-the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else used, and the issue's targets beside the figures (search p99
-< 50 ms at 50 concurrent clients; >= 500 writes/s). Targets are printed, never asserted.
+the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else
+used, and the issue's targets beside the figures (search p99 < 50 ms at 50 concurrent clients;
+>= 500 writes/s). Targets are printed, never asserted.
 
 Last (`hooks`), the client's side: bench_remote_hooks.measure times real hooks in remote mode with a
 team server up, slow (+200 ms an answer) and down, against bare Python, and its table is printed.
