@@ -68,7 +68,30 @@ def identify(conn: psycopg.Connection, header: str | None, limit: int) -> Caller
         raise Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
     token_id, kind, scopes, revoked, expires, user_id, user, now, count, retry_after = row
     check_live(revoked, expires, now)
-    if count > limit:
-        retry = max(1, int(retry_after))
-        raise RateLimited(f"this token made more than {limit} requests this minute: try again in {retry} s", retry)
+    _refuse_past(limit, int(count), int(retry_after))
     return Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
+
+
+def count_request(conn: psycopg.Connection, token_id: int, limit: int) -> None:
+    """Count one request of a token already known (a dashboard session's) in the current minute;
+    refuse it past `limit`. One statement, as in `identify`."""
+    row = conn.execute(
+        """
+        WITH gone AS (
+            DELETE FROM rate_windows WHERE token_id = %(token)s AND started < date_trunc('minute', now())
+        )
+        INSERT INTO rate_windows AS w (token_id, started, count)
+        VALUES (%(token)s, date_trunc('minute', now()), 1)
+        ON CONFLICT (token_id, started) DO UPDATE SET count = w.count + 1
+        RETURNING count, ceil(extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now()))
+        """,
+        {"token": token_id},
+    ).fetchone()
+    assert row is not None  # an INSERT … RETURNING always returns its row
+    _refuse_past(limit, int(row[0]), int(row[1]))
+
+
+def _refuse_past(limit: int, count: int, retry_after: int) -> None:
+    if count > limit:
+        retry = max(1, retry_after)
+        raise RateLimited(f"this token made more than {limit} requests this minute: try again in {retry} s", retry)

@@ -111,6 +111,21 @@ def create_token(
     return NewToken(token, info)
 
 
+def caller(conn: psycopg.Connection, header: str | None) -> auth.Caller:
+    """The caller behind an Authorization header, or Unauthenticated."""
+    token = auth.bearer(header)
+    row = conn.execute(
+        "SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, u.id, u.name, now()"
+        " FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = %s",
+        (auth.digest(token),),
+    ).fetchone()
+    if row is None:
+        raise auth.Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
+    token_id, kind, scopes, revoked, expires, user_id, user, now = row
+    auth.check_live(revoked, expires, now)
+    return auth.Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
+
+
 def tokens_of(conn: psycopg.Connection, user_id: int) -> list[TokenInfo]:
     with conn.cursor(row_factory=class_row(TokenInfo)) as cur:
         return cur.execute(
