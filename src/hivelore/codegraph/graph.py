@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 
 from hivelore.codegraph import filemap, queries
@@ -10,6 +12,7 @@ from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
 from hivelore.home import private_file, private_folder
 
+HOTSPOTS_KEPT = 200  # hot spots kept in graph.db; a longer list is computed each time
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
 
 _SYMBOL = "id, file, qualname, kind, line, end_line, hash, present"
@@ -327,10 +330,31 @@ class Graph:
         return filemap.file(self, self.relative(path))
 
     def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
-        """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first."""
-        ranked = queries.hotspots(self.store.conn, self.root, limit)
+        """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first.
+
+        Betweenness is O(symbols × calls) and holds the interpreter while it runs (seconds at 30,000
+        symbols), so the top HOTSPOTS_KEPT are kept in graph.db under the code they were computed on
+        (every file's hash and the parser version) and computed again only when that code changed."""
+        code = self.store.code_digest()
+        kept = json.loads(self.store.meta("hotspots") or "{}")
+        if kept.get("code") == code and (limit <= len(kept["ranked"]) or kept["complete"]):
+            ranked = [(key, rank, between) for key, rank, between in kept["ranked"][:limit]]
+        else:
+            wanted = max(limit, HOTSPOTS_KEPT)
+            ranked = queries.hotspots(self.store.conn, self.root, wanted)
+            self._keep_hotspots({"code": code, "ranked": ranked, "complete": len(ranked) < wanted})
+            ranked = ranked[:limit]
         ids = self._ids([key for key, _rank, _between in ranked])
         return [(ids[key], rank, between) for key, rank, between in ranked]
+
+    def _keep_hotspots(self, kept: dict) -> None:
+        # A cache, not a record: when another process holds graph.db's write lock (a large index),
+        # the next call computes them again rather than wait for it.
+        try:
+            with self.store.transaction():
+                self.store.set_meta("hotspots", json.dumps(kept))
+        except sqlite3.OperationalError:
+            return
 
     def export(self) -> dict:
         """The whole graph as JSON-ready data: present symbols, calls between them, imports."""
