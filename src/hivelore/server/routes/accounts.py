@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from hivelore.memory.scope import parse as parse_scope
 from hivelore.server import auth
 from hivelore.server.postgres import accounts
-from hivelore.server.routes.dependencies import Caller, Conn, caller
+from hivelore.server.routes.dependencies import AnyConn, Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 
@@ -176,7 +176,7 @@ def invite(org: str, body: InvitationIn, who: Caller, conn: Conn) -> InvitationO
 
 
 @router.post("/invitations/accept")
-def join(body: JoinIn, request: Request, conn: Conn) -> JoinOut:
+def join(body: JoinIn, request: Request, conn: AnyConn) -> JoinOut:
     """With a token: the caller joins. Without one: a new user `name` is made from the invitation."""
     header = request.headers.get("authorization")
     if header is None:
