@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import Account, Server, unique
+from conftest import Account, Server, free_port, start_server, unique
 from harness import SHOP_FILES, make_shop
 
 from hivelore.remote.client import Client, Endpoint
@@ -183,3 +183,37 @@ def test_the_replica_keeps_the_claims_of_the_shared_repositories_and_says_which_
     assert [(symbol, intent.id, who) for symbol, intent, who in claims] == [("shop/keys.py::rotate", task.id, "dev-a")]
     assert synced is not None and time.time() - synced < SEEN_WAIT_S
     assert replica.read("nobody/else") == ([], None)
+
+
+def test_a_claim_made_while_the_server_is_away_waits_in_the_outbox_and_lands_when_it_is_back(
+    database_url: str, team: tuple[Account, Account], tmp_path: Path
+) -> None:
+    port = free_port()
+    own = start_server(database_url, tmp_path / "server.log", port=port)
+    a = Machine(tmp_path / "home", make_shop(tmp_path / "shop", SHOP_FILES), "dev-a")
+    a.home.mkdir()
+    try:
+        (a.home / "config.json").write_text(json.dumps({"mode": "remote", "endpoint": own.url}))
+        assert a.cli("remote", "login", "--token", "-", stdin=team[0].token).returncode == 0
+        assert a.cli("graph", "index").returncode == 0
+        a.prompt("a-1", "add JWT support")  # starts the hook server
+        wait_for("the replica of the claims", lambda: a.claims(own.url).read("acme/shop")[1] is not None)
+        own.stop()
+
+        started = time.monotonic()
+        assert a.edit("a-1", "shop/tokens.py", VALIDATE) == ""
+        assert time.monotonic() - started < SEEN_WAIT_S / 4  # answered from disk, not after a network wait
+        outbox = Path(path_for(str(a.home), own.url).removesuffix(".db") + ".outbox")
+        assert [json.loads(p.read_text())["op"] for p in outbox.glob("*.json")] == ["team"]
+
+        own = start_server(database_url, tmp_path / "server.log", port=port)
+        wait_for("the outbox sent", lambda: not list(outbox.glob("*.json")))
+        client = Client(Endpoint(own.url), team[1].token)
+        claims = RemoteTeam(client).active_claims("acme/shop")
+        client.close()
+        assert [(s, who, intent.title) for s, intent, who in claims] == [
+            ("shop/tokens.py::validate_token", "dev-a", "add JWT support")
+        ]
+    finally:
+        a.cli("hook-server", "stop")
+        own.stop()
