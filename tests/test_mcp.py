@@ -57,6 +57,8 @@ TOOLS = {
     "memory_commit",
     "memory_scopes",
     "memory_tree",
+    "memory_lint",
+    "memory_stats",
 }
 PROFILE_TOOLS = {"profile_read", "profile_search"}
 GRAPH_TOOLS = {
@@ -71,7 +73,8 @@ GRAPH_TOOLS = {
 }
 REMOTE_TOOLS = {"remote_status", "org_scopes"}  # tokens and organisations are administered on the CLI only
 READ_ONLY_TOOLS = {
-    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS,
+    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", "memory_lint", "memory_stats",
+    *PROFILE_TOOLS, *GRAPH_TOOLS,
     *REMOTE_TOOLS,
 }  # fmt: skip
 DESTRUCTIVE_TOOLS = {"memory_forget", "memory_archive"}

@@ -37,6 +37,7 @@ def lint(scopes: ScopesOption = None, everywhere: EverywhereFlag = False, as_jso
     with reported_errors():
         service = _service()
         found = grooming.lint(service, _scopes(service, scopes, everywhere))
+        print_warnings(service)
     if as_json:
         print_json(
             {
