@@ -34,7 +34,8 @@ import synth
 
 ORIGIN = "git@github.com:acme/checkout.git"
 SCOPE = "repo::acme/checkout"
-PROMPT = "the checkout tests hang on the ledger queue again, what was the fix?"
+# Its rarest words (ledgerq, drain) are in the five lessons only, so they are the hits in both homes.
+PROMPT = "the ledgerq fixture hangs on the queue drain again, what was the fix?"
 LESSONS = 5
 FUNCTIONS = 200
 
@@ -79,7 +80,7 @@ class Bench:
             self.run([self.hivelore, "index", "rebuild"], env)
             self.run([self.hivelore, "graph", "index"], env)
             for n in range(LESSONS):
-                value = f"checkout tests hang on the ledger queue (case {n}): drain it before the fixture tears down"
+                value = f"the ledgerq fixture hangs on its queue (case {n}): drain the queue before the teardown"
                 cites = ["--cites", "ledger_step_0", "--cites", f"ledger_step_{n + 100}"] if name == "citing" else []
                 self.run([self.hivelore, "write", f"{SCOPE}::ledger-queue-{n}", value, *cites], env)
         (self.repo / "ledger.py").write_text(

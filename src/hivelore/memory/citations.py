@@ -27,7 +27,7 @@ CITING_KINDS = ("lesson", "decision")  # what is detected from the text; `--cite
 # `parseHeader`, `src/app/main.go`. Backquoted spans are taken whole.
 _BACKQUOTED = re.compile(r"`([^`\s]{2,200})`")
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|/)[\w$]+)*(?:#\d+)?(?:\(\))?")
-_PATH_TOKEN = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,9}(?![\w/])")
+_PATH_TOKEN = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,9}(?![\w/]|::)")
 _CAMEL = re.compile(r"[a-z0-9][A-Z]")
 _NAME = re.compile(r"[A-Za-z0-9_./#:$@+-]{1,200}")
 _HASH = re.compile(r"[0-9a-f]{0,64}")

@@ -82,6 +82,10 @@ def words(memory: Memory) -> frozenset[str]:
     return frozenset(w for w in bm25.tokens(f"{memory.key} {memory.value}") if w not in STOPWORDS)
 
 
+def _value_words(memory: Memory) -> frozenset[str]:
+    return frozenset(bm25.tokens(memory.value))
+
+
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
@@ -153,12 +157,12 @@ def merged_value(keeper: Memory, others: Sequence[Memory]) -> str:
     """The keeper's text, then, for each other memory, its text (unless every word of it is in the
     keeper's already) and where it came from: nothing either said is lost."""
     parts = [keeper.value]
-    have = words(keeper)
+    have = _value_words(keeper)
     for other in others:
         origin = ", ".join(f"{k} {v}" for k, v in other.provenance.items() if k in ("agent", "commit", "imported_from"))
-        said = "" if words(other) <= have else f"{other.value}\n"
+        said = "" if _value_words(other) <= have else f"{other.value}\n"
         parts.append(f"{said}(merged from {other.address}, {other.updated}{'; ' + origin if origin else ''})")
-        have |= words(other)
+        have |= _value_words(other)
     return "\n\n".join(parts)
 
 

@@ -162,7 +162,8 @@ def _rendered(head: str) -> dict[str, object] | None:
     if len(data) != len(_RENDERED_FIELDS) + 1 or provenance is None or cites is None:
         return None
     data["provenance"] = provenance
-    data["cites"] = cites
+    if cut < len(rest):
+        data["cites"] = cites
     return data
 
 
