@@ -13,6 +13,7 @@ from harness import SHOP_FILES, claude_prompt, hook, make_shop
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 SCOPE = "repo::acme/shop"
+TOKENS = "shop/tokens.py::validate_token"
 LESSON = "validate_token must reject expired JWTs: check exp before splitting the token"
 FRESH = "expired JWTs must be rejected on refresh too, before splitting the token"
 
@@ -60,8 +61,8 @@ def test_a_lesson_citing_a_changed_function_says_so_and_ranks_below_a_fresh_one(
 
     linted = cli("lint", "--json", cwd=shop)
     assert linted.returncode == 1
-    assert {"kind": "stale", "address": f"{SCOPE}::token-expiry",
-            "detail": "code changed since: shop/tokens.py::validate_token"} in json.loads(linted.stdout)["problems"]  # fmt: skip
+    stale = {"kind": "stale", "address": f"{SCOPE}::token-expiry", "detail": f"code changed since: {TOKENS}"}
+    assert stale in json.loads(linted.stdout)["problems"]
 
     _ok(cli("write", f"{SCOPE}::token-expiry", LESSON, cwd=shop))  # checked again: recorded as the code is now
     assert _ok(cli("search", "validate_token", "--json", cwd=shop)).count('"stale": ""') == 1
