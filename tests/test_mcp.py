@@ -241,6 +241,14 @@ async def test_a_lesson_written_over_mcp_lives_in_the_same_store_as_the_cli(
         assert scopes["chain"] == CHAIN
         assert scopes["counts"] == {REPO: 1, "global": 1}
 
+        # Lint and stats: what `hivelore lint` and `stats --json` say, for the same chain.
+        linted = await call(session, "memory_lint")
+        assert (linted["scopes"], linted["memories"]) == (CHAIN, 2)
+        assert set(linted["counts"]) == {"stale", "near-duplicate", "malformed", "volatile-key"}
+        assert linted["counts"]["stale"] == linted["counts"]["malformed"] == linted["counts"]["volatile-key"] == 0
+        counted = await call(session, "memory_stats")
+        assert (counted["visible"], counted["by_scope"], counted["citing_code"]) == (2, {REPO: 1, "global": 1}, 0)
+
         # Archive hides the repo copy from every read; the global copy is no longer shadowed.
         archived = await call(session, "memory_archive", scope=REPO, key=KEY)
         assert archived["archived_at"]
