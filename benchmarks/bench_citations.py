@@ -120,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             for home in bench.homes:
                 for server in (True, False):
                     label = f"hook: prompt, {home}{'' if server else ', no server'}"
-                    seconds, out = bench.prompt(home, server, f"bench-{round_no}-{label}")
+                    session = f"bench-{round_no}-{home}-{'server' if server else 'alone'}"
+                    seconds, out = bench.prompt(home, server, session)
+                    if not out:
+                        raise SystemExit(f"{label}: the hook said nothing; it must answer with the lessons")
                     samples[label] = seconds
                     if home == "citing" and server:
                         said = out
