@@ -278,9 +278,9 @@ def test_a_merge_keeps_every_text_tag_cite_and_provenance_within_one_scope() -> 
     assert merge.keeper == keeper and merge.others == [other]
     assert DB_DOWN in merge.value and DB_DOWN_AGAIN in merge.value
     assert re.search(r"\(merged from repo::acme/shop::db-down-again, .*agent codex, commit 3f2a9c1e\)", merge.value)
-    fields = grooming.merged_fields(merge)
-    assert fields["tags"] == ("db", "tests") and fields["seen_count"] == 4
-    assert fields["cites"] == {"docker-compose.yml": "", "shop/db.py::connect": "ab"}
+    kept = grooming.merged(merge)
+    assert (kept.address, kept.value, kept.tags, kept.seen_count) == (keeper.address, merge.value, ("db", "tests"), 4)
+    assert kept.cites == {"docker-compose.yml": "", "shop/db.py::connect": "ab"}
 
 
 def test_a_merged_text_says_a_contained_duplicate_only_by_where_it_came_from() -> None:

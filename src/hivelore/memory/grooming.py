@@ -200,8 +200,9 @@ def _updated(memory: Memory) -> float:
     return epoch_from_iso(memory.updated) if memory.updated else 0.0
 
 
-def merged_fields(merge: Merge) -> dict[str, object]:
-    """What the keeper's file gets: the merged text, every tag and cite of the group, the seen counts summed."""
+def merged(merge: Merge) -> Memory:
+    """The keeper as the merge leaves it: the merged text, every tag and cite of the group, the seen
+    counts summed."""
     group = [merge.keeper, *merge.others]
     tags = tuple(dict.fromkeys(t for m in group for t in m.tags))[:MAX_MERGED_TAGS]
     cites: dict[str, str] = {}
@@ -209,7 +210,8 @@ def merged_fields(merge: Merge) -> dict[str, object]:
         for name, digest in memory.cites.items():
             if len(cites) < citations.MAX_CITES:
                 cites.setdefault(name, digest)
-    return {"value": merge.value, "tags": tags, "cites": cites, "seen_count": sum(m.seen_count for m in group)}
+    seen = sum(m.seen_count for m in group)
+    return merge.keeper.evolve(value=merge.value, tags=tags, cites=cites, seen_count=seen)
 
 
 @record
@@ -227,7 +229,7 @@ def dedupe(service: MemoryService, scopes: Iterable[str] | None = None, apply: b
     made, refused = [], []
     for merge in merges:
         try:
-            service.merge(merge.keeper, merged_fields(merge), merge.others)
+            service.merge(merged(merge), merge.others)
             made.append(merge)
         except ValueError as exc:
             refused.append((merge, str(exc)))

@@ -333,19 +333,18 @@ class MemoryService:
         """The name of the part of its tier a copy is in ("project", "home", an organisation's space)."""
         return self._part_of(copy)[1]
 
-    def merge(self, keeper: Memory, fields: Mapping[str, object], others: Sequence[Memory]) -> Memory:
-        """A dedupe's merge: the keeper's visible copy rewritten with `fields` (the merged value, tags,
-        cites and seen count; the guard checks them first), then each other's archived, not deleted.
+    def merge(self, merged: Memory, others: Sequence[Memory]) -> Memory:
+        """A dedupe's merge: the visible copy of `merged`'s address given its value, tags, cites and
+        seen count (the guard checks them first), then each of `others` archived, not deleted.
         ValueError before anything is written when the merged memory cannot be kept."""
-        copy = self._find(str(keeper.scope), keeper.key, visible=True)
-        value, tags = str(fields["value"]), fields["tags"]
-        assert isinstance(tags, tuple)
-        _checked(str(keeper.scope), keeper.key, value, tags, keeper.kind, "committed", None, keeper.provenance)
-        citations.checked_cites(fields["cites"])  # type: ignore[arg-type]
-        merged = self._modify("commit", copy, dict(fields))
+        copy = self._find(str(merged.scope), merged.key, visible=True)
+        scope, key = str(merged.scope), merged.key
+        _checked(scope, key, merged.value, merged.tags, merged.kind, "committed", None, merged.provenance)
+        change = {"value": merged.value, "tags": merged.tags, "seen_count": merged.seen_count}
+        kept = self._modify("commit", copy, {**change, "cites": citations.checked_cites(merged.cites)})
         for other in others:
             self.archive(str(other.scope), other.key)
-        return merged
+        return kept
 
     def _public(self, value: str) -> str:
         """The value without its private spans and lines: the one place a memory's text loses them."""
