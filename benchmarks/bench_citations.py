@@ -12,7 +12,10 @@ changed since" (checked in the output). Then, in interleaved rounds, it times wh
     hook: prompt, plain / citing, no server      answered in the hook's own process
 
 and prints the median and minimum of each, each median as a multiple of bare Python, and the
-ratio citing / plain: what the staleness check adds. A hook that answers nothing (an error it
+ratio citing / plain: what the staleness check adds. Whole processes on a busy machine are noisy,
+so it also times, in this process, what the hook does with the prompt (`Hivelore.related`, a
+fresh service each call, as the hook server opens one per event) in each home: the same ratio
+without the process start-up around it. A hook that answers nothing (an error it
 logged, say) is not the workload measured: it is left out of the figures and listed at the end.
 
     python benchmarks/bench_citations.py                     # 6,000 memories, 15 rounds
@@ -104,6 +107,22 @@ class Bench:
         return time.perf_counter() - started, out
 
 
+def in_process(bench: Bench, home: str, calls: int) -> list[float]:
+    """Seconds of `Hivelore.related(PROMPT)` in `home`, each with a fresh service (closed after)."""
+    from hivelore.memory.service import Hivelore
+
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        service = Hivelore.open(cwd=bench.repo, env=bench.env(home))
+        hits = service.related(PROMPT)
+        service.close()
+        samples.append(time.perf_counter() - started)
+        if not hits:
+            raise SystemExit(f"related() found nothing in the {home} home")
+    return samples
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=6000, help="memories in each home (default 6,000)")
@@ -139,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
             if round_no >= 0:
                 for label, seconds in samples.items():
                     rows.setdefault(label, []).append(seconds)
+        inside: dict[str, list[float]] = {home: [] for home in bench.homes}
+        for home in bench.homes:
+            in_process(bench, home, 3)  # warm: imports, the code graph's module, OS caches
+        for _ in range(args.runs):  # interleaved, as the processes are
+            for home in bench.homes:
+                inside[home] += in_process(bench, home, 5)
         stop = [bench.hivelore, "hook-server", "stop"]
         for home in bench.homes:
             subprocess.run(stop, env=bench.env(home), capture_output=True, check=False)
@@ -157,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         plain = statistics.median(rows[f"hook: prompt, plain{server}"])
         citing = statistics.median(rows[f"hook: prompt, citing{server}"])
         print(f"citing / plain{server or ', hook server'}: {citing / plain:.3f}")
+    plain_in, citing_in = (statistics.median(inside[home]) for home in ("plain", "citing"))
+    print(f"in process, Hivelore.related(prompt), {len(inside['plain'])} calls each: plain {plain_in * 1000:.2f} ms,")
+    print(f"  citing {citing_in * 1000:.2f} ms (median); citing / plain: {citing_in / plain_in:.3f}")
     if silent:
         print(f"hook answers left out as silent (the warm-up round -1 included): {len(silent)}")
         print("\n".join(f"  {line}" for line in silent))
