@@ -89,6 +89,10 @@ ARGS: dict[str, list[list[str]]] = {
     "install": [["install", "--project", "--agent", "claude", "--yes"]],
     "uninstall": [["uninstall", "--project", "--agent", "claude", "--yes"]],
     "migrate": [["migrate", "--to", "remote"]],
+    "lint": [["lint"]],
+    "dedupe": [["dedupe"], ["dedupe", "--yes"]],
+    "stats": [["stats"]],
+    "diff": [["diff", "repo::acme/shop", "global"], ["diff", "--remote"]],
 }
 # Commands this test does not run in-process, and why.
 NOT_HERE = {
@@ -280,6 +284,8 @@ TOOL_ARGS: dict[str, dict[str, object]] = {
     "memory_commit": {"addresses": ["repo::acme/shop::tests-need-local-postgres"]},
     "memory_scopes": {},
     "memory_tree": {},
+    "memory_lint": {},
+    "memory_stats": {},
     "profile_read": {"name": "USER.md"},
     "profile_search": {"query": "concise"},
     "blast_radius": {"symbol": SYMBOL},

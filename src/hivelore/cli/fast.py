@@ -113,14 +113,20 @@ def search(argv: Sequence[str]) -> int:
         hits = service.search(query, scopes, limit)
         print_warnings(service)
     if args["json"]:
-        print_json([{**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path)} for h in hits])
+        print_json(
+            [
+                {**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path), "stale": h.note}
+                for h in hits
+            ]
+        )
     elif not hits:
         print(f"no memories match '{query}' in {' → '.join(service.scopes_for(scopes))}")
     else:
         for hit in hits:
             memory = hit.row.memory
             tags = f"  #{' #'.join(memory.tags)}" if memory.tags else ""
-            print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}")
+            stale = f"  [{hit.note}]" if hit.note else ""
+            print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}{stale}")
             print(f"    {' '.join(memory.value.split())}")
     return 0
 

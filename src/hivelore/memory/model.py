@@ -135,6 +135,9 @@ class Memory:
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: dict[str, str] = {}  # noqa: RUF012
+    # The code the memory cites: a symbol id (`shop/tokens.py::validate_token`) or a file path, each
+    # with its hash in the code graph when it was written ("" for a file the graph does not read).
+    cites: dict[str, str] = {}  # noqa: RUF012 (never mutated, like provenance)
 
     @property
     def address(self) -> str:
@@ -167,6 +170,7 @@ class Memory:
             "expires_at": self.expires_at,
             "archived_at": self.archived_at,
             "provenance": dict(self.provenance),
+            "cites": dict(self.cites),
         }
 
     @classmethod
@@ -188,4 +192,5 @@ class Memory:
             expires_at=data.get("expires_at"),
             archived_at=data.get("archived_at"),
             provenance=dict(data.get("provenance") or {}),
+            cites=dict(data.get("cites") or {}),
         )
