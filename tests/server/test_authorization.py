@@ -167,7 +167,8 @@ def _org_cell(
 ) -> OrgCell:
     """An org of the cell's own (an owner, bob a member, repo::acme/checkout and project::kept shared,
     memory switched off for repo::acme/off) and the caller with the cell's role in it, or a stranger
-    who owns another org: a cell may rename or delete its org. The caller's token has `scopes`, and is `live`, `revoked` or `expired`."""
+    who owns another org: a cell may rename or delete its org. The caller's token has `scopes`, and is
+    `live`, `revoked` or `expired`."""
     owner, bob, caller = _user(conn, "owner"), _user(conn, "bob"), _user(conn, "caller")
     org = unique("org")
     accounts.create_org(conn, org, owner.id)
