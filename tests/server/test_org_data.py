@@ -5,9 +5,11 @@ and an audit line for every organisation action."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
-from conftest import Account, unique
+from conftest import Account, Server, unique
+from test_remote_cli import hivelore
 
 SHOP = "repo::acme/shop"
 
@@ -117,3 +119,32 @@ def test_every_org_action_writes_an_audit_line_with_the_org(
     assert api.delete(f"/v1/orgs/{renamed}", headers=h).status_code == 204
     mine = api.get("/v1/me/audit", headers=h).json()["lines"][0]
     assert (mine["org"], mine["action"], mine["target"]) == (None, "delete-org", renamed)
+
+
+def test_the_org_commands_list_switch_and_delete_what_the_org_holds(
+    server: Server, api: httpx.Client, make_user: Callable[..., Account], tmp_path: Path
+) -> None:
+    alice = make_user("alice")
+    org = _org(api, alice, SHOP)
+    _write(api, alice, SHOP, "build", "make all builds the shop")
+    _write(api, alice, SHOP, "deploy", "make deploy ships the shop from main")
+    as_alice = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": alice.token}
+
+    def run(*args: str) -> str:
+        done = hivelore(tmp_path / "h", tmp_path, "org", *args, **as_alice)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    listed = run("memories", org, "--limit", "1")  # a page of one: the command asks for the next itself
+    assert [line.split()[:3] for line in listed.splitlines()] == [[f"{SHOP}::build", "lesson", alice.name]]
+    assert [line.split()[0] for line in run("memories", org).splitlines()] == [f"{SHOP}::build", f"{SHOP}::deploy"]
+    assert run("switch-off", org, SHOP).startswith(f"memory is off for {SHOP} in {org}")
+    assert run("switches", org).startswith(f"{SHOP}  off since ")
+    assert f"by {alice.name}" in run("switches", org)
+    assert run("forget", org, "build", "--scope", SHOP) == f"deleted {SHOP}::build\n"
+    whole = hivelore(tmp_path / "h", tmp_path, "org", "forget", org, "--scope", SHOP, **as_alice)
+    assert whole.returncode == 2 and "add --yes" in whole.stderr
+    assert run("forget", org, "--scope", SHOP, "--yes") == f"deleted {SHOP}::deploy\n"
+    assert run("memories", org) == "(none)\n"
+    actions = [line.split()[2] for line in run("audit", org).splitlines()]
+    assert actions == ["org-forget", "org-forget", "switch-off", "bind-scope"]
