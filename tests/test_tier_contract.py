@@ -9,6 +9,7 @@ the index cannot be used, the team server's tier (PostgreSQL, in the run's own d
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from hivelore.memory.local.tier import LocalTier, ScanTier
 from hivelore.memory.local.vault import Vault
 from hivelore.memory.model import Memory, iso_from_epoch, now_iso, parse_address
 from hivelore.memory.scope import Scope
-from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier
+from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
 
 CHAIN = ["repo::acme/checkout", "global"]  # narrowest first, as the service passes scopes
 POSTGRES = "pnpm test fails with ECONNREFUSED 5432 until the postgres container is up"
@@ -286,6 +287,37 @@ def test_fresh_gives_a_copy_as_it_is_now(tier: Tier) -> None:
     assert fresh is not None and fresh.memory.value == "redis 7 or later"
     put(tier, "global::redis", "redis 7 or later", archived_at=now_iso())
     assert tier.fresh(copy) is None
+
+
+def test_a_page_is_the_slice_of_the_copies_wanted_in_listing_order(tier: Tier) -> None:
+    """A tier's own `page` (an index's, SQL's) gives what `Tier.page`, reading every copy, gives."""
+    put(tier, "repo::acme/checkout::db", POSTGRES, tags=["db"], kind="fact")
+    put(tier, "repo::acme/checkout::Zeta", "capitals sort first by code point", part="project")
+    put(tier, "repo::acme/checkout::alpha", "the project's first", part="project", state="staged")
+    put(tier, "global::db", "databases run in containers here", tags=["db", "docker"])
+    put(tier, "global::db", "the project says: containers", part="project")
+    put(tier, "global::redis", REDIS, expires_at=iso_from_epoch(time.time() + 86_400))
+    put(tier, "global::old-way", "run make db", archived_at=now_iso())
+    put(tier, "global::gone", "the staging db is down", expires_at=iso_from_epoch(1_000_000), kind="fact")
+    soon = time.time() + 7 * 86_400
+    asked = [
+        Wanted(),
+        Wanted(hidden=True),
+        Wanted(hidden=True, kind="fact"),
+        Wanted(kind="fact"),
+        Wanted(state="staged"),
+        Wanted(tag="db"),
+        Wanted(expiring_before=soon),
+        Wanted(origins=frozenset({tier.parts["project"]})),
+        Wanted(hidden=True, words=("make",)),
+    ]
+    for wanted in asked:
+        for offset, limit in [(0, 50), (0, 2), (1, 2), (4, 3), (9, 2)]:
+            own, total = tier.page(CHAIN, wanted, offset, limit)
+            every, expected = Tier.page(tier, CHAIN, wanted, offset, limit)
+            assert [(c.origin, c.place) for c in own] == [(c.origin, c.place) for c in every], (wanted, offset)
+            assert total == expected, (wanted, offset)
+    assert tier.page(CHAIN, Wanted(), 0, 50)[1] == 6  # the visible copies
 
 
 def test_the_generation_moves_with_every_change(tier: Tier) -> None:

@@ -4,12 +4,13 @@
     ├── NotFound      no such memory, task or symbol          CLI exit 1, HTTP 404
     ├── BadInput      what was given cannot be used            CLI exit 2, HTTP 400  (also a ValueError)
     ├── Conflict      a file changed since it was read (drift) CLI exit 3, HTTP 409
+    ├── Forbidden     a token or role does not allow it        HTTP 403  (raised by the team server only)
     ├── Unavailable   a store is damaged or of another version CLI exit 1, HTTP 503  (says how to repair it)
     └── Busy          another process held the write lock      CLI exit 1, HTTP 429
 
 Each module keeps its own class (`GraphUnavailable`, `GuardError`, …) as a subclass of one of these,
 so callers catch what they always caught; each surface (cli/output.py, mcp/tools.py) maps the five
-in one table. The message of every error is one sentence for the user: what is wrong and what to do.
+it can meet in one table. The message of every error is one sentence for the user: what is wrong and what to do.
 
 Stdlib only, and nothing imported: the hook path imports the modules that define these.
 """
@@ -35,6 +36,11 @@ class BadInput(HiveloreError, ValueError):
 
 class Conflict(HiveloreError):
     """A file changed on disk between our read and our write (drift); nothing was written."""
+
+
+class Forbidden(HiveloreError):
+    """A known caller asked for what their token or role does not allow (the team server's refusals,
+    server/auth.py; the dashboard shows them as 403 too)."""
 
 
 class Unavailable(HiveloreError):

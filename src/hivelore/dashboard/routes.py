@@ -1,5 +1,6 @@
 """The dashboard's one router: the pages and their actions over injected services, so the same routes
-serve this machine's stores (`hivelore dashboard`, app.py) and, later, the team server's.
+serve this machine's stores (`hivelore dashboard`, app.py) and the team server's (server/dashboard.py,
+which puts its session in front of them).
 
 Every action is a POST form carrying the CSRF token (csrf.py); every text is escaped by the templates
 (autoescape is on for all of them), so a lesson containing `<script>` shows as text.
@@ -7,35 +8,41 @@ Every action is a POST form carrying the CSRF token (csrf.py); every text is esc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from typing import Protocol
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.params import Depends as Dependency
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
 from hivelore.dashboard import csrf, views
-from hivelore.errors import HiveloreError, NotFound
+from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
-from hivelore.memory.service import Hivelore
+from hivelore.memory.service import MemoryService
 from hivelore.team.coordination import Coordination
 from hivelore.team.model import STATUSES
 
-ACTIONS = ("archive", "restore", "forget")
+ACTIONS = ("archive", "restore", "forget", "commit")
+DONE = {"archive": "archived", "restore": "restored", "forget": "forgot", "commit": "committed"}
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
 MAX_FORM_BYTES = 16_384  # an action's form is an address and a token
 
 
+ERROR_STATUSES: tuple[tuple[type[HiveloreError], int], ...] = ((NotFound, 404), (Forbidden, 403), (Unavailable, 503))
+
+
 class Services(Protocol):
-    """What a composition gives the router: context managers opening the services for one request."""
+    """What a composition gives the router: context managers opening the services for one request
+    (the team server's are the request's caller's)."""
 
-    def memory(self) -> AbstractContextManager[Hivelore]: ...
+    def memory(self, request: Request) -> AbstractContextManager[MemoryService]: ...
 
-    def coordination(self) -> AbstractContextManager[Coordination]: ...
+    def coordination(self, request: Request) -> AbstractContextManager[Coordination]: ...
 
 
 TEMPLATES = Environment(
@@ -45,20 +52,31 @@ TEMPLATES = Environment(
 TEMPLATES.filters["when"] = iso_from_epoch
 
 
-def router(services: Services, base: str = "") -> APIRouter:
-    """The pages and actions under the path `base` ("" or e.g. "/dashboard" where the team server mounts
-    them), reading and changing memory only through `services`."""
+def mounted_at(base: str) -> Dependency:
+    """The dependency that tells the pages where they are mounted (their links and redirects start with it)."""
 
-    def mounted_at(request: Request) -> None:  # the pages' links and redirects start with it
+    def mounted(request: Request) -> None:
         request.state.base = base
 
-    routes = APIRouter(prefix=base, dependencies=[Depends(mounted_at)])
-    routes.add_api_route("/", _home, methods=["GET"], include_in_schema=False)
-    routes.add_api_route("/memories", _memories(services), methods=["GET"], response_class=HTMLResponse)
-    routes.add_api_route("/memory", _memory(services), methods=["GET"], response_class=HTMLResponse)
-    routes.add_api_route("/memory/{action}", _act(services), methods=["POST"])
-    routes.add_api_route("/tasks", _tasks(services), methods=["GET"], response_class=HTMLResponse)
-    routes.add_api_route("/tasks/{task_id}", _task(services), methods=["GET"], response_class=HTMLResponse)
+    return Depends(mounted)
+
+
+def router(services: Services, base: str = "", guard: Sequence[Dependency] = ()) -> APIRouter:
+    """The pages and actions under the path `base` ("" or e.g. "/dash" where the team server mounts
+    them), reading and changing memory only through `services`. `guard` runs before every page and
+    action (the team server's session); the static files are served without it."""
+    routes = APIRouter(prefix=base, dependencies=[mounted_at(base)])
+    pages = [*guard]
+    routes.add_api_route("/", _home, methods=["GET"], include_in_schema=False, dependencies=pages)
+    routes.add_api_route(
+        "/memories", _memories(services), methods=["GET"], response_class=HTMLResponse, dependencies=pages
+    )
+    routes.add_api_route("/memory", _memory(services), methods=["GET"], response_class=HTMLResponse, dependencies=pages)
+    routes.add_api_route("/memory/{action}", _act(services), methods=["POST"], dependencies=pages)
+    routes.add_api_route("/tasks", _tasks(services), methods=["GET"], response_class=HTMLResponse, dependencies=pages)
+    routes.add_api_route(
+        "/tasks/{task_id}", _task(services), methods=["GET"], response_class=HTMLResponse, dependencies=pages
+    )
     routes.add_api_route("/static/{name}", _static, methods=["GET"], include_in_schema=False)
     return routes
 
@@ -67,20 +85,31 @@ def _home(request: Request) -> RedirectResponse:
     return RedirectResponse(f"{request.state.base}/memories", status_code=303)
 
 
-def _page(request: Request, template: str, code: int = 200, **values: object) -> HTMLResponse:
-    """A rendered page; a browser without the CSRF cookie gets one with it."""
+def over_tls(request: Request) -> bool:
+    """Whether the browser reached us over TLS, itself or through a load balancer that says so: then
+    the cookies are `Secure`. A client that claims https over plain http only loses its own cookies."""
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
+
+
+def render_page(request: Request, template: str, code: int = 200, **values: object) -> HTMLResponse:
+    """A rendered page (with who is signed in, on the team server); a browser without the CSRF cookie
+    gets one with it."""
     token = request.cookies.get(csrf.COOKIE) or csrf.new_token()
-    body = TEMPLATES.get_template(template).render(csrf=token, version=__version__, base=request.state.base, **values)
+    signed_in = getattr(request.state, "signed_in", None)
+    body = TEMPLATES.get_template(template).render(
+        csrf=token, version=__version__, base=request.state.base, signed_in=signed_in, **values
+    )
     response = HTMLResponse(body, status_code=code)
     if request.cookies.get(csrf.COOKIE) != token:
-        secure = request.url.scheme == "https"
+        secure = over_tls(request)
         response.set_cookie(csrf.COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/")
     return response
 
 
 def _problem(request: Request, exc: Exception) -> HTMLResponse:
-    status = 404 if isinstance(exc, NotFound) else 400
-    return _page(request, "problem.html", code=status, message=str(exc))
+    status = next((code for kind, code in ERROR_STATUSES if isinstance(exc, kind)), 400)
+    text = exc.sentence() if isinstance(exc, HiveloreError) else str(exc)
+    return render_page(request, "problem.html", code=status, message=text)
 
 
 def _memories(services: Services) -> Callable[..., HTMLResponse]:
@@ -100,13 +129,13 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
         if not 0 <= page <= views.MAX_PAGE:
             return _problem(request, ValueError(f"page {page} does not exist: pages count from 0 (the first)."))
         filters = views.Filters(scope, q.strip(), tag.strip(), kind, state, tier, archived, expiring, page)
-        with services.memory() as service:
+        with services.memory(request) as service:
             try:
                 found = views.listing(service, filters)
             except (ValueError, HiveloreError) as exc:  # a scope or query that cannot be read, a damaged store
                 return _problem(request, exc)
             chain, everywhere = service.scopes, service.scopes_known()
-        return _page(
+        return render_page(
             request,
             "memories.html",
             filters=filters,
@@ -115,7 +144,7 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
             scopes=list(dict.fromkeys([*chain, *everywhere])),
             kinds=KINDS,
             states=STATES,
-            tiers=views.TIERS,
+            tiers=views.tier_choices(service),
             expiring_days=views.EXPIRING_DAYS,
             pages=views.page_links(filters, found),
             shown=views.SHOWN,
@@ -127,14 +156,14 @@ def _memories(services: Services) -> Callable[..., HTMLResponse]:
 
 def _memory(services: Services) -> Callable[..., HTMLResponse]:
     def page(request: Request, scope: str, key: str, done: str = "") -> HTMLResponse:
-        with services.memory() as service:
+        with services.memory(request) as service:
             try:
-                copies = views.copies_of(service, scope, key)
+                copies = views.copies_of(service, scope, key, ACTIONS)
             except (ValueError, HiveloreError) as exc:
                 return _problem(request, exc)
         if not copies:
             return _problem(request, NotFound(f"no memory {scope}::{key}: it may have been forgotten."))
-        return _page(request, "memory.html", copies=copies, done=done)
+        return render_page(request, "memory.html", copies=copies, done=done)
 
     return page
 
@@ -143,9 +172,9 @@ def _act(services: Services) -> Callable[..., object]:
     async def act(request: Request, action: str) -> Response:
         if action not in ACTIONS:
             raise HTTPException(404)
-        form = await _form(request)
+        form = await read_form(request)
         if not csrf.valid(request.cookies.get(csrf.COOKIE), form.get(csrf.FIELD)):
-            return _page(
+            return render_page(
                 request,
                 "problem.html",
                 code=403,
@@ -153,12 +182,11 @@ def _act(services: Services) -> Callable[..., object]:
             )
         scope, key, tier = form.get("scope", ""), form.get("key", ""), form.get("tier") or None
         try:
-            with services.memory() as service:
+            with services.memory(request) as service:
                 _change(service, action, scope, key, tier)
-        except (ValueError, HiveloreError) as exc:  # not found, a bad address or tier, nothing to restore
+        except (ValueError, HiveloreError) as exc:  # not found, a bad address or tier, not allowed
             return _problem(request, exc)
-        done = {"archive": "archived", "restore": "restored", "forget": "forgot"}[action]
-        message = urlencode({"done": f"{done} {scope}::{key}"})
+        message = urlencode({"done": f"{DONE[action]} {scope}::{key}"})
         if action == "forget":
             return RedirectResponse(f"{request.state.base}/memories?{message}", status_code=303)
         address = urlencode({"scope": scope, "key": key})
@@ -167,16 +195,20 @@ def _act(services: Services) -> Callable[..., object]:
     return act
 
 
-def _change(service: Hivelore, action: str, scope: str, key: str, tier: str | None) -> None:
+def _change(service: MemoryService, action: str, scope: str, key: str, tier: str | None) -> None:
     if action == "archive":
         service.archive(scope, key, tier=tier)
     elif action == "restore":
         service.restore(scope, key, tier=tier)
-    else:
+    elif action == "forget":
         service.forget(scope, key, tier=tier)
+    else:
+        refused = service.commit([(scope, key)]).not_committed
+        if refused:  # the guard, the role, or no longer staged: nothing was changed
+            raise BadInput(f"{refused[0].address} was not committed: {refused[0].reason}")
 
 
-async def _form(request: Request) -> dict[str, str]:
+async def read_form(request: Request) -> dict[str, str]:
     """The urlencoded form's fields (the first of each), read without a multipart parser."""
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
@@ -188,7 +220,7 @@ async def _form(request: Request) -> dict[str, str]:
 def _tasks(services: Services) -> Callable[..., HTMLResponse]:
     def page(request: Request, owner: str = "", status: str = "") -> HTMLResponse:
         try:
-            with services.coordination() as team:
+            with services.coordination(request) as team:
                 cards, repo = team.task_board(), team.repo
         except HiveloreError as exc:  # team.db unusable: its error says what to do
             return _problem(request, exc)
@@ -197,7 +229,7 @@ def _tasks(services: Services) -> Callable[..., HTMLResponse]:
             c for c in cards if (not owner or c.intent.owner == owner) and (not status or c.intent.status == status)
         ]
         by_status = {s: [c for c in shown if c.intent.status == s] for s in STATUSES}
-        return _page(
+        return render_page(
             request,
             "tasks.html",
             repo=repo,
@@ -213,12 +245,12 @@ def _tasks(services: Services) -> Callable[..., HTMLResponse]:
 
 def _task(services: Services) -> Callable[..., HTMLResponse]:
     def page(request: Request, task_id: int) -> HTMLResponse:
-        with services.coordination() as team:
-            try:
+        try:
+            with services.coordination(request) as team:
                 task = team.task(task_id)
-            except HiveloreError as exc:  # no such task, team.db unusable
-                return _problem(request, exc)
-        return _page(request, "task.html", task=task)
+        except HiveloreError as exc:  # no such task, team.db unusable, no team store here
+            return _problem(request, exc)
+        return render_page(request, "task.html", task=task)
 
     return page
 

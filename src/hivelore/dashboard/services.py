@@ -22,8 +22,9 @@ class LocalServices:
         self.folder = folder
         self.env = dict(os.environ if env is None else env)
 
+    # `request` is unused: this machine's stores are the same for every request.
     @contextmanager
-    def memory(self) -> Iterator[Hivelore]:
+    def memory(self, request: object = None) -> Iterator[Hivelore]:
         service = Hivelore.open(cwd=self.folder, env=self.env, agent="dashboard")
         try:
             yield service
@@ -31,6 +32,6 @@ class LocalServices:
             service.close()
 
     @contextmanager
-    def coordination(self) -> Iterator[Coordination]:
+    def coordination(self, request: object = None) -> Iterator[Coordination]:
         with self.memory() as service, Coordination.for_service(service, self.env) as team:
             yield team

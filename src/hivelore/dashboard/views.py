@@ -4,17 +4,18 @@ no web framework, so the rules of a view are plain functions."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
 from hivelore.memory.model import Memory
-from hivelore.memory.service import Hivelore
+from hivelore.memory.service import Hivelore, MemoryService
 from hivelore.memory.tier import Candidate, Wanted
 
 EXPIRING_DAYS = 7  # "expiring soon": hidden by their TTL within this many days
 SHOWN = 200  # rows on one page: a vault of 60,000 is narrowed by scope, search or filters, not scrolled
-TIERS = ("project", "home", "team server")
+TIERS = ("project", "home", "team server")  # this machine's; the team server names its spaces
 DAY = 86_400
 MAX_PAGE = 100_000  # past any vault's last page: an offset SQLite and the URL both hold
 
@@ -58,6 +59,7 @@ class Row:
     copy: Candidate
     tier: str
     score: float | None = None
+    refused: dict[str, str] = field(default_factory=dict)  # action: why the caller may not (shown instead)
 
     @property
     def memory(self) -> Memory:
@@ -77,21 +79,28 @@ class Listing:
     total: int = 0  # matching rows in all
 
 
-def tier_names(service: Hivelore) -> dict[str, str]:
-    """{origin: tier} for every part the service reads: the repository's `.hivelore/` ("project"), the
-    user's home ("home"), and in remote mode the team server's spaces ("team server")."""
+def tier_names(service: MemoryService) -> dict[str, str]:
+    """{origin: tier} for every part the service reads: on this machine the repository's `.hivelore/`
+    ("project"), the user's home ("home"), and in remote mode the team server's spaces ("team server");
+    on the team server each space by its name (`org:acme`, `personal`)."""
+    here = isinstance(service, Hivelore)
     return {
-        origin: name if name in ("project", "home") else "team server"
+        origin: name if not here or name in ("project", "home") else "team server"
         for tier in service.tiers
         for name, origin in tier.parts.items()
     }
+
+
+def tier_choices(service: MemoryService) -> tuple[str, ...]:
+    """The tiers the tier filter offers."""
+    return TIERS if isinstance(service, Hivelore) else service.tier_names
 
 
 def _tier(names: dict[str, str], copy: Candidate) -> str:
     return names.get(copy.origin, "team server")  # a space the mirror heard of after the names were taken
 
 
-def listing(service: Hivelore, filters: Filters) -> Listing:
+def listing(service: MemoryService, filters: Filters) -> Listing:
     """The memories the view shows: search hits ranked as `hivelore search` ranks them, or the copies
     in the scopes (by scope, narrowest first, then key) read a page at a time from the tiers; filtered,
     SHOWN of them from page `filters.page`."""
@@ -121,8 +130,14 @@ def page_links(filters: Filters, found: Listing) -> dict[str, str]:
     return links
 
 
-def copies_of(service: Hivelore, scope: str, key: str) -> list[Row]:
-    """Every copy of scope::key (archived ones too), the one that wins first."""
+def copies_of(service: MemoryService, scope: str, key: str, actions: Sequence[str]) -> list[Row]:
+    """Every copy of scope::key (archived ones too), the one that wins first, each with the `actions`
+    the caller may not take on it and why."""
     copies = service.copies([scope], key=key)
     names = tier_names(service)
-    return [Row(c, _tier(names, c)) for c in copies]
+    return [Row(c, _tier(names, c), refused=_refused(service, c, actions)) for c in copies]
+
+
+def _refused(service: MemoryService, copy: Candidate, actions: Sequence[str]) -> dict[str, str]:
+    reasons = {action: service.refusal(action, copy) for action in actions}
+    return {action: reason for action, reason in reasons.items() if reason}

@@ -350,6 +350,15 @@ class MemoryService:
             raise NotFound(f"{copy.memory.address} changed while hivelore was deleting it; nothing was deleted.")
         return copy.path
 
+    def refusal(self, action: str, copy: Candidate) -> str | None:
+        """Why the caller may not `action` ("archive", "restore", "forget", "commit") this copy, or None
+        when they may: what a page asks before it offers the button (the change itself checks again)."""
+        try:
+            self._check_change(action, *self._part_of(copy))
+        except errors.HiveloreError as exc:
+            return exc.sentence()
+        return None
+
     def forget_staged(self, captured: Callable[[Memory], bool], dry_run: bool = False) -> list[Memory]:
         """Delete the files of the staged memories `captured` picks (what hooks kept, such as a
         session's notes), in every scope the vault holds; each only if, read again, it is still staged

@@ -18,7 +18,7 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException
 
 from hivelore import __version__, errors
-from hivelore.server import auth
+from hivelore.server import auth, dashboard
 from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
@@ -85,6 +85,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(accounts.router)
     app.include_router(memories.router)
     app.include_router(data.router)
+    dashboard.mount(app)  # the web pages at /dash, behind a session (server/dashboard.py)
     _add_error_handlers(app)
     return app
 

@@ -23,6 +23,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
+from hivelore import errors
 from hivelore.errors import BadInput, HiveloreError
 from hivelore.memory import guard
 from hivelore.memory.scope import Level, try_parse
@@ -38,7 +39,7 @@ class Unauthenticated(HiveloreError):
     """No token, or one the server does not accept (HTTP 401)."""
 
 
-class Forbidden(HiveloreError):
+class Forbidden(errors.Forbidden):
     """A known caller asked for what their token or role does not allow (HTTP 403)."""
 
 

@@ -37,7 +37,7 @@ from psycopg.pq import TransactionStatus
 from hivelore.memory import bm25
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
-from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier
+from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
 from hivelore.server.limits import QuotaExceeded
 
 MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
@@ -155,6 +155,43 @@ class PostgresTier(Tier):
             f"SELECT {_COLUMNS} FROM memories WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {visible}",
             {"scopes": list(scopes)},
         )
+
+    def page(self, scopes: Sequence[str], wanted: Wanted, offset: int, limit: int) -> tuple[list[Candidate], int]:
+        """As `Tier.page`, filtered, counted and cut in SQL, so only the page's rows are decoded (the
+        dashboard's memory view). Words, which only a search of hidden copies asks for, are matched
+        by `Tier.page` in Python, as on one machine."""
+        if wanted.words:
+            return super().page(scopes, wanted, offset, limit)
+        spaces = [s for s in self._spaces() if wanted.origins is None or s in wanted.origins]
+        where = [
+            "space = ANY(%(spaces)s)",
+            "scope = ANY(%(scopes)s)",
+            f"NOT ({_VISIBLE})" if wanted.hidden else _VISIBLE,
+        ]
+        where += [f"record->>'{field}' = %({field})s" for field in ("kind", "state") if getattr(wanted, field)]
+        where += ["record->'tags' ? %(tag)s"] if wanted.tag else []
+        where += ["expires_ts <= %(before)s"] if wanted.expiring_before is not None else []
+        condition = " AND ".join(where)
+        params = {
+            "spaces": spaces,
+            "scopes": list(scopes),
+            "now": time.time(),
+            "kind": wanted.kind,
+            "state": wanted.state,
+            "tag": wanted.tag,
+            "before": wanted.expiring_before,
+            "offset": offset,
+            "limit": limit,
+        }
+        row = self.conn.execute(f"SELECT count(*) FROM memories WHERE {condition}", params).fetchone()
+        # listing_order: the scopes as asked, then key and space by code point (COLLATE "C").
+        found = self._candidates(
+            f"SELECT {_COLUMNS} FROM memories WHERE {condition}"
+            ' ORDER BY array_position(%(scopes)s::text[], scope), key COLLATE "C", space COLLATE "C"'
+            " OFFSET %(offset)s LIMIT %(limit)s",
+            params,
+        )
+        return found, int(row[0]) if row else 0
 
     def match(self, scopes: Sequence[str], words: Sequence[str], limit: int) -> list[tuple[Candidate, float]]:
         """Every word first; if that finds too few, any of the rarest words (as the local tier)."""
