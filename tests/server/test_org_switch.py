@@ -22,7 +22,7 @@ from conftest import Account, Server, unique
 from harness import KEY, LESSON, REPO, claude_prompt, failing_tests, make_repo, session_start
 from test_remote_mode import hivelore, hook
 
-from hivelore.server.postgres import accounts
+from hivelore.server.postgres import accounts, migrate
 
 BRANCH = "branch::acme/checkout::main"
 SYNC_WAIT_S = 20.0
@@ -175,3 +175,14 @@ def test_an_org_switch_turns_a_members_checkout_off_after_its_next_sync_and_back
     assert audit.returncode == 0, audit.stderr
     actions = [line.split()[1:3] for line in audit.stdout.splitlines()]
     assert actions[:2] == [[admin.name, "switch-on"], [admin.name, "switch-off"]]
+
+
+def test_a_database_that_has_a_later_migration_but_not_0009_gets_it_on_start(db: psycopg.Connection) -> None:
+    """0010 (the dashboard's sessions) shipped before this branch's 0009: a database migrated then
+    must still get 0009 when a server of this version starts."""
+    with db.transaction():
+        db.execute("DROP TABLE repo_switches")
+        db.execute("DELETE FROM schema_migrations WHERE version = 9")
+    assert [m.version for m in migrate.migrate(db)] == [9]
+    assert db.execute("SELECT to_regclass('repo_switches') IS NOT NULL").fetchone() == (True,)
+    assert migrate.migrate(db) == []

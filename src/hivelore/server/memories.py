@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 
@@ -251,7 +250,6 @@ class TeamMemories(MemoryService):
 
     def find(self, scope: str, key: str) -> Candidate:
         """The copy of scope::key reads show."""
-        self.check_switch(scope)
         return self._find(scope, key, visible=True)
 
     def listed(self, scopes: Sequence[str], include_hidden: bool = False) -> list[Candidate]:
@@ -259,17 +257,11 @@ class TeamMemories(MemoryService):
         scopes = [s for s in scopes if self.switch_over(s) is None]
         return sorted(self._listed(scopes, include_hidden), key=lambda c: (scopes.index(c.scope), c.key, c.origin))
 
-    def archive(self, scope: str, key: str, tier: str | None = None) -> Memory:
+    def _copies(self, scope: str, key: str, tier: str | None) -> tuple[str, list[Candidate]]:
+        """What reading, archiving, restoring or forgetting one memory starts from: refused under a
+        repository switched off for the caller."""
         self.check_switch(scope)
-        return super().archive(scope, key, tier)
-
-    def restore(self, scope: str, key: str, tier: str | None = None) -> Memory:
-        self.check_switch(scope)
-        return super().restore(scope, key, tier)
-
-    def forget(self, scope: str, key: str, tier: str | None = None) -> Path:
-        self.check_switch(scope)
-        return super().forget(scope, key, tier)
+        return super()._copies(scope, key, tier)
 
     def _check_change(self, action: str, tier: Tier, part: str) -> None:
         self.changed_part = part
