@@ -138,18 +138,19 @@ class TeamMemories(MemoryService):
 
     # -- an organisation's switches ---------------------------------------------------------------
 
+    @property
+    def switched_off(self) -> list[OrgSwitch]:
+        """The repositories the caller's organisations switched memory off for."""
+        return [sw for m in self.memberships for sw in m.off]
+
     def switch_over(self, scope: str) -> OrgSwitch | None:
-        """The switch of one of the caller's organisations that turns memory off for `scope`."""
-        return next((sw for m in self.memberships for sw in m.off if sw.covers(scope)), None)
+        """The switch that turns memory off for `scope`, if one does."""
+        return next((sw for sw in self.switched_off if sw.covers(scope)), None)
 
     def check_switch(self, scope: str) -> None:
         switch = self.switch_over(str(parse(scope)))
         if switch is not None:
             raise auth.Forbidden(switch.refusal())
-
-    @property
-    def switched_off(self) -> list[OrgSwitch]:
-        return [sw for m in self.memberships for sw in m.off]
 
     @property
     def scopes(self) -> list[str]:
