@@ -1,7 +1,9 @@
 """What every team store does (team/store.py's `TeamStore`), one suite run over each store.
 
-Today that is `SqliteTeam` (team.db); a remote store and a PostgreSQL store join by one line in
-`STORES`: a function that opens an empty store of that kind in a fresh folder, on the given clock.
+`STORES` holds a function per store that opens an empty one of its kind on the given clock: `SqliteTeam`
+(team.db, in a fresh folder), the team server's `PostgresTeam` (an organisation of the test's own in
+the run's database) and `RemoteTeam`, its client, over HTTP to a live server on loopback (one for the
+module) as a user of the test's own.
 The tests speak only through the `TeamStore` methods, in the shop repository's call graph of
 tests/test_team.py (checkout → current_user → validate_token → decode_jwt → b64decode).
 """
@@ -9,6 +11,7 @@ tests/test_team.py (checkout → current_user → validate_token → decode_jwt 
 from __future__ import annotations
 
 import inspect
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,9 +36,81 @@ from hivelore.team.model import NoSuchIntent, file_claim_ids
 from hivelore.team.store import SqliteTeam, TeamStore
 from hivelore.team.testruns import TestRun
 
-STORES: dict[str, Callable[[Path, Clock], TeamStore]] = {
-    "sqlite": lambda folder, clock: SqliteTeam.open(str(folder), clock=clock),
+OTHER_REPO = "acme/other"
+
+
+def _organisation(url: str) -> tuple[int, int, str]:
+    """A user of this test's own, owner of an organisation of its own that shares the repositories the
+    suite uses: (org id, user id, an hl_rw_ token of the user's)."""
+    import psycopg
+
+    from hivelore.server.postgres import accounts
+
+    name = f"team-{secrets.token_hex(6)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        user = accounts.add_user(conn, name)
+        accounts.create_org(conn, name, user.id)
+        org_id, _ = accounts.role_in(conn, name, user.id)
+        for repo in (REPO, OTHER_REPO):
+            accounts.bind_scope(conn, org_id, f"repo::{repo}", user.id)
+        return org_id, user.id, accounts.create_token(conn, user.id, "rw").token
+
+
+def _postgres(request: pytest.FixtureRequest, folder: Path, clock: Clock) -> TeamStore:
+    """The team server's store, for an organisation of this test's own in the run's database."""
+    from hivelore.server.postgres.team import PostgresTeam
+
+    url = request.getfixturevalue("database_url")
+    org_id, user_id, _token = _organisation(url)
+    return PostgresTeam.open(url, org_id, user_id, clock)
+
+
+def _remote(request: pytest.FixtureRequest, folder: Path, clock: Clock) -> TeamStore:
+    """The team server's store over HTTP: a live server on loopback, as a user of this test's own."""
+    from hivelore.remote.client import Client, Endpoint
+    from hivelore.remote.team import RemoteTeam
+
+    url = request.getfixturevalue("team_server")
+    _org, _user, token = _organisation(request.getfixturevalue("database_url"))
+    client = Client(Endpoint(url), token)
+    request.addfinalizer(client.close)
+    return RemoteTeam(client, clock)
+
+
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path, Clock], TeamStore]] = {
+    "sqlite": lambda request, folder, clock: SqliteTeam.open(str(folder), clock=clock),
+    "postgres": _postgres,
+    "remote": _remote,
 }
+
+
+@pytest.fixture(scope="module")
+def team_server(database_url: str) -> Iterator[str]:
+    """The team server's app, served by uvicorn in a thread of this process on a free loopback port."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from hivelore.server.app import Settings, create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(Settings(database_url, pool_size=2)), host="127.0.0.1", port=port, log_config=None, access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "the team server did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
 
 
 @pytest.fixture
@@ -45,7 +120,7 @@ def clock() -> Clock:
 
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[TeamStore]:
-    with STORES[request.param](tmp_path / "store", clock) as opened:
+    with STORES[request.param](request, tmp_path / "store", clock) as opened:
         yield opened
 
 
@@ -80,7 +155,7 @@ def test_a_session_gets_one_task_titled_by_its_first_prompt(store: TeamStore) ->
 
     assert (first.title, first.owner, first.status, first.repo) == ("add JWT support", "dev-a", "active", REPO)
     assert again == first == store.session_intent("claude", "a-1", REPO) == store.intent(first.id)
-    assert store.intents(REPO) == [first] and store.intents("acme/other") == []
+    assert store.intents(REPO) == [first] and store.intents(OTHER_REPO) == []
 
 
 def test_tasks_are_listed_by_status_and_an_unknown_one_is_not_found(store: TeamStore, clock: Clock) -> None:

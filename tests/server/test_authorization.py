@@ -1,5 +1,5 @@
-"""The authorisation matrix: every role (and a stranger to the org) × every token kind × every org
-and memory endpoint, with the status each cell must get, generated from one table.
+"""The authorisation matrix: every role (and a stranger to the org) × every token kind × every org,
+memory and team endpoint, with the status each cell must get, generated from one table.
 
 A cell's expected status follows from two facts about the endpoint — the power its token needs
 (`read`, `manage`, `write`) and the least role it needs — so the tables below are the whole
@@ -445,3 +445,188 @@ def test_each_memory_cell_gets_its_status(n: int, world: World, conn: psycopg.Co
         assert row == (done if status == 200 else (endpoint.archived,))
         if status == 200:
             assert answer["space"] == org_space
+
+
+# -- the team ----------------------------------------------------------------------------------
+#
+# The same matrix for `/v1/team…`. A repository's team is its organisation's, the one that shares
+# `repo::…`: viewers read, members write, and a stranger to the org is refused (403) — or, for a task
+# named by its id, told there is no such task (404). Warnings are the caller's own sessions', in no
+# org. A refused write changes nothing of the org's team.
+
+TEAM_SYMBOLS = ["shop/tokens.py::validate_token"]
+
+
+@dataclass(frozen=True)
+class TeamEndpoint:
+    method: str
+    path: str  # {repo}: the team's repository; {intent}: a task of its
+    power: str  # read | write
+    role: str  # viewer | member | "": none (the caller's own warnings)
+    body: dict | None = None
+
+
+TEAM_ENDPOINTS = (
+    TeamEndpoint(
+        "POST",
+        "/v1/team/sessions",
+        "write",
+        "member",
+        {"agent": "codex", "session_id": "s", "developer": "dev", "repo": "{repo}"},
+    ),
+    TeamEndpoint("GET", "/v1/team/sessions?agent=codex&session_id=s&repo={repo}", "read", "viewer"),
+    TeamEndpoint(
+        "POST", "/v1/team/intents", "write", "member", {"developer": "dev", "repo": "{repo}", "title": "a task"}
+    ),
+    TeamEndpoint("GET", "/v1/team/intents?repo={repo}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/intents/{intent}", "read", "viewer"),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/claims", "write", "member", {"symbols": TEAM_SYMBOLS}),
+    TeamEndpoint("GET", "/v1/team/intents/{intent}/claims", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/claims?repo={repo}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/file-claims?repo={repo}", "read", "viewer"),
+    TeamEndpoint("POST", "/v1/team/file-claims", "write", "member", {"repo": "{repo}", "replaced": [], "claims": []}),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/changes", "write", "member", {"symbols": TEAM_SYMBOLS}),
+    TeamEndpoint(
+        "POST",
+        "/v1/team/intents/{intent}/attempts",
+        "write",
+        "member",
+        {"command": "pytest", "run": {"runner": "pytest", "outcome": "failed", "failed": ["tests/t.py::test_x"]}},
+    ),  # fmt: skip
+    TeamEndpoint("GET", "/v1/team/intents/{intent}/attempts", "read", "viewer"),
+    TeamEndpoint(
+        "POST",
+        "/v1/team/decisions",
+        "write",
+        "member",
+        {"text": "RS256", "symbols": TEAM_SYMBOLS, "developer": "dev", "repo": "{repo}"},
+    ),
+    TeamEndpoint("GET", f"/v1/team/decisions?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}", "read", "viewer"),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/notes", "write", "member", {"text": "half done"}),
+    TeamEndpoint("GET", "/v1/team/intents/{intent}/notes", "read", "viewer"),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/handoff", "write", "member", {"text": "over to you"}),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/resume", "write", "member", {"developer": "dev"}),
+    TeamEndpoint("POST", "/v1/team/intents/{intent}/done", "write", "member", {}),
+    TeamEndpoint("POST", "/v1/team/warnings", "write", "", {"agent": "codex", "session_id": "s", "key": "k"}),
+    TeamEndpoint("GET", "/v1/team/warnings?agent=codex&session_id=s&key=k", "read", ""),
+    TeamEndpoint("POST", "/v1/team/involvement", "read", "viewer", {"repo": "{repo}", "symbols": TEAM_SYMBOLS}),
+    TeamEndpoint("GET", f"/v1/team/why?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}", "read", "viewer"),
+    TeamEndpoint("GET", f"/v1/team/history?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/board?repo={repo}", "read", "viewer"),
+)
+
+
+def expected_team(endpoint: TeamEndpoint, kind: str, role: str | None, admitted: bool = True) -> int:
+    """The status of a cell; `admitted`: whether the token's scope allow-list admits the repository."""
+    if endpoint.power == "read" and kind == "wo" or endpoint.power == "write" and kind == "ro":
+        return 403
+    if not endpoint.role:
+        return 200
+    if role is None or not admitted:
+        return 404 if "{intent}" in endpoint.path else 403  # a task the caller cannot see is no task
+    return 200 if at_least(role, endpoint.role) else 403
+
+
+TEAM_CELLS = [(e, k, r) for e in TEAM_ENDPOINTS for k in KINDS for r in ROLES]
+TEAM_LIMITED_CELLS = [(e, admitted) for e in TEAM_ENDPOINTS for admitted in (True, False)]
+
+
+@dataclass
+class TeamWorld:
+    org_id: int
+    repo: str
+    intent: int
+    callers: dict[tuple[str | None, str], tuple[int, str]]  # (role, kind) → (user id, token)
+    limited: dict[bool, tuple[int, str]]  # an owner's hl_rw_ tokens: admitting the repository, or not
+
+
+@pytest.fixture(scope="module")
+def team_world(conn: psycopg.Connection) -> TeamWorld:
+    """An org sharing a repository of its own, with a task in its team; a caller of each role (and a
+    stranger) with a token of each kind, and an owner with two scope-limited tokens."""
+    from hivelore.server.postgres.team import PostgresTeam
+
+    owner, repo = _user(conn, "owner").id, f"{unique('team')}/app"
+    org = unique("team")
+    accounts.create_org(conn, org, owner)
+    org_id, _ = accounts.role_in(conn, org, owner)
+    accounts.bind_scope(conn, org_id, f"repo::{repo}", owner)
+    intent = PostgresTeam(conn, org_id, owner).create_intent("dev", repo, "add JWT support").id
+    callers: dict[tuple[str | None, str], tuple[int, str]] = {}
+    for role in ROLES:
+        caller = _user(conn, role or "stranger").id
+        if role is not None:
+            conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller, role))
+        for kind in KINDS:
+            callers[(role, kind)] = (caller, accounts.create_token(conn, caller, kind).token)
+    limited = {
+        admitted: (owner, accounts.create_token(conn, owner, "rw", scopes=[pattern]).token)
+        for admitted, pattern in ((True, f"repo::{repo.split('/')[0]}/*"), (False, "repo::elsewhere/*"))
+    }
+    return TeamWorld(org_id, repo, intent, callers, limited)
+
+
+def _team_rows(conn: psycopg.Connection, world: TeamWorld, user_id: int) -> tuple:
+    """Everything of the org's team (and the caller's warnings), to see that a refusal changed nothing."""
+    return conn.execute(
+        """
+        SELECT (SELECT json_agg(i ORDER BY i.id) FROM team_intents i WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_claims c JOIN team_intents i ON i.id = c.intent_id WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_changes c JOIN team_intents i ON i.id = c.intent_id WHERE org_id = %(org)s),
+               (SELECT json_agg(a ORDER BY a.id) FROM team_attempts a JOIN team_intents i ON i.id = a.intent_id
+                WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_decisions WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_notes n JOIN team_intents i ON i.id = n.intent_id WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_sessions WHERE org_id = %(org)s),
+               (SELECT count(*) FROM team_warnings WHERE user_id = %(user)s)
+        """,
+        {"org": world.org_id, "user": user_id},
+    ).fetchone()
+
+
+def _ask_team(
+    client: httpx.Client, conn: psycopg.Connection, endpoint: TeamEndpoint, world: TeamWorld, caller: tuple[int, str]
+) -> httpx.Response:
+    def filled(item: object) -> object:
+        if isinstance(item, str):
+            return item.replace("{repo}", world.repo).replace("{intent}", str(world.intent))
+        if isinstance(item, dict):
+            return {k: filled(v) for k, v in item.items()}
+        return item
+
+    user_id, token = caller
+    before = _team_rows(conn, world, user_id)
+    response = client.request(
+        endpoint.method,
+        str(filled(endpoint.path)),
+        json=filled(endpoint.body),
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    if response.status_code != 200:
+        assert response.json()["error"].endswith("."), response.text
+        assert _team_rows(conn, world, user_id) == before
+    return response
+
+
+@pytest.mark.parametrize(
+    "n", range(len(TEAM_CELLS)), ids=[f"{e.method} {e.path} {k} {r or 'stranger'}" for e, k, r in TEAM_CELLS]
+)
+def test_each_team_cell_gets_its_status(
+    n: int, team_world: TeamWorld, conn: psycopg.Connection, client: httpx.Client
+) -> None:
+    endpoint, kind, role = TEAM_CELLS[n]
+    response = _ask_team(client, conn, endpoint, team_world, team_world.callers[(role, kind)])
+    assert response.status_code == expected_team(endpoint, kind, role), response.text
+
+
+@pytest.mark.parametrize(
+    "n",
+    range(len(TEAM_LIMITED_CELLS)),
+    ids=[f"{e.method} {e.path} {'admitted' if a else 'not admitted'}" for e, a in TEAM_LIMITED_CELLS],
+)
+def test_a_scope_limited_token_reaches_the_teams_of_its_repositories_only(
+    n: int, team_world: TeamWorld, conn: psycopg.Connection, client: httpx.Client
+) -> None:
+    endpoint, admitted = TEAM_LIMITED_CELLS[n]
+    response = _ask_team(client, conn, endpoint, team_world, team_world.limited[admitted])
+    assert response.status_code == expected_team(endpoint, "rw", "owner", admitted), response.text

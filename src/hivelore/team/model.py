@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hivelore.errors import Busy, NotFound, Unavailable
+from hivelore.events.store import normalise_command
 from hivelore.sqlitedb import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -313,6 +314,30 @@ def file_claim_symbols(graph: Graph, path: str, lines: list[int | None]) -> list
         for line in known:
             found.update(dict.fromkeys(graph.symbols_at(path, line, line)[:1]))
     return list(found) or graph.symbols_in(path)
+
+
+def file_claim_upgrades(
+    graph: Graph, file_claims: Iterable[tuple[int, str, str, float]]
+) -> list[tuple[int, str, str, float]]:
+    """The symbol claims (intent, symbol, developer, ts) that file claims (same fields) stand for, now
+    that the code graph exists: per intent and file, the symbols at its claimed lines (all the file's
+    when a line is unknown), claimed by the same developer as of the earliest of them."""
+    wanted: dict[tuple[int, str], list[int | None]] = {}
+    owner: dict[tuple[int, str], tuple[str, float]] = {}
+    for intent_id, claim, developer, ts in file_claims:
+        path, line = file_claim(claim) or (claim, None)
+        wanted.setdefault((intent_id, path), []).append(line)
+        owner[intent_id, path] = (developer, min(ts, owner.get((intent_id, path), (developer, ts))[1]))
+    claims = []
+    for (intent_id, path), lines in wanted.items():
+        developer, ts = owner[intent_id, path]
+        claims += [(intent_id, symbol, developer, ts) for symbol in file_claim_symbols(graph, path, lines)]
+    return claims
+
+
+def command_key(command: str) -> str:
+    """What makes two test commands the same one, for resolving (as the event store normalises them)."""
+    return normalise_command(command, "")
 
 
 def neighbourhoods(graph: Graph, symbol: str, hops: int) -> list[tuple[str, dict]]:
