@@ -15,8 +15,9 @@ keep-alive httpx.Client and token) run for a fixed time:
     writes   writes only, to report writes/s
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
-the client, the replicas, PostgreSQL and anything else used, and the issue's targets beside the figures (search p99
-< 50 ms at 50 concurrent clients; >= 500 writes/s). Targets are printed, never asserted.
+the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else
+used, and the issue's targets beside the figures (search p99 < 50 ms at 50 concurrent clients;
+>= 500 writes/s). Targets are printed, never asserted.
 
 Last (`hooks`), the client's side: bench_remote_hooks.measure times real hooks in remote mode with a
 team server up, slow (+200 ms an answer) and down, against bare Python, and its table is printed.
@@ -127,6 +128,7 @@ class Team:
     clients: list[Account]
     loader_id: int
     org_id: int
+    database: str  # its name: whose backends' CPU counts
 
 
 def create_database(name: str) -> str:
@@ -156,7 +158,7 @@ def make_team(url: str, clients: int) -> Team:
             user = accounts.add_user(conn, f"dev{n:03d}")
             conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, user.id))
             members.append(Account(user.name, accounts.create_token(conn, user.id, "rw", name="bench").token))
-    return Team(loader, members, owner.id, org_id)
+    return Team(loader, members, owner.id, org_id, psycopg.conninfo.conninfo_to_dict(url)["dbname"])
 
 
 @dataclass
@@ -321,7 +323,7 @@ class Sample:
 @dataclass
 class Usage:
     """CPU seconds used during a run: this process (the clients), the replicas, PostgreSQL's
-    processes (all of them: other users of the same server count too), and the whole machine."""
+    processes working for the benchmark (`_postgres_cpu`), and the whole machine."""
 
     client: float
     replicas: float
@@ -342,17 +344,18 @@ def _process_cpu(pid: int) -> float:
         return 0.0
 
 
-def _postgres_cpu() -> float:
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if line.split("(", 1)[1].startswith("postgres)"):
-                total += _ticks(line)
-    return total
+def _postgres_cpu(database: str) -> dict[int, float]:
+    """CPU seconds so far of each backend of the benchmark's database. Other databases' backends
+    (other jobs on a shared server) are left out, and so are the server's WAL writer, checkpointer and
+    background writer, which work for every database at once."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        pids = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)).fetchall()
+    return {pid: _process_cpu(pid) for (pid,) in pids}
+
+
+def _postgres_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings; a backend that started in between counts from zero."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
 def _machine_busy() -> float:
@@ -362,23 +365,21 @@ def _machine_busy() -> float:
 
 
 @contextmanager
-def measured(replicas: Sequence[Replica]) -> Iterator[list[Usage]]:
+def measured(replicas: Sequence[Replica], database: str) -> Iterator[list[Usage]]:
     """Yield a list that holds one Usage once the block ends."""
 
-    def now() -> tuple[float, float, float, float, float]:
-        return (
-            time.process_time(),
-            sum(_process_cpu(r.process.pid) for r in replicas),
-            _postgres_cpu(),
-            _machine_busy(),
-            time.perf_counter(),
-        )
+    def now() -> tuple[float, float, float, float]:
+        replica_cpu = sum(_process_cpu(r.process.pid) for r in replicas)
+        return time.process_time(), replica_cpu, _machine_busy(), time.perf_counter()
 
     out: list[Usage] = []
+    postgres = _postgres_cpu(database)
     before = now()
     yield out
     after = now()
-    out.append(Usage(*(b - a for a, b in zip(before, after, strict=True))))
+    used = _postgres_used(postgres, _postgres_cpu(database))
+    client, replica_cpu, busy, wall = (b - a for a, b in zip(before, after, strict=True))
+    out.append(Usage(client, replica_cpu, used, busy, wall))
 
 
 @dataclass
@@ -506,7 +507,7 @@ def run_clients(
         threads = [threading.Thread(target=w.loop, args=(tag, mix, start, pace_s), daemon=True) for w in workers]
         for thread in threads:
             thread.start()
-        with measured(replicas) as usage:
+        with measured(replicas, team.database) as usage:
             start.wait()
             for thread in threads:
                 while thread.is_alive():  # a join with a timeout lets Ctrl-C through

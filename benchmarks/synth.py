@@ -577,6 +577,76 @@ def memories(count: int, stats: StoreStats, seed: int = 1, now: float | None = N
         yield memory
 
 
+# -- synthetic code, for the code map ----------------------------------------------------------
+
+LAYERS = ("api", "core", "store")
+FUNCTIONS_PER_FILE = 15
+METHODS_PER_CLASS = 4
+SYMBOLS_PER_FILE = FUNCTIONS_PER_FILE + 1 + METHODS_PER_CLASS  # the functions, one class and its methods
+CROSS_FILE_CALLS = 0.7  # the share of functions that also call a function of another module
+
+
+@dataclass
+class CodeStats:
+    files: int = 0
+    symbols: int = 0
+    calls: int = 0  # call sites written; the graph's edges are about as many
+    folders: int = 0
+
+
+def code(root: Path, symbols: int, seed: int = 1) -> CodeStats:
+    """A layered Python repository of about `symbols` symbols under `root`/src: a folder per service
+    and layer (`src/payments/api/`), modules of 15 functions and a class with 4 methods. Within a
+    module function k calls function (k - 1) // 2 (a shallow tree, as helpers are); 7 times in 10 a
+    function of `api` also calls one of a `core` module, and one of `core` one of a `store` module,
+    mostly of its own service, imported by name so that every call resolves exactly. The same seed
+    gives the same code."""
+    rng = random.Random(seed)
+    folders = [(service.replace("-", "_"), layer) for service in SERVICES for layer in LAYERS]
+    count = max(1, -(-symbols // SYMBOLS_PER_FILE))
+    modules = [(*folders[n % len(folders)], f"mod_{n // len(folders):03d}") for n in range(count)]
+    by_layer = {layer: [m for m in modules if m[1] == layer] for layer in LAYERS}
+    stats = CodeStats(folders=len({m[:2] for m in modules}))
+    for service, layer, _name in modules:
+        _write(root / "src" / service / "__init__.py", "")
+        _write(root / "src" / service / layer / "__init__.py", "")
+    for service, layer, name in modules:
+        prefix = f"{service}_{layer}_{name}"
+        below = by_layer[LAYERS[LAYERS.index(layer) + 1]] if layer != LAYERS[-1] else []
+        lines, imports = [], set()
+        for k in range(FUNCTIONS_PER_FILE):
+            helper = f"    value = {prefix}_f{(k - 1) // 2}(value)" if k else "    value += 1"
+            body = [f"def {prefix}_f{k}(value):", helper]
+            stats.calls += bool(k)
+            if below and rng.random() < CROSS_FILE_CALLS:
+                other = _callee_module(rng, below, service)
+                callee = f"{'_'.join(other)}_f{rng.randrange(FUNCTIONS_PER_FILE)}"
+                imports.add(f"from {'.'.join(other)} import {callee}")
+                body.append(f"    value = {callee}(value)")
+                stats.calls += 1
+            lines += [*body, "    return value", "", ""]
+        lines.append(f"class {prefix.title().replace('_', '')}:")
+        for j in range(METHODS_PER_CLASS):
+            call = f"self.m{j - 1}(value)" if j else f"{prefix}_f{rng.randrange(FUNCTIONS_PER_FILE)}(value)"
+            lines += [f"    def m{j}(self, value):", f"        return {call}", ""]
+            stats.calls += 1
+        _write(root / "src" / service / layer / f"{name}.py", "\n".join([*sorted(imports), "", "", *lines]))
+        stats.files += 1
+        stats.symbols += SYMBOLS_PER_FILE
+    return stats
+
+
+def _callee_module(rng: random.Random, below: list[tuple[str, str, str]], service: str) -> tuple[str, ...]:
+    """A module of the layer below, of the same service 6 times in 10 when it has one."""
+    same = [m for m in below if m[0] == service]
+    return rng.choice(same) if same and rng.random() < 0.6 else rng.choice(below)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write a synthetic hivelore store (a HIVELORE_HOME folder).")
     parser.add_argument("home", type=Path, help="the folder to fill (used as HIVELORE_HOME)")

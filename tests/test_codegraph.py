@@ -675,6 +675,20 @@ def test_hotspots_rank_what_much_code_depends_on(tmp_path):
     assert dict((i, b) for i, _r, b in graph.hotspots(10))["use0.py::user0"] > 0
 
 
+def test_hotspots_are_kept_until_the_code_changes(tmp_path):
+    files = {"lib.py": "def core():\n    pass\n\n\ndef spare():\n    pass\n"}
+    for i in range(3):
+        files[f"use{i}.py"] = f"from lib import core\n\n\ndef user{i}():\n    core()\n"
+    graph = open_graph(tmp_path, files)
+    assert graph.hotspots(1)[0][0] == "lib.py::core"
+    assert json.loads(graph.store.meta("hotspots") or "{}")["code"] == graph.store.code_digest()
+    for i in range(3):
+        (tmp_path / "repo" / f"use{i}.py").write_text(f"from lib import spare\n\n\ndef user{i}():\n    spare()\n")
+    graph.index()
+    assert graph.hotspots(1)[0][0] == "lib.py::spare"
+    assert graph.hotspots(2)[1][0] != "lib.py::spare"
+
+
 def test_export_has_the_documented_shape(tmp_path):
     graph = open_graph(tmp_path, SHOP)
     exported = json.loads(json.dumps(graph.export()))

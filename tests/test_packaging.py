@@ -55,3 +55,8 @@ def test_a_built_wheel_carries_the_version_the_license_and_py_typed(tmp_path: Pa
     assert {"hivelore/agents/skills/hivelore-memory/SKILL.md", "hivelore/hooks/client.py"} <= names
     # the dashboard runs from the wheel: its templates and static files are package data
     assert {"hivelore/dashboard/templates/memories.html", "hivelore/dashboard/static/dashboard.js"} <= names
+    # the code map's graph library is a built file in the wheel, with its licence: nothing is fetched
+    assert {
+        "hivelore/dashboard/static/vendor/cytoscape.min.js",
+        "hivelore/dashboard/static/vendor/cytoscape.LICENSE",
+    } <= names

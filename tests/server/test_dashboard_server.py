@@ -216,3 +216,15 @@ def test_the_task_board_says_the_team_store_is_not_on_the_server_yet(browser: ht
     task = browser.get("/dash/tasks/1")
     for page in (board, task):
         assert page.status_code == 503 and "the task board is not on the team server yet" in page.text
+
+
+def test_the_code_map_needs_the_session_and_says_the_team_store_is_not_on_the_server_yet(
+    browser: httpx.Client, team: Team
+) -> None:
+    assert browser.get("/dash/codemap/folder.json").status_code == 303  # behind the session, as every page
+    log_in(browser, team.member.token)
+    page = browser.get("/dash/codemap")
+    answer = browser.get("/dash/codemap/folder.json")
+    assert page.status_code == 503 and "the task board is not on the team server yet" in page.text
+    assert answer.status_code == 503 and answer.json()["error"].startswith("the task board is not on the team server")
+    assert browser.get("/dash/static/vendor/cytoscape.min.js").status_code == 200

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 
-from hivelore.codegraph import queries
+from hivelore.codegraph import filemap, queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
 from hivelore.home import private_file, private_folder
 
+HOTSPOTS_KEPT = 200  # hot spots kept in graph.db; a longer list is computed each time
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
 
 _SYMBOL = "id, file, qualname, kind, line, end_line, hash, present"
@@ -307,11 +310,51 @@ class Graph:
         ids = self._ids(path)
         return [ids[k] for k in path]
 
+    def common_caller(self, a: str, b: str, max_hops: int = 6) -> tuple[list[str], list[str]] | None:
+        """The nearest symbol that reaches both `a` and `b` by calls (fewest hops to both, then by id),
+        as its two call chains `[caller, …, a]` and `[caller, …, b]`; None when none does within
+        `max_hops` of each."""
+        to_a, to_b = self.within(a, max_hops, "callers"), self.within(b, max_hops, "callers")
+        shared = to_a.keys() & to_b.keys()
+        if not shared:
+            return None
+        best = min(shared, key=lambda caller: (len(to_a[caller]) + len(to_b[caller]), caller))
+        return to_a[best], to_b[best]
+
+    def folder(self, path: str = "", bundles: bool = True) -> filemap.Folder:
+        """A folder's children with their symbol counts and the call bundles between them (filemap.py)."""
+        return filemap.folder(self, path, bundles)
+
+    def file_map(self, path: str) -> filemap.FileMap:
+        """One file's present symbols and every call in or out of them (filemap.py)."""
+        return filemap.file(self, self.relative(path))
+
     def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
-        """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first."""
-        ranked = queries.hotspots(self.store.conn, self.root, limit)
+        """(id, PageRank, betweenness) of the most depended-on symbols, highest PageRank first.
+
+        Betweenness is O(symbols × calls) and holds the interpreter while it runs (seconds at 30,000
+        symbols), so the top HOTSPOTS_KEPT are kept in graph.db under the code they were computed on
+        (every file's hash and the parser version) and computed again only when that code changed."""
+        code = self.store.code_digest()
+        kept = json.loads(self.store.meta("hotspots") or "{}")
+        if kept.get("code") == code and (limit <= len(kept["ranked"]) or kept["complete"]):
+            ranked = [(key, rank, between) for key, rank, between in kept["ranked"][:limit]]
+        else:
+            wanted = max(limit, HOTSPOTS_KEPT)
+            ranked = queries.hotspots(self.store.conn, self.root, wanted)
+            self._keep_hotspots({"code": code, "ranked": ranked, "complete": len(ranked) < wanted})
+            ranked = ranked[:limit]
         ids = self._ids([key for key, _rank, _between in ranked])
         return [(ids[key], rank, between) for key, rank, between in ranked]
+
+    def _keep_hotspots(self, kept: dict) -> None:
+        # A cache, not a record: when another process holds graph.db's write lock (a large index),
+        # the next call computes them again rather than wait for it.
+        try:
+            with self.store.transaction():
+                self.store.set_meta("hotspots", json.dumps(kept))
+        except sqlite3.OperationalError:
+            return
 
     def export(self) -> dict:
         """The whole graph as JSON-ready data: present symbols, calls between them, imports."""

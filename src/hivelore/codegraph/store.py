@@ -9,6 +9,7 @@ written, so calls can be resolved again without re-parsing) and `imports`.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 
@@ -178,6 +179,16 @@ class Store(sqlitedb.Store):
     def stamps(self) -> dict[str, tuple[int, int, str]]:
         query = "SELECT path, mtime_ns, size, hash FROM files WHERE repo = ?"
         return {path: (mtime, size, digest) for path, mtime, size, digest in self.conn.execute(query, (self.repo,))}
+
+    def code_digest(self) -> str:
+        """A digest of the code the graph was built from: every file's path and hash, and the parser's
+        version. What is derived from the whole graph (its hot spots) is valid while this holds."""
+        digest = hashlib.sha256(PARSER_VERSION.encode())
+        for path, file_hash in self.conn.execute(
+            "SELECT path, hash FROM files WHERE repo = ? ORDER BY path", (self.repo,)
+        ):
+            digest.update(f"\0{path}\0{file_hash}".encode())
+        return digest.hexdigest()
 
     def stamp(self, path: str, language: str, mtime_ns: int, size: int, digest: str) -> None:
         self.conn.execute(

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
-from hivelore.dashboard import csrf, views
+from hivelore.dashboard import codemap, csrf, views
 from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
 from hivelore.memory.service import MemoryService
@@ -29,7 +29,8 @@ from hivelore.team.model import STATUSES
 
 ACTIONS = ("archive", "restore", "forget", "commit")
 DONE = {"archive": "archived", "restore": "restored", "forget": "forgot", "commit": "committed"}
-STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript", "codemap.js": "text/javascript",
+          "vendor/cytoscape.min.js": "text/javascript", "vendor/cytoscape.LICENSE": "text/plain"}  # fmt: skip
 MAX_FORM_BYTES = 16_384  # an action's form is an address and a token
 
 
@@ -77,7 +78,8 @@ def router(services: Services, base: str = "", guard: Sequence[Dependency] = ())
     routes.add_api_route(
         "/tasks/{task_id}", _task(services), methods=["GET"], response_class=HTMLResponse, dependencies=pages
     )
-    routes.add_api_route("/static/{name}", _static, methods=["GET"], include_in_schema=False)
+    routes.include_router(codemap.router(services, render_page), dependencies=pages)
+    routes.add_api_route("/static/{name:path}", _static, methods=["GET"], include_in_schema=False)
     return routes
 
 

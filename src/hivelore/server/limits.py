@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hivelore.errors import Busy, HiveloreError
+from hivelore.server.auth import Caller, Unauthenticated, bearer, check_live, digest
 
 TYPE_CHECKING = False  # the CLI reads the defaults without the server's libraries
 if TYPE_CHECKING:
@@ -34,9 +35,46 @@ class RateLimited(Busy):
         self.retry_after = retry_after
 
 
+def identify(conn: psycopg.Connection, header: str | None, limit: int) -> Caller:
+    """The caller behind an Authorization header, with this request counted in its token's minute;
+    Unauthenticated, or RateLimited past `limit`.
+
+    One statement, as every request makes it: the token's row, and (when the token is live) the
+    count, so two replicas counting at once both see the other's request. A revoked or expired
+    token counts nothing."""
+    token = bearer(header)
+    row = conn.execute(
+        """
+        WITH t AS (
+            SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, u.id AS user_id, u.name
+            FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = %(hash)s
+        ), live AS (
+            SELECT id FROM t WHERE revoked IS NULL AND (expires IS NULL OR expires > now())
+        ), gone AS (
+            DELETE FROM rate_windows WHERE token_id = (SELECT id FROM live) AND started < date_trunc('minute', now())
+        ), counted AS (
+            INSERT INTO rate_windows AS w (token_id, started, count)
+            SELECT id, date_trunc('minute', now()), 1 FROM live
+            ON CONFLICT (token_id, started) DO UPDATE SET count = w.count + 1
+            RETURNING count
+        )
+        SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, t.user_id, t.name, now(), (SELECT count FROM counted),
+               ceil(extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now()))
+        FROM t
+        """,
+        {"hash": digest(token)},
+    ).fetchone()
+    if row is None:
+        raise Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
+    token_id, kind, scopes, revoked, expires, user_id, user, now, count, retry_after = row
+    check_live(revoked, expires, now)
+    _refuse_past(limit, int(count), int(retry_after))
+    return Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
+
+
 def count_request(conn: psycopg.Connection, token_id: int, limit: int) -> None:
-    """Count one request of `token_id` in the current minute; refuse it past `limit`. One statement,
-    so two replicas counting at once both see the other's request."""
+    """Count one request of a token already known (a dashboard session's) in the current minute;
+    refuse it past `limit`. One statement, as in `identify`."""
     row = conn.execute(
         """
         WITH gone AS (
@@ -50,9 +88,10 @@ def count_request(conn: psycopg.Connection, token_id: int, limit: int) -> None:
         {"token": token_id},
     ).fetchone()
     assert row is not None  # an INSERT … RETURNING always returns its row
-    count, retry_after = int(row[0]), max(1, int(row[1]))
+    _refuse_past(limit, int(row[0]), int(row[1]))
+
+
+def _refuse_past(limit: int, count: int, retry_after: int) -> None:
     if count > limit:
-        raise RateLimited(
-            f"this token made more than {limit} requests this minute: try again in {retry_after} s",
-            retry_after,
-        )
+        retry = max(1, retry_after)
+        raise RateLimited(f"this token made more than {limit} requests this minute: try again in {retry} s", retry)

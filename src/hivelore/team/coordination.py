@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
 from hivelore.memory.service import Hivelore
+from hivelore.team.codemap import CodeMap
 from hivelore.team.history import CITING_LESSONS, NO_GRAPH, OUTSIDE_GIT, CodeHistory, SymbolHistory
 from hivelore.team.model import (
     Attempt,
@@ -144,6 +145,10 @@ class Coordination:
     def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
         """(symbol, PageRank, betweenness) of the most depended-on symbols."""
         return self.graph.hotspots(limit)
+
+    def code_map(self) -> CodeMap:
+        """The dashboard's code map over this repository's graph and its tasks' claims (team/codemap.py)."""
+        return CodeMap(self.graph, self.team, self.repo)
 
     # -- the team over the graph ----------------------------------------------------------------
 

@@ -30,7 +30,9 @@ def once(
         return run()
     if not 1 <= len(key) <= MAX_KEY_CHARS or not key.isprintable():
         raise BadInput(f"an Idempotency-Key is 1 to {MAX_KEY_CHARS} printable characters")
-    with conn.transaction():
+    # In a pipeline, statements whose answer is not read wait to go with the next that is: the BEGIN
+    # goes with the claim, and the row's write, this answer's update and the COMMIT go together.
+    with conn.pipeline(), conn.transaction():
         # The key's row, claimed before the write: a second request with the same key waits here until
         # the first one commits (then reads its answer) or rolls back (then claims the key itself).
         claimed = conn.execute(

@@ -3,6 +3,8 @@ nothing else about a request is kept in the process, so any replica can serve th
 
 from __future__ import annotations
 
+import select
+
 import psycopg
 from psycopg_pool import ConnectionPool
 
@@ -26,6 +28,15 @@ def check_url(url: str) -> str:
     return url
 
 
+def check_idle(conn: psycopg.Connection) -> None:
+    """Raise if a connection taken from the pool is broken, as `ConnectionPool.check_connection`
+    does, without its round trip on every request: an idle connection's socket has nothing to read
+    unless the server wrote to it — closed it (a restart, an administrator's kill), or sent a notice.
+    Only then is the server asked."""
+    if conn.closed or select.select([conn.fileno()], [], [], 0)[0]:
+        ConnectionPool.check_connection(conn)
+
+
 def open_pool(url: str, size: int = 10) -> ConnectionPool:
     """A pool that opens in the background: the server starts (and /readyz says not ready) while
     PostgreSQL is still coming up, and it reconnects by itself after PostgreSQL restarts."""
@@ -34,7 +45,7 @@ def open_pool(url: str, size: int = 10) -> ConnectionPool:
         min_size=1,
         max_size=size,
         kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True, "options": SESSION_OPTIONS},
-        check=ConnectionPool.check_connection,
+        check=check_idle,
         timeout=CONNECT_TIMEOUT_S,
         open=False,
         name="hivelore",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -371,12 +371,17 @@ class PostgresTier(Tier):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _transaction(self) -> AbstractContextManager[object]:
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
         """A transaction, or none when the caller's is open (an Idempotency-Key's): a savepoint in it
-        would cost two round trips and change nothing, since an error ends the caller's one too."""
+        would cost two round trips and change nothing, since an error ends the caller's one too.
+
+        In a pipeline: the BEGIN goes with the lock's statement, and the write with the COMMIT."""
         if self.conn.info.transaction_status == TransactionStatus.INTRANS:
-            return nullcontext()
-        return self.conn.transaction()
+            yield
+            return
+        with self.conn.pipeline(), self.conn.transaction():
+            yield
 
     def _lock(self, space: str, scope: str, key: str) -> tuple[Memory | None, int]:
         """Inside a transaction: hold scope::key of `space` until it ends; what is there now, and the

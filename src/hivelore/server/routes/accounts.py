@@ -21,7 +21,7 @@ from hivelore.memory.scope import parse as parse_scope
 from hivelore.server import auth
 from hivelore.server.logs import request_id
 from hivelore.server.postgres import accounts, audit
-from hivelore.server.routes.dependencies import Caller, Conn, caller
+from hivelore.server.routes.dependencies import AnyConn, Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
 
@@ -192,7 +192,7 @@ def invite(org: str, body: InvitationIn, request: Request, who: Caller, conn: Co
 
 
 @router.post("/invitations/accept")
-def join(body: JoinIn, request: Request, conn: Conn) -> JoinOut:
+def join(body: JoinIn, request: Request, conn: AnyConn) -> JoinOut:
     """With a token: the caller joins. Without one: a new user `name` is made from the invitation."""
     header = request.headers.get("authorization")
     if header is None:

@@ -191,13 +191,14 @@ def write(
             state=body.state,
             tier=body.space,
         )
-        return WriteOut(
-            memory=MemoryOut.of(result.memory),
-            space=result.tier,
-            created=result.created,
-            revived=result.revived,
-            notices=service.notices,
-        ).model_dump(mode="json")
+        # WriteOut's fields, built as JSON without validating the service's own memory into models again.
+        return {
+            "memory": result.memory.to_dict(),
+            "space": result.tier,
+            "created": result.created,
+            "revived": result.revived,
+            "notices": service.notices,
+        }
 
     return JSONResponse(_once(request, conn, who, body, idempotency_key, run))
 
