@@ -111,6 +111,11 @@ NOT_HERE = {
         ],
         "it opens none of these stores, only the team server: tests/server/test_remote_cli.py runs it against one",
     ),
+    **dict.fromkeys(
+        [f"org {c}" for c in ("switch-off", "switch-on", "switches", "memories", "forget", "audit")],
+        "it opens none of these stores, only the team server: tests/server/test_org_switch.py and"
+        " test_org_data.py run it against one",
+    ),
 }
 
 # Run as real subprocesses too, with the exit code each must end with: a damaged graph.db or team.db
