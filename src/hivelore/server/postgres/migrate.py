@@ -52,6 +52,12 @@ def _applied(conn: psycopg.Connection) -> set[int]:
     return {int(version) for (version,) in conn.execute("SELECT version FROM schema_migrations")}
 
 
+def missing(conn: psycopg.Connection) -> list[int]:
+    """The versions this hivelore ships that the database has not applied, oldest first."""
+    done = _applied(conn) if applied_version(conn) else set()
+    return [m.version for m in available() if m.version not in done]
+
+
 def migrate(conn: psycopg.Connection) -> list[Migration]:
     """Apply what the database lacks; return what was applied (nothing when another replica did it).
     `conn` must be in autocommit mode: each migration is its own transaction.
