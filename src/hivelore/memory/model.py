@@ -135,6 +135,7 @@ class Memory:
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: dict[str, str] = {}  # noqa: RUF012
+    when: str = ""  # the symptoms in plain words, as someone hitting this would describe them; indexed with the value
 
     @property
     def address(self) -> str:
@@ -167,6 +168,7 @@ class Memory:
             "expires_at": self.expires_at,
             "archived_at": self.archived_at,
             "provenance": dict(self.provenance),
+            **({"when": self.when} if self.when else {}),
         }
 
     @classmethod
@@ -188,4 +190,5 @@ class Memory:
             expires_at=data.get("expires_at"),
             archived_at=data.get("archived_at"),
             provenance=dict(data.get("provenance") or {}),
+            when=str(data.get("when") or ""),
         )

@@ -174,9 +174,12 @@ class TeamMemories(MemoryService):
         ttl_days: float | None = None,
         state: str = "committed",
         tier: str | None = None,
+        when: str | None = None,
     ) -> WriteResult:
-        check_indexable(key, value, tags)
-        return super().write(scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier)
+        check_indexable(key, f"{value}\n{when}" if when else value, tags)
+        return super().write(
+            scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier, when=when
+        )
 
     def _check_record(self, record: ImportRecord) -> Memory:
         memory = super()._check_record(record)

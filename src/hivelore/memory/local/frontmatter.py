@@ -76,6 +76,8 @@ def render(memory: Memory) -> str:
         lines.extend(f"  {name}: {_scalar(value)}" for name, value in provenance.items())
     else:
         lines.append("provenance: {}")
+    if memory.when:
+        lines.append(f"when: {_scalar(memory.when)}")
     lines.append("---")
     return "\n".join(lines) + "\n" + memory.value.strip() + "\n"
 
@@ -139,6 +141,10 @@ def _rendered(head: str) -> dict[str, object] | None:
     if lines[-1] == "":
         lines.pop()
     data: dict[str, object] = {}
+    if lines and lines[-1].startswith("when: "):  # last, and only when there are symptoms (render)
+        ok, data["when"] = _rendered_scalar(lines.pop()[len("when: ") :])
+        if not ok:
+            return None
     for name, line in zip((*_RENDERED_FIELDS, "archived_at"), lines, strict=False):
         label, sep, raw = line.partition(": ")
         if label != name or not sep:
@@ -154,7 +160,7 @@ def _rendered(head: str) -> dict[str, object] | None:
             return None
     rest = lines[len(_RENDERED_FIELDS) + 1 :]
     provenance = _rendered_provenance(rest)
-    if len(data) != len(_RENDERED_FIELDS) + 1 or provenance is None:
+    if len(data) - ("when" in data) != len(_RENDERED_FIELDS) + 1 or provenance is None:
         return None
     data["provenance"] = provenance
     return data
@@ -255,4 +261,5 @@ def parse(text: str, fallback_time: str) -> Memory:
         expires_at=_timestamp(data, "expires_at", None),
         archived_at=_timestamp(data, "archived_at", None),
         provenance={str(k): str(v) for k, v in provenance.items() if k in PROVENANCE_FIELDS and v is not None},
+        when=" ".join(str(data.get("when") or "").split()),
     )
