@@ -27,6 +27,7 @@ class MemoryOut(BaseModel):
     expires_at: str | None
     archived_at: str | None
     provenance: dict[str, str]
+    when: str = ""  # the symptoms in plain words, when the writer gave them
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:

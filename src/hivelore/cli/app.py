@@ -110,6 +110,10 @@ def write(
     ttl_days: Annotated[float | None, typer.Option(help="Hide it after this many days.")] = None,
     staged: Annotated[bool, typer.Option("--staged", help="Stage it instead of committing it.")] = False,
     tier: Annotated[str | None, typer.Option(help="home or project (default: project tier if it exists).")] = None,
+    when: Annotated[
+        str | None,
+        typer.Option(help="The symptoms in plain words, as someone hitting this would put it; searched too."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Write a memory (a re-write of the same key updates it and bumps seen_count)."""
@@ -126,6 +130,7 @@ def write(
             ttl_days=ttl_days,
             state="staged" if staged else "committed",
             tier=tier,
+            when=when,
         )
         print_warnings(service)
     if as_json:

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.memory.vectors import Semantic
+
 
 class Command:
     """A command's options (name → (kind, help), kind "flag", "int", "text" or "texts" for a
@@ -110,7 +114,12 @@ def search(argv: Sequence[str]) -> int:
     query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
-        hits = service.search(query, scopes, limit)
+        service.semantic = _semantic(service)
+        try:
+            hits = service.search(query, scopes, limit)
+        finally:
+            if service.semantic is not None:
+                service.semantic.close()
         print_warnings(service)
     if args["json"]:
         print_json([{**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path)} for h in hits])
@@ -123,6 +132,14 @@ def search(argv: Sequence[str]) -> int:
             print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}")
             print(f"    {' '.join(memory.value.split())}")
     return 0
+
+
+def _semantic(service: Hivelore) -> Semantic | None:
+    """Recall by meaning when the semantic extra is installed (vectors.py; it costs a search about a
+    second to load the model); else None, and the search is BM25's alone."""
+    from hivelore.memory import vectors
+
+    return vectors.Semantic(service.settings.home / vectors.VECTORS_FILE) if vectors.installed() else None
 
 
 def context(argv: Sequence[str]) -> int:

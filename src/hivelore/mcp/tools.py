@@ -24,6 +24,7 @@ from hivelore import errors
 from hivelore.memory.model import parse_address
 from hivelore.memory.scope import parse
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.vectors import Warm
 from hivelore.remote.status import TeamStatus, look_from
 from hivelore.schemas import (
     AttemptOut,
@@ -80,6 +81,7 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 def build_server(cwd: Path | None = None) -> MCPServer:
     """The MCP server for the folder the agent runs in (its scope chain is read per call)."""
     server = MCPServer(name="hivelore", instructions=INSTRUCTIONS)
+    warm = Warm()  # the model, once per server: loaded at the first search, used by the writes after it
 
     @contextlib.contextmanager
     def service() -> Iterator[Hivelore]:
@@ -88,6 +90,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             svc = Hivelore.open(
                 cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN")
             )
+            svc.semantic = warm.for_home(svc.settings.home)
             yield svc
         except Exception as exc:
             refused = tool_error(exc)
@@ -106,14 +109,17 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         tags: list[str] | None = None,
         kind: str | None = None,
         ttl_days: float | None = None,
+        when: str | None = None,
     ) -> WriteOut:
         """Write a lesson (or fact, decision, note) so the next session does not rediscover it.
 
         scope: global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes).
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
+        when: the symptoms in plain words, as someone hitting this without knowing the cause would say
+        it ("the tests can't reach the database"); searched with the lesson, so it is found either way.
         """
         with service() as svc:
-            result = svc.write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days)
+            result = svc.write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days, when=when)
         return WriteOut(
             memory=MemoryOut.of(result.memory), path=str(result.path), tier=result.tier, created=result.created
         )

