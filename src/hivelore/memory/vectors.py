@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import importlib.util
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -129,7 +130,8 @@ class VectorFile:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.conn = sqlite3.connect(path, timeout=10)
+        # The MCP server runs each tool call in a worker thread; `Semantic` serialises the calls.
+        self.conn = sqlite3.connect(path, timeout=10, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, model TEXT, vector BLOB)")
 
@@ -163,6 +165,7 @@ class Semantic:
         self._hashes: dict[tuple[str, str, float], str] = {}  # (origin, place, updated) → text hash
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
+        self._lock = threading.Lock()  # one call at a time: the vector file, the caches
 
     @property
     def embedder(self) -> Embedder:
@@ -177,12 +180,14 @@ class Semantic:
         if not load and self._embedder is None:
             return 0
         texts = {text_hash(t): t for t in map(memory_text, memories)}
-        return self._compute(texts)
+        with self._lock:
+            return self._compute(texts)
 
     def _compute(self, texts: dict[str, str]) -> int:
         import numpy as np
 
-        missing = [h for h in texts if h not in self.file.read(texts)]
+        stored = self.file.read(texts)
+        missing = [h for h in texts if h not in stored]
         if not missing:
             return 0
         vectors = self.embedder.embed([texts[h] for h in missing]).astype(np.float16)
@@ -217,7 +222,8 @@ class Semantic:
 
         if not candidates:
             return []
-        similarity = self._matrix_for(candidates) @ self.embedder.query(query)
+        with self._lock:
+            similarity = self._matrix_for(candidates) @ self.embedder.query(query)
         top = np.argsort(-similarity, kind="stable")[:limit]
         return [(candidates[i], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 
@@ -241,8 +247,3 @@ class Warm:
         if found is None:
             found = self._by_file[path] = Semantic(path)
         return found
-
-    def close(self) -> None:
-        for semantic in self._by_file.values():
-            semantic.close()
-        self._by_file.clear()
