@@ -277,13 +277,14 @@ def main(argv: list[str] | None = None) -> int:
             index_mb = max(index_mb, (home / "index.db").stat().st_size / 1e6)
     finally:
         semantic.close()
+        vectors_mb = vector_file.stat().st_size / 1e6 if vector_file.exists() else 0.0
         if args.keep:
             print(f"kept {tmp}", file=sys.stderr)
         else:
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
     print(
         f"\nmodel load {load_s:.2f} s · index.db {index_mb:.1f} MB · vectors.db"
-        f" {vector_file.stat().st_size / 1e6:.1f} MB ({len(main_set) + len(held_out) + distractors:,} memories;"
+        f" {vectors_mb:.1f} MB ({len(main_set) + len(held_out) + distractors:,} memories;"
         " the vector file holds the texts of both stores)"
     )
     return 0
