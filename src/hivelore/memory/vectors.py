@@ -22,11 +22,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hivelore.memory.model import Memory
 from hivelore.memory.tier import Candidate
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
