@@ -224,7 +224,7 @@ def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, 
             return [hit.row.key for hit in service.search(query, limit=LIMIT)]
 
         def model(query: str) -> list[str]:
-            return [c.key for c, _ in semantic.rank(query, service.local.listed(service.scopes), LIMIT)]
+            return [c.key for c, _ in semantic.rank(query, visible, LIMIT)]
 
         def fusion(query: str) -> list[str]:
             service.semantic = semantic

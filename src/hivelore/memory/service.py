@@ -473,7 +473,9 @@ class MemoryService:
         the model; else BM25's hits unchanged."""
         if self.semantic is None:
             return pairs
-        visible = [c for tier in self.tiers for c in tier.listed(scopes)]
+        # The tiers' generations, read after `match` brought them up to date: a change lists them again.
+        key = (tuple(self.roots), tuple(scopes), tuple(tier.generation() for tier in self.tiers))
+        visible = self.semantic.visible(key, lambda: [c for t in self.tiers for c in t.listed(scopes)])
         return fusion.fuse(pairs, self.semantic.rank(query, visible, limit), words)
 
     def _rivals(self, scopes: Sequence[str], copies: Sequence[Candidate]) -> list[Candidate]:

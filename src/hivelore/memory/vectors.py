@@ -19,7 +19,7 @@ import importlib.util
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -166,6 +166,8 @@ class Semantic:
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
+        self._listed_key: tuple[object, ...] = ()
+        self._listed: list[Candidate] = []
 
     @property
     def embedder(self) -> Embedder:
@@ -215,6 +217,14 @@ class Semantic:
             self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(hashes), DIMENSIONS).astype(np.float32)
             self._matrix_key = hashes
         return self._matrix
+
+    def visible(self, key: tuple[object, ...], listing: Callable[[], list[Candidate]]) -> list[Candidate]:
+        """The memories to rank: `listing()` again only when `key` (the tiers, their generations, the
+        scopes) changed since the last call; listing and decoding thousands of rows costs more than ranking."""
+        with self._lock:
+            if key != self._listed_key:
+                self._listed, self._listed_key = listing(), key
+            return self._listed
 
     def rank(self, query: str, candidates: Sequence[Candidate], limit: int) -> list[tuple[Candidate, float]]:
         """The `limit` candidates nearest to the query in meaning, nearest first, with their cosine."""
