@@ -31,6 +31,7 @@ class MemoryOut(BaseModel):
         default_factory=dict,
         description="The code it cites (symbol id or file path) with the code graph's hash when it was written.",
     )
+    when: str = ""  # the symptoms in plain words, when the writer gave them
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:

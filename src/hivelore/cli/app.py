@@ -119,6 +119,10 @@ def write(
         list[str] | None,
         typer.Option("--cites", help="A symbol (id, qualified name or name) or file it is about (repeatable)."),
     ] = None,
+    when: Annotated[
+        str | None,
+        typer.Option(help="The symptoms in plain words, as someone hitting this would put it; searched too."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Write a memory (a re-write of the same key updates it and bumps seen_count). A lesson or a
@@ -137,6 +141,7 @@ def write(
             state="staged" if staged else "committed",
             tier=tier,
             cites=cites or [],
+            when=when,
         )
         print_warnings(service)
     if as_json:

@@ -25,6 +25,7 @@ from hivelore.memory import grooming
 from hivelore.memory.model import parse_address
 from hivelore.memory.scope import parse
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.vectors import Warm
 from hivelore.remote.status import TeamStatus, look_from
 from hivelore.schemas import (
     AttemptOut,
@@ -84,6 +85,7 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 def build_server(cwd: Path | None = None) -> MCPServer:
     """The MCP server for the folder the agent runs in (its scope chain is read per call)."""
     server = MCPServer(name="hivelore", instructions=INSTRUCTIONS)
+    warm = Warm()  # the model, once per server: loaded at the first search, used by the writes after it
 
     @contextlib.contextmanager
     def service() -> Iterator[Hivelore]:
@@ -92,6 +94,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             svc = Hivelore.open(
                 cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN")
             )
+            svc.semantic = warm.for_home(svc.settings.home)
             yield svc
         except Exception as exc:
             refused = tool_error(exc)
@@ -111,6 +114,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         kind: str | None = None,
         ttl_days: float | None = None,
         cites: list[str] | None = None,
+        when: str | None = None,
     ) -> WriteOut:
         """Write a lesson (or fact, decision, note) so the next session does not rediscover it.
 
@@ -118,9 +122,13 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
         cites: symbols (id, qualified name or name) or files it is about; a lesson's or decision's text is
         also read for them. Reads then say when that code changed since.
+        when: the symptoms in plain words, as someone hitting this without knowing the cause would say
+        it ("the tests can't reach the database"); searched with the lesson, so it is found either way.
         """
         with service() as svc:
-            result = svc.write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days, cites=cites or [])
+            result = svc.write(
+                scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days, cites=cites or [], when=when
+            )
         return WriteOut(
             memory=MemoryOut.of(result.memory), path=str(result.path), tier=result.tier, created=result.created
         )

@@ -138,6 +138,7 @@ class Memory:
     # The code the memory cites: a symbol id (`shop/tokens.py::validate_token`) or a file path, each
     # with its hash in the code graph when it was written ("" for a file the graph does not read).
     cites: dict[str, str] = {}  # noqa: RUF012 (never mutated, like provenance)
+    when: str = ""  # the symptoms in plain words, as someone hitting this would describe them; indexed with the value
 
     @property
     def address(self) -> str:
@@ -171,6 +172,7 @@ class Memory:
             "archived_at": self.archived_at,
             "provenance": dict(self.provenance),
             "cites": dict(self.cites),
+            "when": self.when,
         }
 
     @classmethod
@@ -193,4 +195,5 @@ class Memory:
             archived_at=data.get("archived_at"),
             provenance=dict(data.get("provenance") or {}),
             cites=dict(data.get("cites") or {}),
+            when=str(data.get("when") or ""),
         )

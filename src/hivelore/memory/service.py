@@ -18,7 +18,7 @@ from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.memory import citations, recall
+from hivelore.memory import citations, fusion, recall
 from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
@@ -43,6 +43,7 @@ from hivelore.records import record
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.memory.citations import Code
+    from hivelore.memory.vectors import Semantic
     from hivelore.profile.store import Profile
     from hivelore.remote.tier import RemoteTier
 
@@ -125,6 +126,8 @@ class MemoryService:
         self.agent = agent
         self.session = session
         self.warnings: list[str] = []
+        # Set by a warm process that loaded the model (vectors.py): searches then rank by meaning too.
+        self.semantic: Semantic | None = None
 
     @property
     def scopes(self) -> list[str]:
@@ -250,14 +253,18 @@ class MemoryService:
         state: str = "committed",
         tier: str | None = None,
         cites: Sequence[str] = (),
+        when: str | None = None,
     ) -> WriteResult:
         """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated. The code
         it cites (`cites`, and for a lesson or a decision the names its text gives) is kept with
-        each one's hash now, so a read can tell when that code moved on."""
+        each one's hash now, so a read can tell when that code moved on. `when` is the symptoms in
+        plain words (how someone hitting this would describe it, not knowing the cause): indexed with
+        the value; a re-write without one keeps the one there."""
         provenance = self._provenance()
         value = self._public(value)
         target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days, provenance)
         cited = self._cited(value, kind or "lesson", cites)
+        symptoms = _checked_when(self._public(when)) if when else ""
         where, part = self._tier_for_write(target, key, tier)
         now = now_iso()
 
@@ -275,6 +282,7 @@ class MemoryService:
                     expires_at=expires,
                     provenance=provenance,
                     cites=cited,
+                    when=symptoms,
                 )
             return existing.evolve(
                 value=value,
@@ -287,10 +295,13 @@ class MemoryService:
                 archived_at=None,
                 provenance=provenance,
                 cites=cited,
+                when=symptoms or existing.when,
             )
 
         path, existing, memory = where.store(part, target, key, build)
         assert memory is not None  # build always returns one
+        if self.semantic is not None:
+            self.semantic.remember([memory])
         revived = existing is not None and not existing.is_visible()
         return WriteResult(memory, path, _part_at(where, part, path), existing is None, revived)
 
@@ -527,11 +538,24 @@ class MemoryService:
             raise ValueError("the query has no words to search for.")
         # Each tier's relevance is comparable only within that tier: each is scaled to its best.
         pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
+        pairs = self._with_meaning(query, words, chosen, pairs, max(limit * 5, 50))
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
         hits = self._against_code([r for r in ranked if r.relevance > 0], 2 * limit)
         return hits[:limit]
+
+    def _with_meaning(
+        self, query: str, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
+    ) -> list[tuple[Candidate, float]]:
+        """BM25's hits fused with the memories nearest in meaning (fusion.py) when this process holds
+        the model; else BM25's hits unchanged."""
+        if self.semantic is None:
+            return pairs
+        # The tiers' generations, read after `match` brought them up to date: a change lists them again.
+        key = (tuple(self.roots), tuple(scopes), tuple(tier.generation() for tier in self.tiers))
+        visible = self.semantic.visible(key, lambda: [c for t in self.tiers for c in t.listed(scopes)])
+        return fusion.fuse(pairs, self.semantic.rank(query, visible, limit), words)
 
     def _rivals(self, scopes: Sequence[str], copies: Sequence[Candidate]) -> list[Candidate]:
         """The other visible copies of these copies' keys, so shadowing is decided over every copy."""
@@ -681,6 +705,7 @@ class MemoryService:
             archived_at=record.archived_at,
             provenance=provenance,
             cites=citations.checked_cites(record.cites),
+            when=_checked_when(self._public(record.when)) if record.when else "",
         )
 
     def import_records(
@@ -1036,6 +1061,17 @@ def _as_of(age_s: float | None) -> str:
 def _scaled(pairs: builtins.list[tuple[Candidate, float]]) -> builtins.list[tuple[Candidate, float]]:
     best = max((relevance for _, relevance in pairs), default=0.0) or 1.0
     return [(candidate, relevance / best) for candidate, relevance in pairs]
+
+
+MAX_WHEN_CHARS = 1000
+
+
+def _checked_when(when: str) -> str:
+    """The symptoms line, on one line: a sentence or two, not a second lesson."""
+    text = " ".join(when.split())
+    if len(text) > MAX_WHEN_CHARS:
+        raise ValueError(f"'when' is {len(text):,} characters; keep it to the symptoms, at most {MAX_WHEN_CHARS:,}.")
+    return text
 
 
 def _grouped(items: Iterable[tuple[Memory, Target]]) -> dict[Target, list[Memory]]:

@@ -41,6 +41,7 @@ class ImportRecord:
     archived_at: str | None = None
     provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
     cites: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+    when: str = ""
 
     @classmethod
     def from_json(cls, data: object, source: str) -> ImportRecord:
@@ -83,4 +84,5 @@ class ImportRecord:
             archived_at=field("archived_at", (str,), None),
             provenance=provenance,
             cites=cites,
+            when=field("when", (str,), ""),
         )

@@ -214,11 +214,12 @@ class TeamMemories(MemoryService):
         state: str = "committed",
         tier: str | None = None,
         cites: Sequence[str] = (),
+        when: str | None = None,
     ) -> WriteResult:
         self.check_switch(scope)
-        check_indexable(key, value, tags)
+        check_indexable(key, f"{value}\n{when}" if when else value, tags)
         return super().write(
-            scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier, cites=cites
+            scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier, cites=cites, when=when
         )
 
     def _check_record(self, record: ImportRecord) -> Memory:

@@ -79,6 +79,8 @@ def render(memory: Memory) -> str:
     if memory.cites:  # written only when there are some: files of memories that cite nothing stay as they were
         lines.append("cites:")
         lines.extend(f"  {_scalar(name)}: {_scalar(digest)}" for name, digest in memory.cites.items())
+    if memory.when:
+        lines.append(f"when: {_scalar(memory.when)}")
     lines.append("---")
     return "\n".join(lines) + "\n" + memory.value.strip() + "\n"
 
@@ -142,6 +144,10 @@ def _rendered(head: str) -> dict[str, object] | None:
     if lines[-1] == "":
         lines.pop()
     data: dict[str, object] = {}
+    if lines and lines[-1].startswith("when: "):  # last, and only when there are symptoms (render)
+        ok, data["when"] = _rendered_scalar(lines.pop()[len("when: ") :])
+        if not ok:
+            return None
     for name, line in zip((*_RENDERED_FIELDS, "archived_at"), lines, strict=False):
         label, sep, raw = line.partition(": ")
         if label != name or not sep:
@@ -159,7 +165,7 @@ def _rendered(head: str) -> dict[str, object] | None:
     cut = rest.index("cites:") if "cites:" in rest else len(rest)
     provenance = _rendered_mapping(rest[:cut], "provenance")
     cites = _rendered_mapping(rest[cut:], "cites") if cut < len(rest) else {}
-    if len(data) != len(_RENDERED_FIELDS) + 1 or provenance is None or cites is None:
+    if len(data) - ("when" in data) != len(_RENDERED_FIELDS) + 1 or provenance is None or cites is None:
         return None
     data["provenance"] = provenance
     if cut < len(rest):
@@ -267,4 +273,5 @@ def parse(text: str, fallback_time: str) -> Memory:
         archived_at=_timestamp(data, "archived_at", None),
         provenance={str(k): str(v) for k, v in provenance.items() if k in PROVENANCE_FIELDS and v is not None},
         cites={str(k): "" if v is None else str(v) for k, v in cites.items()},
+        when=" ".join(str(data.get("when") or "").split()),
     )

@@ -59,6 +59,7 @@ class WriteIn(BaseModel):
     state: str = "committed"
     space: str | None = Field(default=None, description="org:NAME or personal; by default the scope's sharing decides")
     provenance: Provenance = Field(default_factory=Provenance)
+    when: str | None = Field(default=None, description="the symptoms in plain words, searched with the value")
 
 
 class Stored(BaseModel):
@@ -190,6 +191,7 @@ def write(
             ttl_days=body.ttl_days,
             state=body.state,
             tier=body.space,
+            when=body.when,
         )
         # WriteOut's fields, built as JSON without validating the service's own memory into models again.
         return {
