@@ -89,6 +89,10 @@ ARGS: dict[str, list[list[str]]] = {
     "install": [["install", "--project", "--agent", "claude", "--yes"]],
     "uninstall": [["uninstall", "--project", "--agent", "claude", "--yes"]],
     "migrate": [["migrate", "--to", "remote"]],
+    "lint": [["lint"]],
+    "dedupe": [["dedupe"], ["dedupe", "--yes"]],
+    "stats": [["stats"]],
+    "diff": [["diff", "repo::acme/shop", "global"], ["diff", "--remote"]],
 }
 # Commands this test does not run in-process, and why.
 NOT_HERE = {
@@ -106,6 +110,11 @@ NOT_HERE = {
             *(f"token {c}" for c in ("create", "list", "revoke")),
         ],
         "it opens none of these stores, only the team server: tests/server/test_remote_cli.py runs it against one",
+    ),
+    **dict.fromkeys(
+        [f"org {c}" for c in ("switch-off", "switch-on", "switches", "memories", "forget", "audit")],
+        "it opens none of these stores, only the team server: tests/server/test_org_switch.py and"
+        " test_org_data.py run it against one",
     ),
 }
 
@@ -280,6 +289,8 @@ TOOL_ARGS: dict[str, dict[str, object]] = {
     "memory_commit": {"addresses": ["repo::acme/shop::tests-need-local-postgres"]},
     "memory_scopes": {},
     "memory_tree": {},
+    "memory_lint": {},
+    "memory_stats": {},
     "profile_read": {"name": "USER.md"},
     "profile_search": {"query": "concise"},
     "blast_radius": {"symbol": SYMBOL},

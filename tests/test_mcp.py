@@ -57,6 +57,8 @@ TOOLS = {
     "memory_commit",
     "memory_scopes",
     "memory_tree",
+    "memory_lint",
+    "memory_stats",
 }
 PROFILE_TOOLS = {"profile_read", "profile_search"}
 GRAPH_TOOLS = {
@@ -71,7 +73,8 @@ GRAPH_TOOLS = {
 }
 REMOTE_TOOLS = {"remote_status", "org_scopes"}  # tokens and organisations are administered on the CLI only
 READ_ONLY_TOOLS = {
-    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", *PROFILE_TOOLS, *GRAPH_TOOLS,
+    "memory_read", "memory_search", "memory_list", "memory_scopes", "memory_tree", "memory_lint", "memory_stats",
+    *PROFILE_TOOLS, *GRAPH_TOOLS,
     *REMOTE_TOOLS,
 }  # fmt: skip
 DESTRUCTIVE_TOOLS = {"memory_forget", "memory_archive"}
@@ -237,6 +240,14 @@ async def test_a_lesson_written_over_mcp_lives_in_the_same_store_as_the_cli(
         scopes = await call(session, "memory_scopes")
         assert scopes["chain"] == CHAIN
         assert scopes["counts"] == {REPO: 1, "global": 1}
+
+        # Lint and stats: what `hivelore lint` and `stats --json` say, for the same chain.
+        linted = await call(session, "memory_lint")
+        assert (linted["scopes"], linted["memories"]) == (CHAIN, 2)
+        assert set(linted["counts"]) == {"stale", "near-duplicate", "malformed", "volatile-key"}
+        assert linted["counts"]["stale"] == linted["counts"]["malformed"] == linted["counts"]["volatile-key"] == 0
+        counted = await call(session, "memory_stats")
+        assert (counted["visible"], counted["by_scope"], counted["citing_code"]) == (2, {REPO: 1, "global": 1}, 0)
 
         # Archive hides the repo copy from every read; the global copy is no longer shadowed.
         archived = await call(session, "memory_archive", scope=REPO, key=KEY)

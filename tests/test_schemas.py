@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from hivelore import schemas
 from hivelore.mcp import answers
+from hivelore.memory.grooming import Problem
 from hivelore.memory.model import Memory
 from hivelore.memory.recall import Ranked
 from hivelore.memory.scope import parse
@@ -41,11 +42,12 @@ SHAPES = [
     Shape(
         schemas.Hit,
         Ranked,
-        renamed={"memory": "row"},
+        renamed={"memory": "row", "stale": "note"},
         converted=frozenset({"memory"}),
         left_out=frozenset({"relevance"}),
     ),
     Shape(schemas.TreeKey, TreeEntry),
+    Shape(schemas.LintProblem, Problem),
     Shape(schemas.CommitOut, CommitReport),
     Shape(schemas.NotCommittedOut, NotCommitted),
     Shape(schemas.TaskOut, team.Intent, left_out=frozenset({"repo", "created_ts", "updated_ts"})),
@@ -75,7 +77,7 @@ SHAPES = [
 ENVELOPES = {
     "SearchOut", "ScopeGroup", "ListOut", "ForgetOut", "ScopesOut", "TreeOut", "ProfileFileOut", "ProfileLine",
     "ProfileSearchOut", "Neighbour", "BlastRadiusOut", "PathOut", "Hotspot", "HotspotsOut", "ConflictsOut",
-    "WhoKnowsOut", "TaskBoardOut", "RemoteStatusOut", "RejectedChange", "OrgScopesOut",
+    "WhoKnowsOut", "TaskBoardOut", "RemoteStatusOut", "RejectedChange", "OrgScopesOut", "LintOut", "StatsOut",
 }  # fmt: skip
 
 MODEL_OF = {shape.record.__name__: shape.model.__name__ for shape in SHAPES}

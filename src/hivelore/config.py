@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from hivelore.orgswitch import OrgSwitch
+
     Source = tuple[Path | str, dict[str, object]]  # a config file that sets something, and what it holds
 
 MODES = ("local", "remote", "off")
@@ -49,6 +51,7 @@ class Settings:
     decided_by: tuple[tuple[str, str], ...] = ()  # (key, the file or variable that set it), for doctor
     capture: str = "on"  # "off": hooks read (context, recall) but store no prompts, failures, notes or claims
     private_prefix: tuple[str, ...] = ()  # lines starting with one of these are never stored
+    org_switch: OrgSwitch | None = None  # the organisation's switch that turned hivelore off here
 
     @property
     def off(self) -> bool:
@@ -56,6 +59,8 @@ class Settings:
 
     def off_message(self) -> str:
         """The one line every surface says when hivelore is off here."""
+        if self.org_switch is not None:
+            return self.org_switch.off_message()
         where = "in this repository " if self.mode_source.endswith(".hivelore.json") else ""
         undo = "unset it" if self.mode_source.startswith("HIVELORE_MODE") else 'remove "mode": "off" from that file'
         said = f"hivelore is off {where}(set by {self.mode_source})"
@@ -73,6 +78,7 @@ class Switches:
     capture_source: str
     private_prefix: tuple[str, ...]
     private_prefix_source: str
+    org_switch: OrgSwitch | None = None
 
 
 class Off(BadInput):
@@ -129,7 +135,7 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
     repo = (repo_file, read_json(repo_file)) if repo_file else None
     user = (home / "config.json", read_json(home / "config.json"))
     sources = [s for s in (repo, user) if s and s[1]]
-    switched = _switches(env, sources)
+    switched = _switches(env, sources, str(home), str(repo_root) if repo_root else None)
     limits = {name: _int_setting(name, repo, user) for name in DEFAULTS}
     profile, profile_source = _profile_setting(env, sources)
     remote_writes, remote_writes_source = _remote_writes(env, user)
@@ -153,6 +159,7 @@ def load_settings(repo_root: Path | None, env: Mapping[str, str] | None = None) 
         ),
         capture=switched.capture,
         private_prefix=switched.private_prefix,
+        org_switch=switched.org_switch,
     )
 
 
@@ -161,9 +168,10 @@ def switches(folder: str, env: Mapping[str, str]) -> Switches:
     them, from plain strings: the hook path asks this for every event, and must not pay for pathlib."""
     root = work_tree(folder)
     repo_file = os.path.join(root, ".hivelore.json") if root else None
-    user_file = os.path.join(home_path(env), "config.json")
+    home = home_path(env)
+    user_file = os.path.join(home, "config.json")
     found = [(path, read_json(path)) for path in (repo_file, user_file) if path]
-    return _switches(env, [source for source in found if source[1]])
+    return _switches(env, [source for source in found if source[1]], home, root)
 
 
 def work_tree(folder: str) -> str | None:
@@ -177,7 +185,10 @@ def work_tree(folder: str) -> str | None:
     return current
 
 
-def _switches(env: Mapping[str, str], sources: Sequence[Source]) -> Switches:
+def _switches(env: Mapping[str, str], sources: Sequence[Source], home: str, root: str | None) -> Switches:
+    """As the files and variables say; and off, whatever they say, in a checkout of a repository an
+    organisation switched off on a team server this home follows (orgswitch.py): keeping less is
+    always allowed, so no file turns it back on."""
     mode, mode_source = "local", "default (neither HIVELORE_MODE nor a config file sets it)"
     if env.get("HIVELORE_MODE"):
         mode, mode_source = env["HIVELORE_MODE"], "HIVELORE_MODE environment variable"
@@ -190,7 +201,14 @@ def _switches(env: Mapping[str, str], sources: Sequence[Source]) -> Switches:
         raise ConfigError(f'mode \'{mode}\' (set by {mode_source}) is not a mode: use "local", "remote" or "off".')
     capture, capture_source = _capture(env, sources)
     prefixes, prefixes_source = _private_prefixes(sources)
-    return Switches(mode, mode_source, capture, capture_source, prefixes, prefixes_source)
+    org_switch = None
+    if mode != "off":
+        from hivelore.orgswitch import switch_for
+
+        org_switch = switch_for(home, root)
+        if org_switch is not None:
+            mode, mode_source = "off", org_switch.source()
+    return Switches(mode, mode_source, capture, capture_source, prefixes, prefixes_source, org_switch)
 
 
 def _capture(env: Mapping[str, str], sources: Sequence[Source]) -> tuple[str, str]:

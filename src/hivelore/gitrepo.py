@@ -100,6 +100,18 @@ def _origin_url(common: Path) -> str | None:
     return values.get("remote.origin.url")
 
 
+def origin_owner_repo(root: str) -> str | None:
+    """`acme/checkout` of the origin of the work tree at `root`; None without one (or a local path)."""
+    try:
+        dot_git = _find_dot_git(Path(root))
+        if dot_git is None:
+            return None
+        url = _origin_url(_git_dirs(dot_git)[1])
+    except OSError:
+        return None
+    return owner_repo_from_url(url) if url else None
+
+
 def config_values(folder: str | Path, names: frozenset[str], env: Mapping[str, str]) -> dict[str, str]:
     """The config `names` ("user.email", "remote.origin.url") that git reads for the work tree at
     `folder`, from its files: the system's, the user's, the repository's and its worktree's, the last

@@ -27,6 +27,11 @@ class MemoryOut(BaseModel):
     expires_at: str | None
     archived_at: str | None
     provenance: dict[str, str]
+    cites: dict[str, str] = Field(
+        default_factory=dict,
+        description="The code it cites (symbol id or file path) with the code graph's hash when it was written.",
+    )
+    when: str = ""  # the symptoms in plain words, when the writer gave them
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:
@@ -43,6 +48,10 @@ class WriteOut(BaseModel):
 class Hit(BaseModel):
     memory: MemoryOut
     score: float
+    stale: str = Field(
+        default="",
+        description='"code changed since: …" or "cites code that no longer exists: …" when code it cites moved on.',
+    )
 
 
 WARNINGS: list[str] = Field(
@@ -96,6 +105,33 @@ class TreeKey(BaseModel):
 class TreeOut(BaseModel):
     scopes: list[str]
     keys: list[TreeKey]
+
+
+class LintProblem(BaseModel):
+    kind: str = Field(description="stale, near-duplicate, malformed or volatile-key")
+    address: str = Field(description="SCOPE::KEY, or for a file that cannot be read its path")
+    detail: str
+
+
+class LintOut(BaseModel):
+    scopes: list[str]
+    memories: int = Field(description="visible memories looked at")
+    counts: dict[str, int]
+    problems: list[LintProblem]
+    warnings: list[str] = WARNINGS
+
+
+class StatsOut(BaseModel):
+    scopes: list[str]
+    visible: int
+    hidden: dict[str, int] = Field(description="archived, expired")
+    by_scope: dict[str, int]
+    by_kind: dict[str, int]
+    by_tier: dict[str, int]
+    by_state: dict[str, int]
+    citing_code: int
+    stale: dict[str, int] = Field(description="per verdict: code changed since, cites code that no longer exists")
+    expiring_within_days: dict[str, int] = Field(description="days, count")
 
 
 class ProfileFileOut(BaseModel):

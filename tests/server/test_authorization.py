@@ -22,7 +22,7 @@ from conftest import Server, unique
 from hivelore.memory.model import Memory, now_iso
 from hivelore.memory.scope import parse
 from hivelore.server import auth
-from hivelore.server.postgres import accounts
+from hivelore.server.postgres import accounts, switches
 from hivelore.server.postgres.tier import PostgresTier
 
 KINDS = ("rw", "ro", "wo")
@@ -55,6 +55,12 @@ ENDPOINTS = (
     Endpoint("POST", "/v1/invitations/accept", "manage", "", 200, {"token": "{invitation}"}),
     Endpoint("PUT", "/v1/orgs/{org}/members/{bob}", "manage", "admin", 204, {"role": "viewer"}),
     Endpoint("DELETE", "/v1/orgs/{org}/members/{bob}", "manage", "admin", 204),
+    Endpoint("GET", "/v1/orgs/{org}/switches", "read", "viewer", 200),
+    Endpoint("PUT", "/v1/orgs/{org}/switches/repo::acme/checkout", "manage", "admin", 204),
+    Endpoint("DELETE", "/v1/orgs/{org}/switches/repo::acme/off", "manage", "admin", 204),
+    Endpoint("GET", "/v1/orgs/{org}/memories", "read", "admin", 200),
+    Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept", "manage", "admin", 200),
+    Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept&key=k", "manage", "admin", 404),  # none held
     Endpoint("PATCH", "/v1/orgs/{org}", "manage", "owner", 200, {"name": "{org}"}),
     Endpoint("DELETE", "/v1/orgs/{org}", "manage", "owner", 204),
     Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro"}),
@@ -96,6 +102,14 @@ LIMITED = (
     (Endpoint("PUT", "/v1/orgs/{org}/scopes/repo::acme/cart", "manage", "", 204), 204),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/repo::acme/checkout", "manage", "", 204), 204),
     (Endpoint("PUT", "/v1/orgs/{org}/scopes/project::shop", "manage", "", 204), 403),
+    (Endpoint("GET", "/v1/orgs/{org}/switches", "read", "", 200), 200),
+    (Endpoint("PUT", "/v1/orgs/{org}/switches/repo::acme/cart", "manage", "", 204), 204),
+    (Endpoint("DELETE", "/v1/orgs/{org}/switches/repo::acme/off", "manage", "", 204), 204),
+    (Endpoint("PUT", "/v1/orgs/{org}/switches/repo::other/app", "manage", "", 204), 403),
+    (Endpoint("GET", "/v1/orgs/{org}/memories", "read", "", 200), 200),
+    (Endpoint("GET", "/v1/orgs/{org}/memories?scope=project::kept", "read", "", 200), 403),
+    (Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=repo::acme/checkout", "manage", "", 200), 200),
+    (Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept", "manage", "", 200), 403),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/project::kept", "manage", "", 204), 403),
     *((e, 403) for e in ENDPOINTS if e.path in ("/v1/orgs", "/v1/invitations/accept")),
     *((e, 403) for e in ENDPOINTS if e.path == "/v1/orgs/{org}" and e.method != "GET"),
@@ -151,15 +165,17 @@ def _user(conn: psycopg.Connection, prefix: str) -> accounts.User:
 def _org_cell(
     conn: psycopg.Connection, kind: str, role: str | None, scopes: list[str] | None = None, state: str = "live"
 ) -> OrgCell:
-    """An org of the cell's own (an owner, bob a member, repo::acme/checkout and project::kept shared)
-    and the caller with the cell's role in it, or a stranger who owns another org: a cell may rename or
-    delete its org. The caller's token has `scopes`, and is `live`, `revoked` or `expired`."""
+    """An org of the cell's own (an owner, bob a member, repo::acme/checkout and project::kept shared,
+    memory switched off for repo::acme/off) and the caller with the cell's role in it, or a stranger
+    who owns another org: a cell may rename or delete its org. The caller's token has `scopes`, and is
+    `live`, `revoked` or `expired`."""
     owner, bob, caller = _user(conn, "owner"), _user(conn, "bob"), _user(conn, "caller")
     org = unique("org")
     accounts.create_org(conn, org, owner.id)
     org_id, _ = accounts.role_in(conn, org, owner.id)
     for scope in ("repo::acme/checkout", "project::kept"):
         accounts.bind_scope(conn, org_id, scope, owner.id)
+    switches.switch_off(conn, org_id, "repo::acme/off", owner.id, owner.name)
     conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, bob.id))
     if role is not None:
         conn.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, %s)", (org_id, caller.id, role))

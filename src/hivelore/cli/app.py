@@ -17,6 +17,7 @@ from hivelore import __version__
 from hivelore.cli import agents, fast
 from hivelore.cli.dashboard import dashboard
 from hivelore.cli.graph import graph_app
+from hivelore.cli.groom import dedupe, diff, lint, stats
 from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
@@ -54,6 +55,10 @@ app.add_typer(hook_server_app, name="hook-server")
 app.command(name="serve")(serve)
 app.command(name="dashboard")(dashboard)
 app.command(name="migrate")(migrate)
+app.command(name="lint")(lint)
+app.command(name="dedupe")(dedupe)
+app.command(name="stats")(stats)
+app.command(name="diff")(diff)
 app.add_typer(remote_app, name="remote")
 app.add_typer(org_app, name="org")
 app.add_typer(token_app, name="token")
@@ -111,9 +116,18 @@ def write(
     ttl_days: Annotated[float | None, typer.Option(help="Hide it after this many days.")] = None,
     staged: Annotated[bool, typer.Option("--staged", help="Stage it instead of committing it.")] = False,
     tier: Annotated[str | None, typer.Option(help="home or project (default: project tier if it exists).")] = None,
+    cites: Annotated[
+        list[str] | None,
+        typer.Option("--cites", help="A symbol (id, qualified name or name) or file it is about (repeatable)."),
+    ] = None,
+    when: Annotated[
+        str | None,
+        typer.Option(help="The symptoms in plain words, as someone hitting this would put it; searched too."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write a memory (a re-write of the same key updates it and bumps seen_count)."""
+    """Write a memory (a re-write of the same key updates it and bumps seen_count). A lesson or a
+    decision also cites the symbols and files its text names, so reads can tell when they change."""
     with reported_errors():
         scope, key = _address(address)
         text = sys.stdin.read() if value == "-" else value
@@ -127,6 +141,8 @@ def write(
             ttl_days=ttl_days,
             state="staged" if staged else "committed",
             tier=tier,
+            cites=cites or [],
+            when=when,
         )
         print_warnings(service)
     if as_json:
@@ -137,6 +153,8 @@ def write(
     verb = "wrote" if result.created else f"updated (seen {result.memory.seen_count}×)"
     revived = " — it was archived or expired and is visible again" if result.revived else ""
     out.print(f"{verb} {escape(result.memory.address)} → {escape(str(result.path))}{revived}")
+    if result.memory.cites:
+        out.print(f"cites {escape(', '.join(result.memory.cites))}")
 
 
 @app.command()

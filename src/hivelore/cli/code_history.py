@@ -38,7 +38,8 @@ def render(found: CodeHistory, line_chars: int, now: float | None = None) -> str
     for history in found.history:
         lines += [history.symbol, *(f"  - {line}" for line in _symbol_lines(history, line_chars, now))]
     if found.lessons:
-        lines += ["lessons that name this code:", *(recall.line_for(hit.row, line_chars) for hit in found.lessons)]
+        said = (recall.line_for(hit.row, line_chars, hit.note) for hit in found.lessons)
+        lines += ["lessons that name this code:", *said]
     return "\n".join(lines)
 
 

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.memory.vectors import Semantic
+
 
 class Command:
     """A command's options (name → (kind, help), kind "flag", "int", "text" or "texts" for a
@@ -89,6 +93,7 @@ SEARCH = Command(
     {
         "--scope": ("texts", "search only this scope (repeatable); default: the folder's whole chain"),
         "--limit": ("int", "at most this many hits (default 10)"),
+        "--meaning": ("flag", "also by meaning (the semantic extra; loads its model, about a second)"),
         "--json": ("flag", "print JSON"),
     },
     positional="query",
@@ -110,19 +115,41 @@ def search(argv: Sequence[str]) -> int:
     query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
-        hits = service.search(query, scopes, limit)
+        service.semantic = _semantic(service) if args["meaning"] else None
+        try:
+            hits = service.search(query, scopes, limit)
+        finally:
+            if service.semantic is not None:
+                service.semantic.close()
         print_warnings(service)
     if args["json"]:
-        print_json([{**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path)} for h in hits])
+        print_json(
+            [
+                {**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path), "stale": h.note}
+                for h in hits
+            ]
+        )
     elif not hits:
         print(f"no memories match '{query}' in {' → '.join(service.scopes_for(scopes))}")
     else:
         for hit in hits:
             memory = hit.row.memory
             tags = f"  #{' #'.join(memory.tags)}" if memory.tags else ""
-            print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}")
+            stale = f"  [{hit.note}]" if hit.note else ""
+            print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}{stale}")
             print(f"    {' '.join(memory.value.split())}")
     return 0
+
+
+def _semantic(service: Hivelore) -> Semantic:
+    """The model for `--meaning`. Asked for, not assumed: a command is a cold process, so loading the
+    model (about a second) and embedding what has no vector yet would land on every search; the
+    MCP server, which stays up, uses it whenever the extra is installed."""
+    from hivelore.memory import vectors
+
+    if not vectors.installed():
+        raise ValueError("--meaning needs the semantic extra: pip install 'hivelore[semantic]'")
+    return vectors.Semantic(service.settings.home / vectors.VECTORS_FILE)
 
 
 def context(argv: Sequence[str]) -> int:

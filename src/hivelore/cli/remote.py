@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,7 +21,8 @@ from hivelore.remote.client import Client, segment
 
 remote_app = typer.Typer(help="The team server this folder uses: status, login, approved hosts.", no_args_is_help=True)
 org_app = typer.Typer(
-    help="Organisations on the team server: members, invitations, shared scopes.", no_args_is_help=True
+    help="Organisations on the team server: members, invitations, shared scopes, switches, data, audit.",
+    no_args_is_help=True,
 )
 token_app = typer.Typer(help="Your tokens on the team server (hl_rw_, hl_ro_, hl_wo_).", no_args_is_help=True)
 
@@ -254,6 +255,104 @@ def org_delete(
     with reported_errors():
         _client(endpoint).delete(f"/v1/orgs/{segment(org)}")
     print(f"deleted {org}")
+
+
+@org_app.command("switch-off")
+def org_switch_off(
+    org: str,
+    repo: Annotated[str, typer.Argument(help="The repository's scope, like repo::acme/shop.")],
+    endpoint: EndpointOption = None,
+) -> None:
+    """Switch memory off for a repository (admin): the server keeps and serves nothing of it for the
+    org's members, and their checkouts of it are off after their next sync."""
+    with reported_errors():
+        _client(endpoint).put(f"/v1/orgs/{segment(org)}/switches/{segment(repo)}")
+    print(f"memory is off for {repo} in {org}; members' checkouts of it are off after their next sync")
+
+
+@org_app.command("switch-on")
+def org_switch_on(
+    org: str,
+    repo: Annotated[str, typer.Argument(help="The repository's scope, like repo::acme/shop.")],
+    endpoint: EndpointOption = None,
+) -> None:
+    """Switch memory back on for a repository (admin)."""
+    with reported_errors():
+        _client(endpoint).delete(f"/v1/orgs/{segment(org)}/switches/{segment(repo)}")
+    print(f"memory is on again for {repo} in {org}; members' checkouts of it are on after their next sync")
+
+
+@org_app.command("switches")
+def org_switches(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """The repositories the organisation switched memory off for, who did it and when."""
+    with reported_errors():
+        found = _client(endpoint).get(f"/v1/orgs/{segment(org)}/switches")
+    assert isinstance(found, list)
+    _show(found, as_json, [f"{s['scope']}  off since {s['at'][:16]}Z by {s['by']}" for s in found] or ["(none)"])
+
+
+@org_app.command("memories")
+def org_memories(
+    org: str,
+    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many (a page of the server's at a time).")] = 1000,
+    endpoint: EndpointOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """What the organisation holds on the team server (admin): scope, key, owner, archived or not."""
+    from urllib.parse import urlencode
+
+    found: list[dict[str, Any]] = []
+    after: dict[str, str] = {}
+    with reported_errors():
+        client = _client(endpoint)
+        while len(found) < limit:
+            query = {**({"scope": scope} if scope else {}), **after, "limit": min(limit - len(found), 500)}
+            page = client.get(f"/v1/orgs/{segment(org)}/memories?{urlencode(query)}")
+            assert isinstance(page, dict)
+            found += page["memories"]
+            if not page["next"]:
+                break
+            after = {"after_scope": page["next"]["scope"], "after_key": page["next"]["key"]}
+    lines = [
+        f"{m['scope']}::{m['key']}  {m['kind']}  {m['owner'] or '(gone)'}  {m['updated'][:10]}"
+        f"{'  archived' if m['archived'] else ''}"
+        for m in found
+    ]
+    _show(found, as_json, lines or ["(none)"])
+
+
+@org_app.command("forget")
+def org_forget(
+    org: str,
+    key: Annotated[str | None, typer.Argument(help="The memory's key (with --scope).")] = None,
+    scope: Annotated[str, typer.Option(help="The scope; without KEY every memory under it.")] = "",
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting a whole scope.")] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete from the organisation's space (admin): one memory (KEY --scope S), or every memory under
+    --scope S (with --yes). Mirrors drop them at their next sync."""
+    from urllib.parse import urlencode
+
+    if not scope:
+        fail("name the scope with --scope, like --scope repo::acme/shop", EXIT_BAD_INPUT)
+    if key is None and not yes:
+        fail(f"this deletes every memory {org} holds under {scope}: add --yes to do it", EXIT_BAD_INPUT)
+    query = {"scope": scope, **({"key": key} if key is not None else {})}
+    with reported_errors():
+        answer = _client(endpoint).delete(f"/v1/orgs/{segment(org)}/memories?{urlencode(query)}")
+    assert isinstance(answer, dict)
+    print("\n".join(f"deleted {address}" for address in answer["deleted"]) or f"{org} holds nothing under {scope}")
+
+
+@org_app.command("audit")
+def org_audit(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """The organisation's audit log, newest first (admin)."""
+    with reported_errors():
+        answer = _client(endpoint).get(f"/v1/orgs/{segment(org)}/audit")
+    assert isinstance(answer, dict)
+    lines = [f"{a['at'][:19]}Z  {a['actor']}  {a['action']}  {a['target']}" for a in answer["lines"]]
+    _show(answer["lines"], as_json, lines or ["(none)"])
 
 
 # -- token ----------------------------------------------------------------------------------------

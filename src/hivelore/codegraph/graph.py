@@ -46,6 +46,18 @@ class Graph:
         private_file(path)
         return cls(Store.open(path, root), root, max_file_bytes)
 
+    @classmethod
+    def existing(cls, home: str, repo_root: str) -> Graph | None:
+        """The graph of `repo_root` when graph.db exists and has indexed it, else None: what a read
+        asks, which must never make a graph.db nor wait for an index."""
+        if not os.path.isfile(os.path.join(home, "graph.db")):
+            return None
+        graph = cls.open(home, repo_root)
+        if graph.is_indexed():
+            return graph
+        graph.close()
+        return None
+
     def close(self) -> None:
         self.store.close()
 
@@ -234,6 +246,22 @@ class Graph:
             f"SELECT {_SYMBOL} FROM symbols WHERE repo = ? AND id = ?", (self.root, symbol_id)
         ).fetchone()
         return _symbol(row) if row else None
+
+    def hashes(self, symbol_ids: list[str]) -> dict[str, str | None]:
+        """Per id the graph has seen, its hash now, or None when its definition disappeared."""
+        found: dict[str, str | None] = {}
+        for batch in chunks(symbol_ids):
+            query = f"SELECT id, hash, present FROM symbols WHERE repo = ? AND id IN ({','.join('?' * len(batch))})"
+            rows = self.store.conn.execute(query, [self.root, *batch])
+            found.update((i, h if present else None) for i, h, present in rows)
+        return found
+
+    def file_hash(self, path: str) -> str | None:
+        """The hash of a source file's contents as last indexed, None for a file the graph does not hold."""
+        row = self.store.conn.execute(
+            "SELECT hash FROM files WHERE repo = ? AND path = ?", (self.root, self.relative(path))
+        ).fetchone()
+        return row[0] if row else None
 
     def find(self, name: str) -> list[Symbol]:
         """Present symbols by id, qualified name (`Cart.total`) or plain name (`total`)."""

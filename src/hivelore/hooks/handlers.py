@@ -166,7 +166,7 @@ def pre_tool(ctx: HookContext) -> str:
 
         ctx.mark_shown([h.row.memory.address for h in lessons])
         width = ctx.service.settings.context_line_chars
-        said += [f"a lesson about this code: {recall.line_for(h.row, width)[2:]}" for h in lessons]
+        said += [f"a lesson about this code: {recall.line_for(h.row, width, h.note)[2:]}" for h in lessons]
     if not said:
         return ""
     lines = "\n".join(f"- {line}" for line in said)
@@ -347,7 +347,7 @@ def _count_call(ctx: HookContext) -> None:
 def _lesson_block(title: str, hits: Sequence[recall.Ranked], ctx: HookContext) -> str:
     from hivelore.memory import recall
 
-    lines = [recall.line_for(h.row, ctx.service.settings.context_line_chars) for h in hits]
+    lines = [recall.line_for(h.row, ctx.service.settings.context_line_chars, h.note) for h in hits]
     return "\n".join([f"{title} ({FRAMING}):", *lines])
 
 

@@ -21,9 +21,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from hivelore import errors
+from hivelore.memory import grooming
 from hivelore.memory.model import parse_address
 from hivelore.memory.scope import parse
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.vectors import Warm
 from hivelore.remote.status import TeamStatus, look_from
 from hivelore.schemas import (
     AttemptOut,
@@ -39,6 +41,8 @@ from hivelore.schemas import (
     Hit,
     Hotspot,
     HotspotsOut,
+    LintOut,
+    LintProblem,
     ListOut,
     MemoryOut,
     Neighbour,
@@ -53,6 +57,7 @@ from hivelore.schemas import (
     ScopeGroup,
     ScopesOut,
     SearchOut,
+    StatsOut,
     SymbolHistoryOut,
     TaskBoardOut,
     TaskOut,
@@ -80,6 +85,7 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 def build_server(cwd: Path | None = None) -> MCPServer:
     """The MCP server for the folder the agent runs in (its scope chain is read per call)."""
     server = MCPServer(name="hivelore", instructions=INSTRUCTIONS)
+    warm = Warm()  # the model, once per server: loaded at the first search, used by the writes after it
 
     @contextlib.contextmanager
     def service() -> Iterator[Hivelore]:
@@ -88,6 +94,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             svc = Hivelore.open(
                 cwd, agent="mcp", network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN")
             )
+            svc.semantic = warm.for_home(svc.settings.home)
             yield svc
         except Exception as exc:
             refused = tool_error(exc)
@@ -106,14 +113,22 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         tags: list[str] | None = None,
         kind: str | None = None,
         ttl_days: float | None = None,
+        cites: list[str] | None = None,
+        when: str | None = None,
     ) -> WriteOut:
         """Write a lesson (or fact, decision, note) so the next session does not rediscover it.
 
         scope: global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes).
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
+        cites: symbols (id, qualified name or name) or files it is about; a lesson's or decision's text is
+        also read for them. Reads then say when that code changed since.
+        when: the symptoms in plain words, as someone hitting this without knowing the cause would say
+        it ("the tests can't reach the database"); searched with the lesson, so it is found either way.
         """
         with service() as svc:
-            result = svc.write(scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days)
+            result = svc.write(
+                scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days, cites=cites or [], when=when
+            )
         return WriteOut(
             memory=MemoryOut.of(result.memory), path=str(result.path), tier=result.tier, created=result.created
         )
@@ -131,7 +146,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             hits = svc.search(query, scopes, limit)
             return SearchOut(
                 scopes=svc.scopes_for(scopes),
-                hits=[Hit(memory=MemoryOut.of(h.row.memory), score=round(h.score, 4)) for h in hits],
+                hits=[Hit(memory=MemoryOut.of(h.row.memory), score=round(h.score, 4), stale=h.note) for h in hits],
                 warnings=list(svc.warnings),
             )
 
@@ -192,6 +207,27 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             for e in entries
         ]
         return TreeOut(scopes=chosen, keys=keys)
+
+    @server.tool(annotations=READ_ONLY)
+    def memory_lint(scopes: list[str] | None = None) -> LintOut:
+        """What needs grooming (default: this folder's chain): memories citing code that changed or is
+        gone, near-duplicates, files that cannot be read, keys naming a date, hash or session."""
+        with service() as svc:
+            found = grooming.lint(svc, scopes)
+            return LintOut(
+                scopes=found.scopes,
+                memories=found.memories,
+                counts=found.counts(),
+                problems=[LintProblem(**p.to_dict()) for p in found.problems],
+                warnings=list(svc.warnings),
+            )
+
+    @server.tool(annotations=READ_ONLY)
+    def memory_stats(scopes: list[str] | None = None) -> StatsOut:
+        """Counts of the memories (default: this folder's chain) by scope, kind, tier and state; how
+        many cite code that moved on, and how many expire within a week."""
+        with service() as svc:
+            return StatsOut.model_validate(grooming.stats(svc, scopes))
 
     @server.tool(annotations=READ_ONLY)
     def profile_read(name: str, include_protected: bool = False) -> ProfileFileOut:

@@ -135,6 +135,10 @@ class Memory:
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: dict[str, str] = {}  # noqa: RUF012
+    # The code the memory cites: a symbol id (`shop/tokens.py::validate_token`) or a file path, each
+    # with its hash in the code graph when it was written ("" for a file the graph does not read).
+    cites: dict[str, str] = {}  # noqa: RUF012 (never mutated, like provenance)
+    when: str = ""  # the symptoms in plain words, as someone hitting this would describe them; indexed with the value
 
     @property
     def address(self) -> str:
@@ -167,6 +171,8 @@ class Memory:
             "expires_at": self.expires_at,
             "archived_at": self.archived_at,
             "provenance": dict(self.provenance),
+            "cites": dict(self.cites),
+            "when": self.when,
         }
 
     @classmethod
@@ -188,4 +194,6 @@ class Memory:
             expires_at=data.get("expires_at"),
             archived_at=data.get("archived_at"),
             provenance=dict(data.get("provenance") or {}),
+            cites=dict(data.get("cites") or {}),
+            when=str(data.get("when") or ""),
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from hivelore.memory.scope import parse, related
 from hivelore.memory.tier import Candidate
@@ -32,6 +32,7 @@ class Ranked:
     row: Candidate
     score: float
     relevance: float
+    note: str = ""  # what a read says next to it: "code changed since: …" (see `demoted`)
 
 
 @record
@@ -120,6 +121,17 @@ def rank(
     return ranked
 
 
+def demoted(ranked: Sequence[Ranked], marks: Mapping[int, tuple[str, float]]) -> list[Ranked]:
+    """The one step after ranking that knows a memory may be out of date: the entries at the marked
+    positions get their note and their score multiplied by its factor (memory/citations.py's
+    STALE_FACTOR for cited code that moved on), and the list is sorted again."""
+    changed = [
+        replace(r, score=r.score * marks[n][1], note=marks[n][0]) if n in marks else r for n, r in enumerate(ranked)
+    ]
+    changed.sort(key=lambda r: (-r.score, r.row.scope, r.row.key))
+    return changed
+
+
 def precedence(row: Candidate, scopes: Sequence[str], roots: Sequence[str]) -> tuple[int, int, str]:
     """The order in which copies of one key win: narrower scope (`scopes` narrowest first), then the
     first tier (`roots` order), then the first file name."""
@@ -161,15 +173,16 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def line_for(memory_row: Candidate, max_value_chars: int) -> str:
-    """One memory as one line of injected context."""
+def line_for(memory_row: Candidate, max_value_chars: int, note: str = "") -> str:
+    """One memory as one line of injected context, with a read's `note` (`Ranked.note`) after it."""
     memory = memory_row.memory
     value = " ".join(memory.value.split())
     if len(value) > max_value_chars:
         value = value[: max_value_chars - 1].rstrip() + "…"
     seen = f" (seen {memory.seen_count}×)" if memory.seen_count > 1 else ""
     staged = " [staged]" if memory.state == "staged" else ""
-    return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}"
+    said = f" [{note}]" if note else ""
+    return f"- {memory.address} [{memory.kind}]{staged}: {value}{seen}{said}"
 
 
 def line_chars_at_least(row: Candidate, max_value_chars: int) -> int:

@@ -18,7 +18,7 @@ from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.memory import recall
+from hivelore.memory import citations, fusion, recall
 from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
@@ -42,6 +42,8 @@ from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from hivelore.memory.citations import Code
+    from hivelore.memory.vectors import Semantic
     from hivelore.profile.store import Profile
     from hivelore.remote.tier import RemoteTier
 
@@ -124,6 +126,8 @@ class MemoryService:
         self.agent = agent
         self.session = session
         self.warnings: list[str] = []
+        # Set by a warm process that loaded the model (vectors.py): searches then rank by meaning too.
+        self.semantic: Semantic | None = None
 
     @property
     def scopes(self) -> list[str]:
@@ -153,6 +157,16 @@ class MemoryService:
     def close(self) -> None:
         for tier in self.tiers:
             tier.close()
+
+    def code(self) -> Code | None:
+        """The code this folder's memories cite (memory/citations.py), or None where there is none to
+        check against (no repository, no code graph yet, or a server, which holds no code)."""
+        return None
+
+    def cites_here(self, memory: Memory) -> bool:
+        """Whether a memory's cites name this folder's code: they are paths and ids in the repository
+        it was written in, which another repository's graph knows nothing of."""
+        return False
 
     # -- the tiers ----------------------------------------------------------------------------
 
@@ -238,11 +252,19 @@ class MemoryService:
         ttl_days: float | None = None,
         state: str = "committed",
         tier: str | None = None,
+        cites: Sequence[str] = (),
+        when: str | None = None,
     ) -> WriteResult:
-        """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated."""
+        """Upsert (scope, key): a re-write replaces the value, bumps seen_count and updated. The code
+        it cites (`cites`, and for a lesson or a decision the names its text gives) is kept with
+        each one's hash now, so a read can tell when that code moved on. `when` is the symptoms in
+        plain words (how someone hitting this would describe it, not knowing the cause): indexed with
+        the value; a re-write without one keeps the one there."""
         provenance = self._provenance()
         value = self._public(value)
         target, value, clean_tags, expires = _checked(scope, key, value, tags, kind, state, ttl_days, provenance)
+        cited = self._cited(value, kind or "lesson", cites)
+        symptoms = _checked_when(self._public(when)) if when else ""
         where, part = self._tier_for_write(target, key, tier)
         now = now_iso()
 
@@ -259,6 +281,8 @@ class MemoryService:
                     updated=now,
                     expires_at=expires,
                     provenance=provenance,
+                    cites=cited,
+                    when=symptoms,
                 )
             return existing.evolve(
                 value=value,
@@ -270,12 +294,68 @@ class MemoryService:
                 expires_at=expires or (None if existing.is_expired() else existing.expires_at),
                 archived_at=None,
                 provenance=provenance,
+                cites=cited,
+                when=symptoms or existing.when,
             )
 
         path, existing, memory = where.store(part, target, key, build)
         assert memory is not None  # build always returns one
+        if self.semantic is not None:
+            self.semantic.remember([memory])
         revived = existing is not None and not existing.is_visible()
         return WriteResult(memory, path, _part_at(where, part, path), existing is None, revived)
+
+    def _cited(self, value: str, kind: str, names: Sequence[str]) -> dict[str, str]:
+        """What a write cites: the names given (each must resolve, or ValueError), then what a lesson's
+        or a decision's text names that resolves to exactly one symbol or file."""
+        if not names and kind not in citations.CITING_KINDS:
+            return {}
+        code = self.code()
+        found = citations.named(names, code)
+        if code is not None and kind in citations.CITING_KINDS:
+            for name, digest in citations.detect(value, code).items():
+                if len(found) < citations.MAX_CITES:
+                    found.setdefault(name, digest)
+        return found
+
+    def staleness(self, memories: Iterable[Memory]) -> dict[str, citations.Staleness]:
+        """Per address, what the cites of these memories say against the code now; memories whose
+        cites are not this folder's code, or that cite nothing, are left out."""
+        checked = [m for m in memories if m.cites and self.cites_here(m)]
+        code = self.code() if checked else None
+        if code is None:
+            return {}
+        current = code.current(name for m in checked for name in m.cites)
+        return {m.address: citations.staleness(m.cites, current) for m in checked}
+
+    def _against_code(self, ranked: builtins.list[recall.Ranked], window: int) -> builtins.list[recall.Ranked]:
+        """The ranked hits with those citing code that moved on marked and demoted (the first `window`
+        of them are looked at: the rest would not be shown)."""
+        looked = ranked[:window]
+        verdicts = self.staleness(r.row.memory for r in looked)
+        marks = {}
+        for n, r in enumerate(looked):
+            found = verdicts.get(r.row.memory.address, citations.FRESH)
+            if found.verdict:
+                marks[n] = (found.note(), citations.STALE_FACTOR[found.verdict])
+        return recall.demoted(ranked, marks) if marks else ranked
+
+    def part_name(self, copy: Candidate) -> str:
+        """The name of the part of its tier a copy is in ("project", "home", an organisation's space)."""
+        return self._part_of(copy)[1]
+
+    def merge(self, merged: Memory, others: Sequence[Memory]) -> Memory:
+        """A dedupe's merge: the visible copy of `merged`'s address given its value, tags, cites and
+        seen count (the guard checks them first), then each of `others` archived, not deleted.
+        ValueError before anything is written when the merged memory cannot be kept."""
+        copy = self._find(str(merged.scope), merged.key, visible=True)
+        scope, key = str(merged.scope), merged.key
+        _checked(scope, key, merged.value, merged.tags, merged.kind, "committed", None, merged.provenance)
+        change = {"value": merged.value, "tags": merged.tags, "seen_count": merged.seen_count}
+        kept = self._modify("commit", copy, {**change, "cites": citations.checked_cites(merged.cites)})
+        for other in others:
+            self.archive(str(other.scope), other.key)
+        return kept
 
     def _public(self, value: str) -> str:
         """The value without its private spans and lines: the one place a memory's text loses them."""
@@ -458,10 +538,24 @@ class MemoryService:
             raise ValueError("the query has no words to search for.")
         # Each tier's relevance is comparable only within that tier: each is scaled to its best.
         pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
+        pairs = self._with_meaning(query, words, chosen, pairs, max(limit * 5, 50))
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
-        return [r for r in ranked if r.relevance > 0][:limit]
+        hits = self._against_code([r for r in ranked if r.relevance > 0], 2 * limit)
+        return hits[:limit]
+
+    def _with_meaning(
+        self, query: str, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
+    ) -> list[tuple[Candidate, float]]:
+        """BM25's hits fused with the memories nearest in meaning (fusion.py) when this process holds
+        the model; else BM25's hits unchanged."""
+        if self.semantic is None:
+            return pairs
+        # The tiers' generations, read after `match` brought them up to date: a change lists them again.
+        key = (tuple(self.roots), tuple(scopes), tuple(tier.generation() for tier in self.tiers))
+        visible = self.semantic.visible(key, lambda: [c for t in self.tiers for c in t.listed(scopes)])
+        return fusion.fuse(pairs, self.semantic.rank(query, visible, limit), words)
 
     def _rivals(self, scopes: Sequence[str], copies: Sequence[Candidate]) -> list[Candidate]:
         """The other visible copies of these copies' keys, so shadowing is decided over every copy."""
@@ -610,6 +704,8 @@ class MemoryService:
             expires_at=expires or record.expires_at,
             archived_at=record.archived_at,
             provenance=provenance,
+            cites=citations.checked_cites(record.cites),
+            when=_checked_when(self._public(record.when)) if record.when else "",
         )
 
     def import_records(
@@ -728,6 +824,8 @@ class Hivelore(MemoryService):
         self.token = token  # the team server's token a command was given (HIVELORE_TOKEN); else the kept one
         self._remote: RemoteTier | None = None
         self.remote_problem: str | None = None  # why remote mode reads and writes only this machine
+        self._code: Code | None = None
+        self._code_opened = False  # the code graph is looked for once, on the first read that needs it
 
     def _usable(self, project_root: Path) -> bool:
         """Whether the repository has a project tier: a real `.hivelore` folder. A link there (which
@@ -833,6 +931,29 @@ class Hivelore(MemoryService):
         if self._remote is not None:
             self._remote.close()
             self._remote = None
+        if self._code is not None:
+            self._code.close()
+        self._code, self._code_opened = None, False
+
+    def code(self) -> Code | None:
+        if not self._code_opened and self.chain.git is not None:
+            from hivelore.codegraph.cited import GraphCode
+
+            try:
+                self._code = GraphCode.open(str(self.settings.home), str(self.chain.git.root))
+            except errors.Unavailable as exc:  # a damaged or busy graph.db: reads go on unchecked
+                self.warnings.append(f"cited code not checked: {exc.sentence()}")
+        self._code_opened = True
+        return self._code
+
+    def cites_here(self, memory: Memory) -> bool:
+        git = self.chain.git
+        if git is None:
+            return False
+        written_in = memory.provenance.get("repo")
+        if written_in:
+            return written_in == git.owner_repo
+        return memory.scope in self.chain.scopes and memory.scope.level is not Level.GLOBAL
 
     def _named_tier(self, tier: str) -> tuple[Tier, str]:
         if tier == "home":
@@ -940,6 +1061,17 @@ def _as_of(age_s: float | None) -> str:
 def _scaled(pairs: builtins.list[tuple[Candidate, float]]) -> builtins.list[tuple[Candidate, float]]:
     best = max((relevance for _, relevance in pairs), default=0.0) or 1.0
     return [(candidate, relevance / best) for candidate, relevance in pairs]
+
+
+MAX_WHEN_CHARS = 1000
+
+
+def _checked_when(when: str) -> str:
+    """The symptoms line, on one line: a sentence or two, not a second lesson."""
+    text = " ".join(when.split())
+    if len(text) > MAX_WHEN_CHARS:
+        raise ValueError(f"'when' is {len(text):,} characters; keep it to the symptoms, at most {MAX_WHEN_CHARS:,}.")
+    return text
 
 
 def _grouped(items: Iterable[tuple[Memory, Target]]) -> dict[Target, list[Memory]]:

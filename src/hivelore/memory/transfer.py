@@ -40,6 +40,8 @@ class ImportRecord:
     expires_at: str | None = None
     archived_at: str | None = None
     provenance: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+    cites: Mapping[str, str] = {}  # noqa: RUF012 (never mutated)
+    when: str = ""
 
     @classmethod
     def from_json(cls, data: object, source: str) -> ImportRecord:
@@ -61,8 +63,11 @@ class ImportRecord:
                 raise ValueError(f"{source}: '{required}' is missing or not a string.")
         tags = field("tags", (list,), [])
         provenance = field("provenance", (dict,), {})
+        cites = field("cites", (dict,), {})
         if not all(isinstance(t, str) for t in tags) or not all(isinstance(v, str) for v in provenance.values()):
             raise ValueError(f"{source}: 'tags' and the values of 'provenance' must be strings.")
+        if not all(isinstance(v, str) for v in cites.values()):
+            raise ValueError(f"{source}: the values of 'cites' must be strings (the cited code's hash, or \"\").")
         return cls(
             source=source,
             scope=data["scope"],
@@ -78,4 +83,6 @@ class ImportRecord:
             expires_at=field("expires_at", (str,), None),
             archived_at=field("archived_at", (str,), None),
             provenance=provenance,
+            cites=cites,
+            when=field("when", (str,), ""),
         )

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from hivelore import sqlitedb
+from hivelore import orgswitch, sqlitedb
 from hivelore.errors import Busy, Unavailable
 from hivelore.memory.local.index import fts_query
 from hivelore.memory.model import Memory, epoch_from_iso
@@ -127,6 +127,7 @@ class Mirror(sqlitedb.Store):
             return
         with sqlitedb.Immediate(self.conn):
             if self.meta("token") != token_digest:
+                orgswitch.save(orgswitch.path_for(self.path), [])  # the other user's organisations' switches
                 self.conn.execute("DELETE FROM memories")
                 self.conn.execute("DELETE FROM memories_fts")
                 for name, value in (("cursor", 0), ("synced", 0), ("spaces", "[]"), ("shared", "{}")):
@@ -142,14 +143,25 @@ class Mirror(sqlitedb.Store):
         cursor: int,
         spaces: Sequence[str],
         shared: dict[str, list[str]],
+        switched_off: Sequence[str] = (),
     ) -> None:
         """One page of the change feed, in one transaction: rows written, rows deleted, the cursor, and
-        the spaces the user reads now (anything in another space is dropped)."""
+        the spaces the user reads now (anything in another space is dropped), and the repositories
+        switched off for the user (their rows here, and their branches', are dropped: the server sends
+        them again when the switch is turned back on)."""
         with sqlitedb.Immediate(self.conn):
             for space, memory in written:
                 self._put(space, memory, pending=False)
             for space, scope, key in gone:
                 self._remove(space, scope, key)
+            for repo in switched_off:
+                branches = f"branch::{repo.removeprefix('repo::')}::"
+                covered = "scope = ? OR substr(scope, 1, ?) = ?"
+                params = (repo, len(branches), branches)
+                self.conn.execute(
+                    f"DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE {covered})", params
+                )
+                self.conn.execute(f"DELETE FROM memories WHERE {covered}", params)
             marks = ", ".join("?" for _ in spaces) or "''"
             for (row_id,) in self.conn.execute(f"SELECT id FROM memories WHERE space NOT IN ({marks})", list(spaces)):
                 self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row_id,))

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from hivelore import errors
+from hivelore import errors, orgswitch
 from hivelore.memory.model import Memory
 from hivelore.remote import teamshare
 from hivelore.remote.client import Client, Refused
@@ -81,14 +81,30 @@ class Replica:
         return age is None or age > FRESH_S
 
     def sync(self) -> int:
-        """Bring the mirror up to the server's change feed; the number of changes applied."""
+        """Bring the mirror up to the server's change feed, and keep the repositories the user's
+        organisations switched off where the hook path looks (orgswitch.py); the number of changes
+        applied."""
         applied = 0
         for _ in range(MAX_PAGES):
             page = self.client.get(f"/v1/memories/changes?{urlencode({'since': self.mirror.cursor})}")
             assert isinstance(page, dict)
             written = [(str(m["space"]), Memory.from_dict(m["memory"])) for m in page["memories"]]
             gone = [(str(g["space"]), str(g["scope"]), str(g["key"])) for g in page["gone"]]
-            self.mirror.apply(written, gone, int(page["cursor"]), list(page["spaces"]), dict(page["shared"]))
+            switches = [
+                orgswitch.OrgSwitch(
+                    str(s["org"]), str(s["scope"]), str(s["by"]), str(s["at"]), self.remote.endpoint.url, time.time()
+                )
+                for s in page.get("switched_off", [])  # a server older than the switches sends none
+            ]
+            self.mirror.apply(
+                written,
+                gone,
+                int(page["cursor"]),
+                list(page["spaces"]),
+                dict(page["shared"]),
+                [s.scope for s in switches],
+            )
+            orgswitch.save(orgswitch.path_for(self.mirror.path), switches)
             applied += len(written) + len(gone)
             if not page["more"]:
                 break

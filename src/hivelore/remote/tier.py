@@ -220,4 +220,5 @@ def _change(existing: Memory | None, after: Memory, space: str | None) -> tuple[
         "state": after.state,
         "ttl_days": ttl_days,
         "provenance": provenance,
+        "when": after.when,
     }

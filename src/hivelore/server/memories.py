@@ -11,6 +11,11 @@ What differs from one machine is who may do what, and where a write goes:
   any other write goes to the caller's personal space, and the answer says so.
 - An import places each record the same way: by its scope's sharing, never by an older copy.
 - Archive and restore in an organisation's space need the role member; forget needs admin.
+- While an organisation has a repository switched off (orgswitch.py), the server keeps and serves
+  nothing under it (or a branch of it) for the organisation's members, in any of their spaces: a
+  write there, or a read of one memory there, is refused (403) with a sentence naming the
+  organisation and who can switch it back on; searches, lists and the session-start block leave it
+  out. Strangers to the organisation are not its to govern.
 - A token's scope allow-list is checked by the routes before the service is called.
 - PostgreSQL indexes and searches words of at most 2,047 bytes, and a search counts each of its
   words over the spaces read: a longer word, or a search of more than MAX_QUERY_WORDS words, is
@@ -31,6 +36,7 @@ from hivelore.memory.scope import Chain, Level, Scope, parse
 from hivelore.memory.service import Budgets, MemoryService, Target, WriteResult
 from hivelore.memory.tier import Candidate, Tier
 from hivelore.memory.transfer import ImportRecord
+from hivelore.orgswitch import OrgSwitch
 from hivelore.server import auth
 from hivelore.server.postgres.tier import PostgresTier, indexed
 
@@ -65,6 +71,7 @@ class Membership:
     org: str
     role: str
     shared: frozenset[str]  # the scopes the organisation shares
+    off: tuple[OrgSwitch, ...] = ()  # the repositories it switched memory off for
 
     @property
     def part(self) -> str:
@@ -82,15 +89,23 @@ class Membership:
 
 
 def memberships(conn: psycopg.Connection, user_id: int) -> list[Membership]:
+    """The user's organisations, with the scopes each shares and the repositories each switched off
+    (migration 0009), in one round trip."""
     rows = conn.execute(
         """
-        SELECT o.id, o.name, m.role, coalesce(array_agg(s.scope) FILTER (WHERE s.scope IS NOT NULL), '{}')
+        SELECT o.id, o.name, m.role, coalesce(array_agg(s.scope) FILTER (WHERE s.scope IS NOT NULL), '{}'),
+            (SELECT coalesce(json_agg(json_build_array(r.scope, r.actor,
+                to_char(r.switched AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')) ORDER BY r.scope), '[]')
+             FROM repo_switches r WHERE r.org_id = o.id)
         FROM members m JOIN orgs o ON o.id = m.org_id LEFT JOIN shared_scopes s ON s.org_id = o.id
         WHERE m.user_id = %s GROUP BY o.id, o.name, m.role ORDER BY o.name
         """,
         (user_id,),
     ).fetchall()
-    return [Membership(org_id, org, role, frozenset(scopes)) for org_id, org, role, scopes in rows]
+    return [
+        Membership(org_id, org, role, frozenset(scopes), tuple(OrgSwitch(org, *entry) for entry in off))
+        for org_id, org, role, scopes, off in rows
+    ]
 
 
 class TeamMemories(MemoryService):
@@ -120,6 +135,30 @@ class TeamMemories(MemoryService):
     @property
     def tiers(self) -> list[Tier]:
         return [self.tier]
+
+    # -- an organisation's switches ---------------------------------------------------------------
+
+    @property
+    def switched_off(self) -> list[OrgSwitch]:
+        """The repositories the caller's organisations switched memory off for."""
+        return [sw for m in self.memberships for sw in m.off]
+
+    def switch_over(self, scope: str) -> OrgSwitch | None:
+        """The switch that turns memory off for `scope`, if one does."""
+        return next((sw for sw in self.switched_off if sw.covers(scope)), None)
+
+    def check_switch(self, scope: str) -> None:
+        switch = self.switch_over(str(parse(scope)))
+        if switch is not None:
+            raise auth.Forbidden(switch.refusal())
+
+    @property
+    def scopes(self) -> list[str]:
+        return [s for s in super().scopes if self.switch_over(s) is None]
+
+    def scopes_for(self, scopes: Iterable[str] | None) -> list[str]:
+        """What a read reads: never a scope switched off for the caller."""
+        return [s for s in super().scopes_for(scopes) if self.switch_over(s) is None]
 
     def part_of_space(self, space: str) -> str:
         """The name the caller knows a space by (`org:acme`, `personal`)."""
@@ -174,9 +213,14 @@ class TeamMemories(MemoryService):
         ttl_days: float | None = None,
         state: str = "committed",
         tier: str | None = None,
+        cites: Sequence[str] = (),
+        when: str | None = None,
     ) -> WriteResult:
-        check_indexable(key, value, tags)
-        return super().write(scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier)
+        self.check_switch(scope)
+        check_indexable(key, f"{value}\n{when}" if when else value, tags)
+        return super().write(
+            scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier, cites=cites, when=when
+        )
 
     def _check_record(self, record: ImportRecord) -> Memory:
         memory = super()._check_record(record)
@@ -185,16 +229,19 @@ class TeamMemories(MemoryService):
 
     def _import_targets(self, memories: Sequence[Memory], tier: str | None) -> list[Target | ValueError]:
         """As for a write, the scope's sharing alone decides (never an older copy): a viewer's import of
-        a key the organisation holds goes to their personal space, not over the organisation's row."""
-        if tier is not None:
-            return super()._import_targets(memories, tier)
+        a key the organisation holds goes to their personal space, not over the organisation's row.
+        A record under a repository switched off is refused with the switch's sentence."""
         targets: list[Target | ValueError] = []
-        for memory in memories:
-            try:
-                targets.append(self._default_tier(memory.scope))
-            except ValueError as exc:
-                targets.append(exc)
-        return targets
+        if tier is not None:
+            targets = super()._import_targets(memories, tier)
+        else:
+            for memory in memories:
+                try:
+                    targets.append(self._default_tier(memory.scope))
+                except ValueError as exc:
+                    targets.append(exc)
+        switches = [self.switch_over(str(memory.scope)) for memory in memories]
+        return [t if sw is None else BadInput(sw.refusal()) for t, sw in zip(targets, switches, strict=True)]
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         words = recall.query_words(query)
@@ -212,7 +259,14 @@ class TeamMemories(MemoryService):
 
     def listed(self, scopes: Sequence[str], include_hidden: bool = False) -> list[Candidate]:
         """Every copy in `scopes` (the hidden ones too, if asked), by scope and key."""
+        scopes = [s for s in scopes if self.switch_over(s) is None]
         return sorted(self._listed(scopes, include_hidden), key=lambda c: (scopes.index(c.scope), c.key, c.origin))
+
+    def _copies(self, scope: str, key: str, tier: str | None) -> tuple[str, list[Candidate]]:
+        """What reading, archiving, restoring or forgetting one memory starts from: refused under a
+        repository switched off for the caller."""
+        self.check_switch(scope)
+        return super()._copies(scope, key, tier)
 
     def _check_change(self, action: str, tier: Tier, part: str) -> None:
         self.changed_part = part

@@ -76,6 +76,11 @@ def render(memory: Memory) -> str:
         lines.extend(f"  {name}: {_scalar(value)}" for name, value in provenance.items())
     else:
         lines.append("provenance: {}")
+    if memory.cites:  # written only when there are some: files of memories that cite nothing stay as they were
+        lines.append("cites:")
+        lines.extend(f"  {_scalar(name)}: {_scalar(digest)}" for name, digest in memory.cites.items())
+    if memory.when:
+        lines.append(f"when: {_scalar(memory.when)}")
     lines.append("---")
     return "\n".join(lines) + "\n" + memory.value.strip() + "\n"
 
@@ -139,6 +144,10 @@ def _rendered(head: str) -> dict[str, object] | None:
     if lines[-1] == "":
         lines.pop()
     data: dict[str, object] = {}
+    if lines and lines[-1].startswith("when: "):  # last, and only when there are symptoms (render)
+        ok, data["when"] = _rendered_scalar(lines.pop()[len("when: ") :])
+        if not ok:
+            return None
     for name, line in zip((*_RENDERED_FIELDS, "archived_at"), lines, strict=False):
         label, sep, raw = line.partition(": ")
         if label != name or not sep:
@@ -153,10 +162,14 @@ def _rendered(head: str) -> dict[str, object] | None:
         if not ok:
             return None
     rest = lines[len(_RENDERED_FIELDS) + 1 :]
-    provenance = _rendered_provenance(rest)
-    if len(data) != len(_RENDERED_FIELDS) + 1 or provenance is None:
+    cut = rest.index("cites:") if "cites:" in rest else len(rest)
+    provenance = _rendered_mapping(rest[:cut], "provenance")
+    cites = _rendered_mapping(rest[cut:], "cites") if cut < len(rest) else {}
+    if len(data) - ("when" in data) != len(_RENDERED_FIELDS) + 1 or provenance is None or cites is None:
         return None
     data["provenance"] = provenance
+    if cut < len(rest):
+        data["cites"] = cites
     return data
 
 
@@ -182,10 +195,11 @@ def _rendered_list(raw: str) -> list[object] | None:
     return items
 
 
-def _rendered_provenance(lines: list[str]) -> dict[str, object] | None:
-    if lines == ["provenance: {}"]:
+def _rendered_mapping(lines: list[str], field: str) -> dict[str, object] | None:
+    """A mapping of plain names to scalars as `render` writes `provenance` and `cites`, else None."""
+    if lines == [f"{field}: {{}}"]:
         return {}
-    if not lines or lines[0] != "provenance:" or len(lines) == 1:
+    if not lines or lines[0] != f"{field}:" or len(lines) == 1:
         return None
     found: dict[str, object] = {}
     for line in lines[1:]:
@@ -242,6 +256,9 @@ def parse(text: str, fallback_time: str) -> Memory:
     if not isinstance(provenance, dict):
         raise FrontmatterError("'provenance' must be a mapping")
     created = _timestamp(data, "created", fallback_time) or fallback_time
+    cites = data.get("cites") or {}
+    if not isinstance(cites, dict):
+        raise FrontmatterError("'cites' must be a mapping of cited code to its hash")
     return Memory(
         scope=scope,
         key=key,
@@ -255,4 +272,6 @@ def parse(text: str, fallback_time: str) -> Memory:
         expires_at=_timestamp(data, "expires_at", None),
         archived_at=_timestamp(data, "archived_at", None),
         provenance={str(k): str(v) for k, v in provenance.items() if k in PROVENANCE_FIELDS and v is not None},
+        cites={str(k): "" if v is None else str(v) for k, v in cites.items()},
+        when=" ".join(str(data.get("when") or "").split()),
     )

@@ -221,6 +221,11 @@ def _columns(row_id: int, root: str, relpath: str, memory: Memory, stamp: Stamp)
     )
 
 
+def indexed_text(memory: Memory) -> str:
+    """What the value column of the full-text index holds: the value, then the symptoms ("when")."""
+    return f"{memory.value}\n{memory.when}" if memory.when else memory.value
+
+
 def fts_query(words: Sequence[str], every_word: bool) -> str:
     """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
     terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]
@@ -320,7 +325,12 @@ class Index:
             self.conn.executemany(
                 "INSERT INTO memories_fts (rowid, key, value, tags) VALUES (?, ?, ?, ?)",
                 (
-                    (first + n, memory.key.replace("-", " ").replace("_", " "), memory.value, " ".join(memory.tags))
+                    (
+                        first + n,
+                        memory.key.replace("-", " ").replace("_", " "),
+                        indexed_text(memory),
+                        " ".join(memory.tags),
+                    )
                     for n, (_, memory, _) in enumerate(items)
                 ),
             )

@@ -64,6 +64,16 @@ class Invitation:
     token: str  # shown this once
 
 
+@dataclass(frozen=True)
+class Joined:
+    """An accepted invitation: who joined which organisation, with which role."""
+
+    org_id: int
+    org: str
+    role: str
+    user_id: int
+
+
 def check_name(name: str, what: str) -> str:
     if not NAME.match(name):
         raise BadInput(
@@ -239,8 +249,8 @@ def invite(conn: psycopg.Connection, org_id: int, org: str, invitee: str, role: 
     return Invitation(row[0], org, invitee.lower(), role, expires_at[0], token)
 
 
-def accept(conn: psycopg.Connection, token: str, user_id: int) -> tuple[str, str]:
-    """Join the org an invitation names, with its role; return (org, role). Only the user the
+def accept(conn: psycopg.Connection, token: str, user_id: int) -> Joined:
+    """Join the org an invitation names, with its role. Only the user the
     invitation names (by their email or GitHub handle) can accept it: a token passed on to the wrong
     person is of no use to them."""
     with conn.transaction():
@@ -264,7 +274,7 @@ def accept(conn: psycopg.Connection, token: str, user_id: int) -> tuple[str, str
         conn.execute(
             "UPDATE invitations SET accepted = now(), accepted_by = %s WHERE id = %s", (user_id, invitation_id)
         )
-    return org, role
+    return Joined(org_id, org, role, user_id)
 
 
 def bind_scope(conn: psycopg.Connection, org_id: int, scope: str, by: int) -> None:
@@ -294,10 +304,10 @@ def _check_usable(expired: bool, used: bool) -> None:
         raise Conflict("this invitation has expired: ask for a new one")
 
 
-def join_as_new_user(conn: psycopg.Connection, token: str, name: str) -> tuple[str, str, NewToken]:
+def join_as_new_user(conn: psycopg.Connection, token: str, name: str) -> tuple[Joined, NewToken]:
     """Accept an invitation as someone without an account yet: the user `name` is made with the
-    invitation's email or GitHub handle, joins, and gets a first read-write token. Returns
-    (org, role, token); nothing is made when any step fails."""
+    invitation's email or GitHub handle, joins, and gets a first read-write token. Nothing is made
+    when any step fails."""
     row = conn.execute(
         "SELECT invitee, expires < now(), accepted IS NOT NULL FROM invitations WHERE hash = %s",
         (auth.digest(token),),
@@ -310,5 +320,4 @@ def join_as_new_user(conn: psycopg.Connection, token: str, name: str) -> tuple[s
         user = (
             add_user(conn, name, github=invitee[1:]) if invitee.startswith("@") else add_user(conn, name, email=invitee)
         )
-        org, role = accept(conn, token, user.id)
-        return org, role, create_token(conn, user.id, "rw", name="first token")
+        return accept(conn, token, user.id), create_token(conn, user.id, "rw", name="first token")

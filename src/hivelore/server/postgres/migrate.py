@@ -48,17 +48,30 @@ def applied_version(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def _applied(conn: psycopg.Connection) -> set[int]:
+    return {int(version) for (version,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def missing(conn: psycopg.Connection) -> list[int]:
+    """The versions this hivelore ships that the database has not applied, oldest first."""
+    done = _applied(conn) if applied_version(conn) else set()
+    return [m.version for m in available() if m.version not in done]
+
+
 def migrate(conn: psycopg.Connection) -> list[Migration]:
     """Apply what the database lacks; return what was applied (nothing when another replica did it).
-    `conn` must be in autocommit mode: each migration is its own transaction."""
+    `conn` must be in autocommit mode: each migration is its own transaction.
+
+    Every migration not recorded is applied, in order, not only those newer than the newest recorded:
+    branches merged out of order (0010 shipped before 0009) still give every database each one."""
     conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK,))
     try:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now())"
         )
-        done = applied_version(conn)
-        pending = [m for m in available() if m.version > done]
+        done = _applied(conn)
+        pending = [m for m in available() if m.version not in done]
         for migration in pending:
             with conn.transaction():
                 conn.execute(migration.sql.encode())

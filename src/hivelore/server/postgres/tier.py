@@ -70,7 +70,7 @@ class Changes:
 
 
 def columns_of(memory: Memory) -> Columns:
-    return indexed(memory.key, memory.value, tuple(memory.tags))
+    return indexed(memory.key, f"{memory.value}\n{memory.when}" if memory.when else memory.value, tuple(memory.tags))
 
 
 @lru_cache(maxsize=256)

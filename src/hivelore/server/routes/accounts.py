@@ -1,5 +1,9 @@
 """Who one is, organisations, members, invitations, shared scopes and tokens (`/v1/…`).
 
+Every change to an organisation writes a line of its audit log (postgres/audit.py): a member's role
+set or removed, an invitation made or accepted, a scope bound or unbound, the org renamed; deleting
+the org takes its log with it, so that line goes to the owner's own log.
+
 Every route names the power it needs — the token's kind (`may_read`, `may_write`, `may_manage`), its
 scope allow-list (`may_administer`, `may_use_scope`, `may_grant`) and the caller's role in the org
 (`require_role`) — before it touches anything.
@@ -15,7 +19,8 @@ from pydantic import BaseModel, Field
 
 from hivelore.memory.scope import parse as parse_scope
 from hivelore.server import auth
-from hivelore.server.postgres import accounts
+from hivelore.server.logs import request_id
+from hivelore.server.postgres import accounts, audit
 from hivelore.server.routes.dependencies import AnyConn, Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
@@ -106,6 +111,10 @@ def _org(conn: psycopg.Connection, who: auth.Caller, org: str, needed: str) -> i
     return org_id
 
 
+def _audit(conn: psycopg.Connection, request: Request, who: auth.Caller, action: str, target: str, org_id: int) -> None:
+    audit.record(conn, who.user_id, who.user, action, target, request_id(request), org_id)
+
+
 @router.get("/me")
 def me(who: Caller, conn: Conn) -> Me:
     orgs = [OrgRole(org=org, role=role) for org, role in accounts.orgs_of(conn, who.user_id)]
@@ -130,32 +139,36 @@ def show_org(org: str, who: Caller, conn: Conn) -> OrgOut:
 
 
 @router.patch("/orgs/{org}")
-def rename_org(org: str, body: OrgName, who: Caller, conn: Conn) -> OrgRole:
+def rename_org(org: str, body: OrgName, request: Request, who: Caller, conn: Conn) -> OrgRole:
     who.may_administer("renaming an organisation")
-    accounts.rename_org(conn, _org(conn, who, org, "owner"), body.name)
+    org_id = _org(conn, who, org, "owner")
+    accounts.rename_org(conn, org_id, body.name)
+    _audit(conn, request, who, "rename", f"{org} -> {body.name}", org_id)
     return OrgRole(org=body.name, role="owner")
 
 
 @router.delete("/orgs/{org}", status_code=204)
-def delete_org(org: str, who: Caller, conn: Conn) -> Response:
+def delete_org(org: str, request: Request, who: Caller, conn: Conn) -> Response:
     who.may_administer("deleting an organisation")
     accounts.delete_org(conn, _org(conn, who, org, "owner"))
+    audit.record(conn, who.user_id, who.user, "delete-org", org, request_id(request))
     return Response(status_code=204)
 
 
 @router.put("/orgs/{org}/members/{user}", status_code=204)
-def set_role(org: str, user: str, body: RoleIn, who: Caller, conn: Conn) -> Response:
+def set_role(org: str, user: str, body: RoleIn, request: Request, who: Caller, conn: Conn) -> Response:
     """An admin sets roles up to admin; only an owner makes or unmakes an owner."""
     who.may_administer("setting a member's role")
     org_id, role = accounts.role_in(conn, org, who.user_id)
     current = {m.user: m.role for m in accounts.members(conn, org_id)}.get(user)
     auth.require_role(role, "owner" if "owner" in (body.role, current) else "admin", org)
     accounts.set_role(conn, org_id, user, body.role)
+    _audit(conn, request, who, "set-role", f"{user} {current or '-'} -> {body.role}", org_id)
     return Response(status_code=204)
 
 
 @router.delete("/orgs/{org}/members/{user}", status_code=204)
-def remove_member(org: str, user: str, who: Caller, conn: Conn) -> Response:
+def remove_member(org: str, user: str, request: Request, who: Caller, conn: Conn) -> Response:
     """An admin removes a member (an owner only by an owner); anyone may leave."""
     who.may_administer("removing a member")
     org_id, role = accounts.role_in(conn, org, who.user_id)
@@ -165,13 +178,16 @@ def remove_member(org: str, user: str, who: Caller, conn: Conn) -> Response:
     else:
         auth.require_role(role, "viewer", org)
     accounts.set_role(conn, org_id, user, None)
+    _audit(conn, request, who, "remove-member", f"{user} ({current})", org_id)
     return Response(status_code=204)
 
 
 @router.post("/orgs/{org}/invitations", status_code=201)
-def invite(org: str, body: InvitationIn, who: Caller, conn: Conn) -> InvitationOut:
+def invite(org: str, body: InvitationIn, request: Request, who: Caller, conn: Conn) -> InvitationOut:
     who.may_administer("inviting someone")
-    made = accounts.invite(conn, _org(conn, who, org, "admin"), org, body.invitee, body.role, who.user_id)
+    org_id = _org(conn, who, org, "admin")
+    made = accounts.invite(conn, org_id, org, body.invitee, body.role, who.user_id)
+    _audit(conn, request, who, "invite", f"{made.invitee} as {made.role}", org_id)
     return InvitationOut(org=made.org, invitee=made.invitee, role=made.role, expires=made.expires, token=made.token)
 
 
@@ -182,12 +198,22 @@ def join(body: JoinIn, request: Request, conn: AnyConn) -> JoinOut:
     if header is None:
         if not body.name:
             raise auth.Unauthenticated("send your token to join, or a `name` to create your user from the invitation")
-        org, role, first = accounts.join_as_new_user(conn, body.token, body.name)
-        return JoinOut(org=org, role=role, user=body.name, token=first.token)
+        joined, first = accounts.join_as_new_user(conn, body.token, body.name)
+        audit.record(
+            conn,
+            joined.user_id,
+            body.name,
+            "accept-invitation",
+            f"{body.name} as {joined.role}",
+            request_id(request),
+            joined.org_id,
+        )
+        return JoinOut(org=joined.org, role=joined.role, user=body.name, token=first.token)
     who = caller(request, conn)
     who.may_administer("joining an organisation")
-    org, role = accounts.accept(conn, body.token, who.user_id)
-    return JoinOut(org=org, role=role, user=who.user)
+    joined = accounts.accept(conn, body.token, who.user_id)
+    _audit(conn, request, who, "accept-invitation", f"{who.user} as {joined.role}", joined.org_id)
+    return JoinOut(org=joined.org, role=joined.role, user=who.user)
 
 
 @router.get("/orgs/{org}/scopes")
@@ -197,20 +223,24 @@ def list_scopes(org: str, who: Caller, conn: Conn) -> list[str]:
 
 
 @router.put("/orgs/{org}/scopes/{scope:path}", status_code=204)
-def bind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
+def bind_scope(org: str, scope: str, request: Request, who: Caller, conn: Conn) -> Response:
     who.may_manage()
     name = str(parse_scope(scope))
     who.may_use_scope(name)
-    accounts.bind_scope(conn, _org(conn, who, org, "admin"), name, who.user_id)
+    org_id = _org(conn, who, org, "admin")
+    accounts.bind_scope(conn, org_id, name, who.user_id)
+    _audit(conn, request, who, "bind-scope", name, org_id)
     return Response(status_code=204)
 
 
 @router.delete("/orgs/{org}/scopes/{scope:path}", status_code=204)
-def unbind_scope(org: str, scope: str, who: Caller, conn: Conn) -> Response:
+def unbind_scope(org: str, scope: str, request: Request, who: Caller, conn: Conn) -> Response:
     who.may_manage()
     name = str(parse_scope(scope))
     who.may_use_scope(name)
-    accounts.unbind_scope(conn, _org(conn, who, org, "admin"), name)
+    org_id = _org(conn, who, org, "admin")
+    accounts.unbind_scope(conn, org_id, name)
+    _audit(conn, request, who, "unbind-scope", name, org_id)
     return Response(status_code=204)
 
 

@@ -1,19 +1,25 @@
-"""The caller's own data on the team server (`/v1/me/…`): export everything they own, as the
-records `hivelore export` writes and `hivelore import` reads; delete their personal space's data
-(restorable within the recovery window, then purged); and the audit log of such actions, the
-caller's own and (for an admin) their organisation's. Each data-control action writes a line."""
+"""Control over data on the team server. The caller's own (`/v1/me/…`): export everything they own, as
+the records `hivelore export` writes and `hivelore import` reads; delete their personal space's data
+(restorable within the recovery window, then purged). An organisation's (`/v1/orgs/{org}/…`): its
+admins switch memory off for a repository (orgswitch.py), list what the organisation holds and
+delete it. And the audit log of such actions, the caller's own and (for an admin) their
+organisation's. Each data-control action writes a line."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+import psycopg
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
+from hivelore.memory.scope import parse
+from hivelore.orgswitch import OrgSwitch
 from hivelore.server import auth
 from hivelore.server.logs import request_id
 from hivelore.server.memories import memberships
-from hivelore.server.postgres import accounts, audit, erasure
+from hivelore.server.postgres import accounts, audit, erasure, holdings, switches
 from hivelore.server.postgres.owned import owned
 from hivelore.server.routes.dependencies import Caller, Conn
 
@@ -44,6 +50,40 @@ class DeletedOut(BaseModel):
 
 class RestoredOut(BaseModel):
     restored: int
+
+
+class SwitchOut(BaseModel):
+    org: str
+    scope: str = Field(description="repo::OWNER/NAME: memory is off for it and its branches")
+    by: str = Field(description="who switched it off")
+    at: str = Field(description="when, UTC")
+
+    @classmethod
+    def of(cls, switch: OrgSwitch) -> SwitchOut:
+        return cls(org=switch.org, scope=switch.scope, by=switch.by, at=switch.at)
+
+
+class HeldOut(BaseModel):
+    scope: str
+    key: str
+    owner: str | None = Field(description="who first wrote it; null: their account is gone")
+    kind: str
+    updated: str
+    archived: bool
+
+
+class Address(BaseModel):
+    scope: str
+    key: str
+
+
+class HeldPage(BaseModel):
+    memories: list[HeldOut] = Field(description="by scope then key, archived and expired ones too")
+    next: Address | None = Field(description="pass it as after_scope and after_key for the next page; null: no more")
+
+
+class ForgottenOut(BaseModel):
+    deleted: list[str] = Field(description="the addresses deleted from the organisation's space")
 
 
 def _audit_out(lines: list[audit.Line]) -> AuditOut:
@@ -99,3 +139,83 @@ def restore_my_data(request: Request, who: Caller, conn: Conn) -> RestoredOut:
     restored = erasure.restore(conn, who.user_id)
     audit.record(conn, who.user_id, who.user, "restore-data", f"{restored} memories", request_id(request))
     return RestoredOut(restored=restored)
+
+
+# -- an organisation's data --------------------------------------------------------------------
+
+
+def _org(conn: psycopg.Connection, who: auth.Caller, org: str, needed: str) -> int:
+    org_id, role = accounts.role_in(conn, org, who.user_id)
+    auth.require_role(role, needed, org)
+    return org_id
+
+
+@router.get("/orgs/{org}/switches")
+def list_switches(org: str, who: Caller, conn: Conn) -> list[SwitchOut]:
+    """The repositories the organisation switched memory off for: every member may know."""
+    who.may_read()
+    return [SwitchOut.of(s) for s in switches.of_org(conn, _org(conn, who, org, "viewer"))]
+
+
+@router.put("/orgs/{org}/switches/{scope:path}", status_code=204)
+def switch_off(org: str, scope: str, request: Request, who: Caller, conn: Conn) -> Response:
+    """Switch memory off for a repository: the server keeps and serves nothing under it (or its
+    branches) for the organisation's members, and their checkouts of it are off after their next sync."""
+    who.may_manage()
+    name = switches.check_repo(scope)
+    who.may_use_scope(name)
+    org_id = _org(conn, who, org, "admin")
+    if switches.switch_off(conn, org_id, name, who.user_id, who.user):
+        audit.record(conn, who.user_id, who.user, "switch-off", name, request_id(request), org_id)
+    return Response(status_code=204)
+
+
+@router.delete("/orgs/{org}/switches/{scope:path}", status_code=204)
+def switch_on(org: str, scope: str, request: Request, who: Caller, conn: Conn) -> Response:
+    """Switch memory back on for a repository; mirrors get its memories again at their next sync."""
+    who.may_manage()
+    name = switches.check_repo(scope)
+    who.may_use_scope(name)
+    org_id = _org(conn, who, org, "admin")
+    switches.switch_on(conn, org_id, name)
+    audit.record(conn, who.user_id, who.user, "switch-on", name, request_id(request), org_id)
+    return Response(status_code=204)
+
+
+@router.get("/orgs/{org}/memories")
+def org_memories(
+    org: str,
+    who: Caller,
+    conn: Conn,
+    scope: str | None = None,
+    after_scope: str = "",
+    after_key: str = "",
+    limit: Annotated[int, Query(ge=1, le=holdings.MAX_PAGE)] = 100,
+) -> HeldPage:
+    """What the organisation's space holds, a page at a time, for its admins. A token limited to some
+    scopes sees those scopes' memories only."""
+    who.may_read()
+    org_id = _org(conn, who, org, "admin")
+    wanted = str(parse(scope)) if scope else None
+    if wanted:
+        who.may_use_scope(wanted)
+    found = holdings.page(conn, org_id, wanted, (after_scope, after_key) if after_scope else None, limit)
+    more = len(found) == limit
+    return HeldPage(
+        memories=[HeldOut(**vars(h)) for h in found if who.allows(h.scope)],
+        next=Address(scope=found[-1].scope, key=found[-1].key) if more else None,
+    )
+
+
+@router.delete("/orgs/{org}/memories")
+def org_forget(org: str, scope: str, request: Request, who: Caller, conn: Conn, key: str | None = None) -> ForgottenOut:
+    """Delete one memory (`key`) or every memory under `scope` from the organisation's space, and
+    from its search index; mirrors drop them at their next sync."""
+    who.may_manage()
+    name = str(parse(scope))
+    who.may_use_scope(name)
+    org_id = _org(conn, who, org, "admin")
+    deleted = holdings.forget(conn, org_id, name, key)
+    target = f"{name}::{key}" if key is not None else f"{name} ({len(deleted)} memories)"
+    audit.record(conn, who.user_id, who.user, "org-forget", target, request_id(request), org_id)
+    return ForgottenOut(deleted=deleted)

