@@ -4,11 +4,14 @@ count and delete a repository's team data."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import psycopg
-from conftest import Account, unique
+from conftest import Account, Server, unique
+from test_remote_cli import hivelore
 
 from hivelore.server.postgres import accounts
 
@@ -143,3 +146,32 @@ def test_an_admin_counts_and_deletes_a_repositorys_team_data_and_the_audit_log_s
     )
     bad = api.delete(f"/v1/orgs/{org}/team", params={"repo": f"repo::{repo}"}, headers=owner.headers())
     assert bad.status_code == 400 and bad.json()["error"] == "name the repository as OWNER/NAME, like acme/shop."
+
+
+def test_from_the_terminal_the_export_carries_team_rows_import_skips_and_an_admin_deletes_a_repos(
+    api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account], server: Server, tmp_path: Path
+) -> None:
+    owner, member = make_user("ivy"), make_user("jo", email=f"{unique('jo')}@example.com")
+    repo = f"acme/{unique('shop')}"
+    org = _org(db, owner, member, repo)
+    _work(api, member, repo, "jo")
+    written = api.post("/v1/memories", headers=member.headers(), json={"scope": "global", "key": "k", "value": "v"})
+    assert written.status_code == 200, written.text
+    as_member = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": member.token}
+    as_owner = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": owner.token}
+
+    out = tmp_path / "mine.jsonl"
+    exported = hivelore(tmp_path / "h", tmp_path, "export", "--remote", "-o", str(out), **as_member)
+    assert exported.stdout.strip() == f"exported 1 memories and 7 team rows to {out}", exported.stderr
+    imported = hivelore(tmp_path / "fresh", tmp_path, "import", str(out), "--json")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["team_rows_skipped"] == 7
+    assert len(json.loads(imported.stdout)["written"]) == 1
+
+    listed = hivelore(tmp_path / "h", tmp_path, "org", "team", org, **as_owner)
+    assert listed.stdout.strip() == f"{repo}  1 tasks  1 decisions  1 attempts  1 notes", listed.stderr
+    unconfirmed = hivelore(tmp_path / "h", tmp_path, "org", "team-forget", org, repo, **as_owner)
+    assert unconfirmed.returncode != 0 and "add --yes" in unconfirmed.stderr
+    forgot = hivelore(tmp_path / "h", tmp_path, "org", "team-forget", org, repo, "--yes", **as_owner)
+    assert forgot.stdout.strip() == f"deleted {repo}'s team data in {org}: 1 tasks, 1 decisions", forgot.stderr
+    assert hivelore(tmp_path / "h", tmp_path, "org", "team", org, **as_owner).stdout.strip() == "(none)"
