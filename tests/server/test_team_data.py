@@ -100,8 +100,15 @@ def test_deleting_my_data_purges_my_team_rows_after_the_window_and_a_restore_kee
     owner, member = make_user("ed"), make_user("flo", email=f"{unique('flo')}@example.com")
     repo = f"acme/{unique('shop')}"
     _org(db, owner, member, repo)
-    _work(api, member, repo, "flo")
     _work(api, owner, repo, "ed")
+    _work(api, member, repo, "flo")  # their decision supersedes ed's on auth.py::refresh
+    current = lambda: [  # noqa: E731
+        d["developer"]
+        for d in api.get(
+            "/v1/team/decisions", params={"repo": repo, "symbol": "auth.py::refresh"}, headers=owner.headers()
+        ).json()["decisions"]
+    ]
+    assert current() == ["flo"]
 
     deleted = api.delete("/v1/me/data", headers=member.headers()).json()
     assert deleted["team_rows"] == 7
@@ -113,6 +120,7 @@ def test_deleting_my_data_purges_my_team_rows_after_the_window_and_a_restore_kee
 
     assert _authored(db, member.id) == dict.fromkeys(TABLES, 0)
     assert _authored(db, owner.id) == dict.fromkeys(TABLES, 1)
+    assert current() == ["ed"]  # current again: what superseded it is gone
 
 
 def test_an_admin_counts_and_deletes_a_repositorys_team_data_and_the_audit_log_says_so(

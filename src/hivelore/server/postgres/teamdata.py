@@ -59,9 +59,24 @@ def count_authored(conn: psycopg.Connection, user_id: int) -> int:
     return int(row[0])
 
 
+def _unsupersede(conn: psycopg.Connection, user_id: int) -> None:
+    """Before their decisions go: a decision they superseded on a symbol is superseded by what
+    superseded theirs there, or current again. A pointer only moves to a later decision, so it ends."""
+    while conn.execute(
+        """
+        UPDATE team_decision_symbols a SET superseded_by = b.superseded_by
+        FROM team_decision_symbols b JOIN team_decisions d ON d.id = b.decision_id
+        WHERE d.author = %s AND a.superseded_by = b.decision_id AND a.symbol = b.symbol
+        """,
+        (user_id,),
+    ).rowcount:
+        continue
+
+
 def delete_authored(conn: psycopg.Connection, user_id: int) -> int:
     """Delete every team row `user_id` wrote (a task with what hangs on it); how many of theirs."""
     gone = count_authored(conn, user_id)
+    _unsupersede(conn, user_id)
     for table in reversed(TABLES):  # the intents last: what hangs on them is counted above as theirs or not
         conn.execute(f"DELETE FROM team_{table} WHERE author = %s", (user_id,))
     return gone
