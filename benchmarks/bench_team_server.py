@@ -14,13 +14,21 @@ clients (two `RemoteTeam`s, each its own keep-alive connection and token), as tw
                  in a thread, that reports it: the claim → visible latency over HTTP
 
 The same claim and check on one team.db (two developers on one machine) are the baseline. It prints
-the median and p90 of each, and the ratio of the remote median to the baseline's. The issue's 2 s
-target (a claim visible to a pre-edit check on another machine) is printed beside `visible`, never
-asserted; the hook path's replica of the claims is not measured here (the hooks do not use the
-server's team yet).
+the median and p90 of each, and the ratio of the remote median to the baseline's.
 
-    python benchmarks/bench_team_server.py            # 200 claims
-    python benchmarks/bench_team_server.py --small    # CI: 20 claims
+    hooks        the path the hooks take, end to end: two HIVELORE_HOMEs in remote mode, each with
+                 its own clone of a repository of MODULES modules (`target_N` and its caller
+                 `caller_N`), its graph and its resident hook server. From the start of dev-a's
+                 pre-edit hook on `target_N` (which claims it: queued in dev-a's outbox, sent by
+                 dev-a's hook server) to the end of the first of dev-b's pre-edit hooks on
+                 `caller_N`, run back to back, that warns about it (answered from the replica of the
+                 claims dev-b's hook server keeps). Each hook is a real `hivelore hook` process.
+
+The issue's 2 s target (a claim visible to a pre-edit check on another machine) is printed beside
+`visible remote` and `hooks`, never asserted.
+
+    python benchmarks/bench_team_server.py            # 200 claims, 40 through the hooks
+    python benchmarks/bench_team_server.py --small    # CI: 20 claims, 10 through the hooks
 
 The database and the server are removed at the end, on failure and on Ctrl-C.
 """
@@ -29,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -51,6 +61,8 @@ ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 REPO = "acme/shop"
 EDITED = "shop/orders.py::checkout"
 TARGET_S = 2.0
+ORIGIN = "git@github.com:acme/shop.git"
+SEEN_TIMEOUT_S = 30.0  # a claim not seen by then is a failure of the run, not a figure
 
 
 class FanGraph:
@@ -155,6 +167,80 @@ def visible(a: TeamStore, open_b: Callable[[], TeamStore], claims: int) -> list[
     return latencies
 
 
+class Laptop:
+    """A developer's machine in remote mode: a home, a clone of the repository, its graph."""
+
+    def __init__(self, work: Path, developer: str, endpoint: str, token: str, modules: int) -> None:
+        self.home, self.repo = work / developer / "home", work / developer / "shop"
+        self.home.mkdir(parents=True)
+        (self.home / "config.json").write_text(json.dumps({"mode": "remote", "endpoint": endpoint}))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
+        self.env.update(HIVELORE_HOME=str(self.home), HIVELORE_DEVELOPER=developer, HIVELORE_HOOK_SERVER="on")
+        for n in range(modules):
+            module = self.repo / "shop" / f"m{n}.py"
+            module.parent.mkdir(parents=True, exist_ok=True)
+            module.write_text(f"def target_{n}():\n    return {n}\n\n\ndef caller_{n}():\n    return target_{n}()\n")
+        identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+        for argv in (
+            ["init", "-q", "-b", "main"],
+            ["remote", "add", "origin", ORIGIN],
+            ["add", "."],
+            [*identity, "commit", "-q", "-m", "shop"],
+        ):
+            subprocess.run(["git", "-C", str(self.repo), *argv], check=True, capture_output=True)
+        for args, stdin in ((("remote", "login", "--token", "-"), token), (("graph", "index"), "")):
+            done = self.hivelore(*args, stdin=stdin)
+            if done.returncode != 0:
+                raise RuntimeError(f"hivelore {' '.join(args)} failed: {done.stderr.strip()}")
+
+    def hivelore(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hivelore", *args], input=stdin, cwd=self.repo, env=self.env,
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    def hook(self, event: str, payload: dict[str, object]) -> str:
+        """A Claude hook as Claude Code runs it: what the agent is told."""
+        data = json.dumps({"cwd": str(self.repo), "hook_event_name": event, **payload})
+        done = subprocess.run(
+            [sys.executable, "-m", "hivelore", "hook", "--agent", "claude", "--event", event], input=data,
+            cwd=self.repo, env=self.env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        return done.stdout
+
+    def edit(self, session: str, n: int, old: str) -> str:
+        path = str(self.repo / "shop" / f"m{n}.py")
+        tool_input = {"file_path": path, "old_string": old, "new_string": old + "  # changed"}
+        return self.hook("PreToolUse", {"session_id": session, "tool_name": "Edit", "tool_input": tool_input})
+
+
+def through_hooks(work: Path, endpoint: str, tokens: dict[str, str], rounds: int) -> list[float]:
+    """From the start of dev-a's pre-edit hook claiming `target_N` to the end of the first of dev-b's
+    pre-edit hooks on `caller_N` that warns about it."""
+    a, b = (Laptop(work, dev, endpoint, tokens[dev], rounds) for dev in ("dev-a", "dev-b"))
+    latencies: list[float] = []
+    try:
+        for laptop, session in ((a, "a-1"), (b, "b-1")):  # starts each hook server
+            laptop.hook("UserPromptSubmit", {"session_id": session, "prompt": "bench the team's claims"})
+        replica = b.home / "remote"
+        deadline = time.monotonic() + SEEN_TIMEOUT_S
+        while not any(p.name.endswith(".claims.json") for p in replica.glob("*")):
+            if time.monotonic() > deadline:
+                raise RuntimeError("dev-b's hook server never wrote the replica of the claims")
+            time.sleep(0.1)
+        for n in range(rounds):
+            started = time.perf_counter()
+            a.edit("a-1", n, f"    return {n}")
+            while f"target_{n} is being changed by dev-a" not in b.edit("b-1", n, f"    return target_{n}()"):
+                if time.perf_counter() - started > SEEN_TIMEOUT_S:
+                    raise RuntimeError(f"dev-b's pre-edit hook never saw dev-a's claim of target_{n}")
+            latencies.append(time.perf_counter() - started)
+    finally:
+        for laptop in (a, b):
+            laptop.hivelore("hook-server", "stop")
+    return latencies
+
+
 def line(name: str, samples: list[float], baseline: list[float] | None = None, target: str = "") -> str:
     ordered = sorted(samples)
     median, p90 = statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))]
@@ -165,9 +251,11 @@ def line(name: str, samples: list[float], baseline: list[float] | None = None, t
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=200)
-    parser.add_argument("--small", action="store_true", help="20 claims (CI)")
+    parser.add_argument("--hook-claims", type=int, default=40)
+    parser.add_argument("--small", action="store_true", help="20 claims, 10 through the hooks (CI)")
     args = parser.parse_args(argv)
     claims = 20 if args.small else args.claims
+    hook_claims = 10 if args.small else args.hook_claims
     with tempfile.TemporaryDirectory() as work, database() as url:
         tokens = make_members(url)
         server = TeamServer(url, Path(work) / "server.log")
@@ -181,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             remote_visible = visible(remote_a, lambda: RemoteTeam(clients["dev-b"]), claims)
             for client in clients.values():
                 client.close()
+            hooks = through_hooks(Path(work), f"http://127.0.0.1:{server.port}", tokens, hook_claims)
         finally:
             server.stop()
     print(f"{claims} claims, ms       median       p90   remote/local")
@@ -189,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line(f"{name} remote", remote[name], local[name]))
     print(line("visible local", local_visible))
     print(line("visible remote", remote_visible, local_visible, f"target < {TARGET_S:g} s on another machine"))
+    print(line(f"hooks ({hook_claims})", hooks, local_visible, f"target < {TARGET_S:g} s on another machine"))
     return 0
 
 

@@ -16,13 +16,14 @@ from rich.markup import escape
 from hivelore import __version__
 from hivelore.cli import agents, fast
 from hivelore.cli.dashboard import dashboard
-from hivelore.cli.graph import graph_app, task_app
+from hivelore.cli.graph import graph_app
 from hivelore.cli.groom import dedupe, diff, lint, stats
 from hivelore.cli.migrate import migrate
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, print_json, print_warnings, reported_errors
 from hivelore.cli.profile import profile_app
 from hivelore.cli.remote import exported, org_app, remote_app, token_app
 from hivelore.cli.serve import serve
+from hivelore.cli.tasks import task_app
 from hivelore.config import Settings
 from hivelore.home import home_path
 from hivelore.hooks.client import server_state, stop_server
@@ -652,7 +653,8 @@ def index_path() -> None:
 def doctor(as_json: JsonFlag = False) -> None:
     """The resolved mode and what decided it, the store paths, the index's health, and per agent what
     is wired (each hook command is run once with a sample payload); in remote mode, the mirror of the
-    team server: as of when, whether the server answered, what waits in the outbox."""
+    team server: as of when, whether the server answered, what waits in the outbox; and the replica
+    of the team's claims the pre-edit check reads, as of when."""
     started = time.time()
     with reported_errors():
         service = _service(allow_off=True)
@@ -678,6 +680,7 @@ def doctor(as_json: JsonFlag = False) -> None:
             "hook_server": server_state(str(service.settings.home), os.environ),
             "team_server": _team_server_report(service),
             "remote_mirror": _mirror_report(service, started),
+            "team_claims": _team_claims_report(service),
             "agents": agents.agents_report(service),
         }
     if as_json:
@@ -731,6 +734,16 @@ def _mirror_report(service: Hivelore, started: float) -> dict[str, object] | str
     if remote is None:
         return {"problem": service.remote_problem}
     return sides.mirror_state(remote, started)
+
+
+def _team_claims_report(service: Hivelore) -> dict[str, object] | str:
+    """In remote mode, the replica of the team's claims the pre-edit check reads, and its age."""
+    if service.settings.mode != "remote" or service.remote is None:
+        return "none (local mode)" if service.settings.mode != "remote" else "none (the team server cannot be used)"
+    from hivelore.team.coordination import Coordination
+
+    with Coordination.for_service(service) as coordination:
+        return coordination.shared_state()
 
 
 def _sweep(service: Hivelore) -> dict[str, int]:

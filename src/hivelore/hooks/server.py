@@ -12,8 +12,9 @@ folder and umask, one event at a time. The server
 - reads every connection's request at once (a selector), each within READ_WAIT_S in all, so that
   a client that sends slowly, or never, delays no one else's answer;
 - in remote mode, keeps this home's mirrors of the team server current in a background thread
-  (MIRROR_SYNC_S), sending what their outboxes hold: a hook reads the mirror and never waits on the
-  network itself;
+  (MIRROR_SYNC_S), sending what their outboxes hold as soon as an event was answered, and the
+  replica of the team's active claims (TEAM_SYNC_S): a hook reads the mirror and the replica and
+  never waits on the network itself;
 - leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 7200: two hours,
   so that a lunch break does not cost the next session start its speed), when its
   home folder is removed, when asked (`hivelore hook-server stop`), or when a hivelore source file
@@ -65,6 +66,11 @@ READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends i
 SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
 BACKLOG = 64  # connections waiting to be accepted
 MIRROR_SYNC_S = 2.0  # how often the team server's mirrors are brought up to date (remote mode)
+# How often the team's claims are asked again, in one request for every shared repository (the
+# outbox is sent at once after each event, which may have queued a claim): a claim on one machine is
+# seen by the next pre-edit check on another within about this long. With the mirror's sync, 90
+# requests a minute: under the server's 120 per token.
+TEAM_SYNC_S = 1.0
 MIRROR_BUDGET_S = 5.0  # how long one of those waits for the server
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
@@ -129,6 +135,7 @@ class HookServer:
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
         self.refused_uids: set[int] = set()
         self.leaving = threading.Event()
+        self.wake = threading.Event()  # an event was answered: send what it queued now
         self.mirrors_state = ""  # how the last sync of the team server's mirrors went, for `status`
         self.synced_at = ""  # when they were last synced without a problem (UTC, for `status`)
 
@@ -137,13 +144,19 @@ class HookServer:
         never the process's folder or environment, which each event sets for itself."""
         told: set[str] = set()
         clients: dict[str, Client] = {}  # per server, kept across rounds: its connection stays warm
-        while not self.leaving.wait(MIRROR_SYNC_S):
-            if not os.path.isdir(os.path.join(self.home, "remote")):
+        synced = asked = 0.0  # when the memories were last synced, the claims last asked (monotonic)
+        while not self.leaving.is_set():
+            self.wake.wait(TEAM_SYNC_S)
+            self.wake.clear()
+            if self.leaving.is_set() or not os.path.isdir(os.path.join(self.home, "remote")):
                 continue
             from hivelore.remote.replica import refresh_mirrors
 
+            now = time.monotonic()
+            memories, claims = now - synced >= MIRROR_SYNC_S, now - asked >= TEAM_SYNC_S
+            synced, asked = (now if memories else synced), (now if claims else asked)
             try:
-                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S, clients))
+                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S, clients, memories, claims))
             except Exception as exc:  # noqa: BLE001 -- a bug here must not end the thread, only be logged
                 problems = {f"syncing the team server's mirror failed: {type(exc).__name__}: {exc}"}
             for problem in problems - told:
@@ -195,6 +208,7 @@ class HookServer:
                     return reason
         finally:
             self.leaving.set()
+            self.wake.set()
             for conn in requests:
                 conn.close()
             selector.close()
@@ -262,6 +276,7 @@ class HookServer:
             return "its code changed on disk"
         self.last_event = time.monotonic()
         self._send(conn, self._answer(fields[4:]))
+        self.wake.set()
         self.events += 1
         self._keep_stores()
         return ""

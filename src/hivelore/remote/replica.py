@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from hivelore import errors, orgswitch
 from hivelore.memory.model import Memory
+from hivelore.remote import teamshare
 from hivelore.remote.client import Client, Refused
 from hivelore.remote.credentials import Remote
 from hivelore.remote.mirror import Mirror, path_for
@@ -156,12 +157,18 @@ class Replica:
 
     def _set_aside(self, change: Change, exc: errors.HiveloreError) -> str:
         self.outbox.reject(change, exc.sentence())
+        if change.op == teamshare.TEAM:  # the mirror holds memories only
+            return exc.sentence()
         self.mirror.drop_pending(str(change.body["scope"]), str(change.body["key"]))
         self.mirror.resync()  # what the refused change replaced here comes back from the server
         return exc.sentence()
 
     def _deliver(self, change: Change) -> dict[str, object]:
         """Send one change (with its idempotency key) and put the server's answer in the mirror."""
+        if change.op == teamshare.TEAM:
+            delivered = teamshare.deliver(self.client, change)
+            self.outbox.done(change)
+            return delivered
         answer = self.client.post(PATHS[change.op], change.body, idempotency_key=change.key)
         assert isinstance(answer, dict)
         scope, key = str(change.body["scope"]), str(change.body["key"])
@@ -174,11 +181,14 @@ class Replica:
         return answer
 
 
-def refresh_mirrors(home: str, budget_s: float, clients: dict[str, Client] | None = None) -> list[str]:
-    """Flush the outbox and sync the mirror of every team server this home follows (the hook
-    server's background work), with the token `hivelore remote login` kept for it; what went wrong,
-    one sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses
-    the client (and its connection) the last one left there."""
+def refresh_mirrors(
+    home: str, budget_s: float, clients: dict[str, Client] | None = None, memories: bool = True, claims: bool = True
+) -> list[str]:
+    """Flush the outbox, sync the mirror (if `memories`) and refresh the replica of the team's claims
+    (if `claims`, remote/teamshare.py) of every team server this home follows (the hook server's
+    background work), with the token `hivelore remote login` kept for it; what went wrong, one
+    sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses the
+    client (and its connection) the last one left there."""
     from hivelore.remote.client import Endpoint
     from hivelore.remote.credentials import kept_token
 
@@ -202,18 +212,24 @@ def refresh_mirrors(home: str, budget_s: float, clients: dict[str, Client] | Non
                 kept.close()
             clients[url], replica.owns_client = replica.client, False
         try:
-            problems += _refresh(replica)
+            problems += _refresh(replica, memories, claims)
         finally:
             replica.close()
     return problems
 
 
-def _refresh(replica: Replica) -> list[str]:
+def _refresh(replica: Replica, memories: bool, claims: bool) -> list[str]:
     try:
         flushed = replica.flush()
         if flushed.held:  # a sync would stop on the same refusal, or wait on the same silence
             return [*flushed.rejected, flushed.held]
-        replica.sync()
-        return flushed.rejected
+        if memories:
+            replica.sync()
+        if not claims:
+            return flushed.rejected
+        kept = teamshare.ClaimsReplica.beside(replica.mirror.path)
+        return flushed.rejected + teamshare.refresh_claims(
+            replica.client, kept, teamshare.shared_repos(replica.mirror.shared)
+        )
     except errors.HiveloreError as exc:
         return [exc.sentence()]

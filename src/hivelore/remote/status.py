@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 from hivelore.errors import HiveloreError, Unavailable
 from hivelore.memory.scope import Scope
+from hivelore.remote import teamshare
 from hivelore.remote.client import Client, Refused
 from hivelore.remote.credentials import Remote, resolve
+from hivelore.remote.outbox import Change
 from hivelore.remote.replica import LOGIN, Held, Replica
 from hivelore.remote.tier import sharing_space
 
@@ -127,9 +129,7 @@ def look(home: str, found: Remote, budget_s: float) -> TeamStatus:
         age = replica.age_s
         status.outbox = Outbox(
             waiting=len(replica.outbox.waiting()),
-            rejected=[
-                (f"{c.op} {c.body.get('scope')}::{c.body.get('key')}", why) for c, why in replica.outbox.rejected()
-            ],
+            rejected=[(_named(c), why) for c, why in replica.outbox.rejected()],
             folder=replica.outbox.folder,
         )
         status.mirror = MirrorState(
@@ -151,3 +151,10 @@ def look_from(
     environment; `token` given, else the kept one); None when it names none."""
     found = resolve(home, repo_root, env, token=token)
     return None if found is None else look(home, found, budget_s)
+
+
+def _named(change: Change) -> str:
+    """How the status names a change the server refused."""
+    if change.op == teamshare.TEAM:
+        return teamshare.describe(change)
+    return f"{change.op} {change.body.get('scope')}::{change.body.get('key')}"

@@ -70,8 +70,13 @@ class RemoteTeam(TeamStore):
     """The team of the repositories the server's organisations share, over `client` (whose
     connection the caller keeps: `close` leaves it open)."""
 
-    def __init__(self, client: Client, clock: Callable[[], float] = time.time) -> None:
-        self.client, self.clock = client, clock
+    def __init__(
+        self, client: Client, clock: Callable[[], float] = time.time, idempotency_key: str | None = None
+    ) -> None:
+        """`idempotency_key`: each change is sent with a key made of it and the change's route, so
+        that the changes of a queued one (remote/teamshare.py) replayed after a lost answer are
+        applied once."""
+        self.client, self.clock, self.idempotency_key = client, clock, idempotency_key
 
     def close(self) -> None:
         """Nothing to release: the client, and its kept connection, are the caller's."""
@@ -81,7 +86,8 @@ class RemoteTeam(TeamStore):
         try:
             if body is not None:
                 body = {**body, "at": self.clock()}
-            answer = self.client.request(method, PREFIX + path, body)
+            key = f"{self.idempotency_key}:{path}" if self.idempotency_key and method == "POST" else None
+            answer = self.client.request(method, PREFIX + path, body, idempotency_key=key)
         except errors.NotFound as exc:
             raise NoSuchIntent(str(exc)) from None
         except errors.Busy as exc:
@@ -147,7 +153,13 @@ class RemoteTeam(TeamStore):
     def active_claims(
         self, repo: str, idle_days: float = IDLE_DAYS, other_than: str = ""
     ) -> list[tuple[str, Intent, str]]:
-        answer = self._get("/claims", repo=repo, idle_days=idle_days, other_than=other_than, at=self.clock())
+        return self.active_claims_of([repo], idle_days, other_than)
+
+    def active_claims_of(
+        self, repos: Iterable[str], idle_days: float = IDLE_DAYS, other_than: str = ""
+    ) -> list[tuple[str, Intent, str]]:
+        """`active_claims` of several repositories in one request (each claim's intent names its own)."""
+        answer = self._get("/claims", repo=list(repos), idle_days=idle_days, other_than=other_than, at=self.clock())
         return [(c["symbol"], wire.intent(c["intent"]), c["developer"]) for c in answer["claims"]]
 
     def record_change(self, intent_id: int, symbol_ids: Iterable[str]) -> None:

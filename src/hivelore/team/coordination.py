@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from hivelore.errors import BadInput, NotFound
 from hivelore.home import FILE_MODE
 from hivelore.memory.service import Hivelore
+from hivelore.team import wire
 from hivelore.team.codemap import CodeMap
 from hivelore.team.history import CITING_LESSONS, NO_GRAPH, OUTSIDE_GIT, CodeHistory, SymbolHistory
 from hivelore.team.model import (
@@ -39,17 +40,20 @@ from hivelore.team.model import (
     TaskView,
     Why,
     file_claim_ids,
+    find_conflicts,
 )
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.codegraph import Graph  # imported on first use at run time
+    from hivelore.remote.teamshare import SharedTeam
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
 MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
+REPLICA_STALE_S = 3.0  # a warning from a replica of the team's claims older than this says its age
 
 
 class Coordination:
@@ -62,6 +66,9 @@ class Coordination:
         self.root, self.repo, self.developer = root, repo, developer
         self._graph: Graph | None = None
         self._team: TeamStore | None = None
+        self._shared: SharedTeam | None = None
+        self._shared_looked = False
+        self._server_team: TeamStore | None = None
 
     @classmethod
     def for_service(cls, service: Hivelore, env: Mapping[str, str] | None = None) -> Coordination:
@@ -84,6 +91,70 @@ class Coordination:
         if self._team is None:
             self._team = SqliteTeam.open(self.home)
         return self._team
+
+    @property
+    def shared(self) -> SharedTeam | None:
+        """In remote mode, this repository's team on the team server (its changes are queued for it,
+        its claims read from the replica the hook server keeps); None in local mode, or when no
+        organisation of the user shares the repository."""
+        if not self._shared_looked:
+            self._shared_looked = True
+            remote = self.memory.remote if self.memory.settings.mode == "remote" else None
+            if remote is not None:
+                from hivelore.remote.teamshare import SharedTeam
+
+                mirror = remote.replica.mirror
+                self._shared = SharedTeam.of(
+                    remote.replica.outbox, mirror.path, mirror.shared, mirror.synced, self.repo
+                )
+        return self._shared
+
+    @property
+    def tasks(self) -> TeamStore:
+        """Where the commands (CLI, MCP) read and write tasks, handoffs, decisions, `who_knows` and
+        `why`: in remote mode, for a repository an organisation shares, the team server's team (one
+        request a call, within the command's network budget), so that a task of another machine can
+        be seen, handed off and resumed; else team.db. A hook (no network budget) never comes here."""
+        remote = self.memory.remote if self.memory.network_budget_s > 0 and self.shared is not None else None
+        if remote is None:
+            return self.team
+        if self._server_team is None:
+            from hivelore.remote.team import RemoteTeam
+
+            self._server_team = RemoteTeam(remote.replica.client)
+        return self._server_team
+
+    def shared_state(self) -> dict[str, object] | str:
+        """What `doctor` says of the team's claims this machine's pre-edit checks read: the replica's
+        file, how many claims of this repository it holds and how old they are."""
+        shared = self.shared
+        if shared is None:
+            return "none: local mode, or no organisation of yours shares this repository"
+        claims, synced = shared.claims.read(self.repo)
+        return {
+            "repo": self.repo,
+            "replica": shared.claims.path,
+            "claims": len(claims),
+            "synced_seconds_ago": round(time.time() - synced, 1) if synced is not None else None,
+            "kept_by": "the resident hook server (hivelore hook-server status), every second",
+        }
+
+    def _others_claims(self, shared: SharedTeam) -> tuple[list[tuple[str, Intent, str]], float | None]:
+        """Other developers' claims on the team server and as of when: asked now by a command (which
+        has a network budget), as the replica last had them for a hook (which never waits)."""
+        if self.memory.network_budget_s > 0:
+            return self.tasks.active_claims(self.repo, other_than=self.developer), time.time()
+        return shared.others_claims(self.developer)
+
+    def _share(self, agent: str, session_id: str, kind: str, **fields: object) -> None:
+        """Queue a change of the session's task for the team server (remote mode only)."""
+        shared = self.shared
+        if shared is None:
+            return
+        from hivelore.remote.teamshare import Session
+
+        title = self.intent(agent, session_id).title
+        shared.queue(Session(agent, session_id, self.developer, self.repo, title), kind, **fields)
 
     def close(self) -> None:
         for store in (self._graph, self._team):
@@ -147,22 +218,43 @@ class Coordination:
         return self.graph.hotspots(limit)
 
     def code_map(self) -> CodeMap:
-        """The dashboard's code map over this repository's graph and its tasks' claims (team/codemap.py)."""
-        return CodeMap(self.graph, self.team, self.repo)
+        """The dashboard's code map over this repository's graph and its tasks' claims (team/codemap.py; in
+        remote mode, with a network budget, the team server's)."""
+        return CodeMap(self.graph, self.tasks, self.repo)
 
     # -- the team over the graph ----------------------------------------------------------------
 
     def conflicts(self, symbol_ids: Sequence[str]) -> list[Conflict]:
         """Other developers' active tasks that claimed code within HOPS call hops of the symbols."""
-        return self.team.conflicts(self.graph, self.repo, symbol_ids, self.developer)
+        return self._conflicts(self.graph, symbol_ids)[0]
+
+    def _conflicts(
+        self, graph: Graph | None, symbol_ids: Sequence[str], paths: Sequence[str] = ()
+    ) -> tuple[list[Conflict], str]:
+        """The conflicts of an edit with other developers' claims: this machine's, and in remote mode
+        the team's as the replica last had them; and, when that replica is older than
+        REPLICA_STALE_S, how old (" (as of 4 s ago)") for the warnings its claims give."""
+        claims = self.team.active_claims(self.repo, other_than=self.developer)
+        shared, as_of, remote = self.shared, "", set()
+        if shared is not None:
+            theirs, synced = self._others_claims(shared)
+            here = {(symbol, owner) for symbol, _intent, owner in claims}
+            theirs = [c for c in theirs if (c[0], c[2]) not in here]  # shared from this machine: shown once
+            remote = {id(intent) for _symbol, intent, _owner in theirs}
+            claims += theirs
+            age = None if synced is None else time.time() - synced
+            if age is not None and age > REPLICA_STALE_S:
+                as_of = f" (as of {age:.0f} s ago)"
+        found = find_conflicts(claims, graph, sorted({s for s in symbol_ids if s}), HOPS, paths)
+        return found, as_of if any(id(c.intent) in remote for c in found) else ""
 
     def who_knows(self, symbol_id: str) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
-        return self.team.who_knows(self.graph, self.repo, symbol_id)
+        return self.tasks.who_knows(self.graph, self.repo, symbol_id)
 
     def why(self, symbol_id: str) -> Why:
         """The symbol's current decision, the ones it superseded, the attempts on it and the people."""
-        return self.team.why(self.repo, symbol_id)
+        return self.tasks.why(self.repo, symbol_id)
 
     def code_history(self, files: Sequence[str], names: Sequence[str]) -> CodeHistory:
         """The history of the files' symbols (paths absolute, or relative to the repository root)
@@ -184,7 +276,9 @@ class Coordination:
         says about failed attempts, plus every active decision and other developers' claims on them
         (by the conflict check's rule: active tasks, not idle)."""
         claimed: dict[str, list[Intent]] = {}
-        for symbol, intent, _owner in self.team.active_claims(self.repo, other_than=self.developer):
+        shared = self.shared
+        theirs = self._others_claims(shared)[0] if shared is not None else []
+        for symbol, intent, _owner in [*self.team.active_claims(self.repo, other_than=self.developer), *theirs]:
             claimed.setdefault(symbol, []).append(intent)
         found = []
         for symbol in dict.fromkeys(symbols):
@@ -197,43 +291,44 @@ class Coordination:
 
     def task_board(self) -> list[Card]:
         """The repository's tasks: active, handed off, then done; latest first."""
-        return self.team.task_board(self.repo)
+        return self.tasks.task_board(self.repo)
 
     def task(self, task_id: int) -> TaskView:
         """One task as the board shows it, read only (unlike `resume`, which takes it over)."""
-        claims = self.team.claims(task_id)
+        team = self.tasks
+        claims = team.claims(task_id)
         decisions: dict[int, Decision] = {}
         for claim in claims:
-            for decision in self.team.decisions(self.repo, claim.symbol, include_superseded=True):
+            for decision in team.decisions(self.repo, claim.symbol, include_superseded=True):
                 decisions[decision.id] = decision
         ordered = sorted(decisions.values(), key=lambda d: (-d.ts, -d.id))
         return TaskView(
-            self.team.intent(task_id),
+            team.intent(task_id),
             claims,
-            self.team.attempts(task_id),
-            self.team.notes(task_id),
+            team.attempts(task_id),
+            team.notes(task_id),
             [d for d in ordered if d.active],
             [d for d in ordered if not d.active],
         )
 
     def create_task(self, title: str) -> Intent:
         """A task started explicitly, owned by this developer."""
-        return self.team.create_intent(self.developer, self.repo, title)
+        return self.tasks.create_intent(self.developer, self.repo, title)
 
     def done(self, task_id: int) -> Intent:
-        return self.team.done(task_id)
+        return self.tasks.done(task_id)
 
     def handoff(self, task_id: int, note: str) -> Note:
-        return self.team.handoff(task_id, note, self.developer)
+        return self.tasks.handoff(task_id, note, self.developer)
 
     def resume(self, task_id: int) -> Resume:
         """Take the task over: its claims, failed attempts, active decisions and notes."""
-        return self.team.resume(task_id, self.developer)
+        return self.tasks.resume(task_id, self.developer)
 
     def decide(self, text: str, symbol_ids: Sequence[str], task_id: int | None = None) -> Decision:
         """A decision about code, by this developer (in a task, if given); it supersedes the
         decisions current on those symbols."""
-        return self.team.decide(text, symbol_ids, intent_id=task_id, developer=self.developer, repo=self.repo)
+        return self.tasks.decide(text, symbol_ids, intent_id=task_id, developer=self.developer, repo=self.repo)
 
     # -- the session's task ---------------------------------------------------------------------
 
@@ -276,8 +371,9 @@ class Coordination:
         if not symbols:
             return [], []
         self.team.claim(intent.id, symbols)
-        conflicts = self.team.conflicts(self.graph, self.repo, symbols, self.developer, hops=HOPS, paths=files)
-        said = self._warnings(agent, session_id, conflicts)
+        self._share(agent, session_id, "claim", symbols=symbols)
+        conflicts, as_of = self._conflicts(self.graph, symbols, files)
+        said = self._warnings(agent, session_id, conflicts, as_of)
         history = self.team.history(self.repo, symbols)
         for attempt in history.failed[:HISTORY_ATTEMPTS]:
             key = f"history\0{attempt.id}"
@@ -296,12 +392,14 @@ class Coordination:
             lines = [first for first, _last in _anchor_lines(os.path.join(self.root, path), anchors)]
             claims += file_claim_ids(path, lines)
         self.team.claim(intent.id, claims)
-        return self._warnings(agent, session_id, self.team.conflicts(None, self.repo, [], self.developer, paths=files))
+        self._share(agent, session_id, "claim", symbols=claims)
+        return self._warnings(agent, session_id, *self._conflicts(None, [], files))
 
-    def _warnings(self, agent: str, session_id: str, conflicts: Sequence[Conflict]) -> list[str]:
-        """Each conflict not shown to this session yet, as the warning line."""
+    def _warnings(self, agent: str, session_id: str, conflicts: Sequence[Conflict], as_of: str = "") -> list[str]:
+        """Each conflict not shown to this session yet, as the warning line (with the age of the
+        team's claims it was found in, when they are not fresh)."""
         return [
-            f"heads-up (a warning, not a block): {conflict.describe()}"
+            f"heads-up (a warning, not a block): {conflict.describe()}{as_of}"
             for conflict in conflicts
             if self.team.mark_warned(agent, session_id, conflict.key)
         ]
@@ -319,6 +417,7 @@ class Coordination:
         touched = [s for path in paths for s in self.graph.reindex_file(path)]
         if touched:
             self.team.record_change(self.intent(agent, session_id).id, touched)
+            self._share(agent, session_id, "change", symbols=touched)
         return touched
 
     def test_run(self, agent: str, session_id: str, command: str, output: str, exit_code: int | None) -> Attempt | None:
@@ -328,12 +427,15 @@ class Coordination:
         if not testruns.is_test_command(command):
             return None
         run = testruns.parse(output, command, exit_code)
-        return self.team.record_attempt(self.intent(agent, session_id).id, command, run)
+        attempt = self.team.record_attempt(self.intent(agent, session_id).id, command, run)
+        self._share(agent, session_id, "attempt", command=command, run=wire.encode(run))
+        return attempt
 
     def progress(self, agent: str, session_id: str, summary: str) -> None:
         """Keep a session's last summary as a progress note on its task (only if it has one)."""
         if summary.strip() and self.team.session_intent(agent, session_id, self.repo) is not None:
             self.team.note(self.intent(agent, session_id).id, summary.strip(), "progress", self.developer)
+            self._share(agent, session_id, "progress", text=summary.strip())
 
     # -- helpers --------------------------------------------------------------------------------
 

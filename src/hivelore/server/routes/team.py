@@ -35,6 +35,8 @@ AtQuery = Annotated[float | None, Query(allow_inf_nan=False, description="the cl
 Symbols = Annotated[list[str], Field(default_factory=list, max_length=MAX_SYMBOLS)]
 MAX_QUERY_SYMBOLS = 100  # a URL is short: more symbols go in a body
 SymbolsQuery = Annotated[list[str], Query(alias="symbol", max_length=MAX_QUERY_SYMBOLS)]
+MAX_QUERY_REPOS = 100
+ReposQuery = Annotated[list[str], Query(alias="repo", min_length=1, max_length=MAX_QUERY_REPOS)]
 IdempotencyKey = Annotated[str | None, Header(description="a write retried with the same key is applied once")]
 
 
@@ -216,11 +218,16 @@ def claims(intent_id: int, who: Caller, conn: Conn) -> JSONResponse:
 
 @router.get("/claims")
 def active_claims(
-    repo: str, who: Caller, conn: Conn, idle_days: float = IDLE_DAYS, other_than: str = "", at: AtQuery = None
+    repos: ReposQuery, who: Caller, conn: Conn, idle_days: float = IDLE_DAYS, other_than: str = "", at: AtQuery = None
 ) -> JSONResponse:
-    """The claims of the repository's active tasks that are not idle (with `other_than`: of tasks
-    someone else owns), as the pre-edit check sees them."""
-    found = access.for_repo(conn, who, repo, access.READ, at).active_claims(repo, idle_days, other_than)
+    """The claims of the repositories' active tasks that are not idle (with `other_than`: of tasks
+    someone else owns), as the pre-edit check sees them; several repositories in one request (a hook
+    server's replica asks for every shared one at once), each claim's task naming its repository."""
+    found = [
+        claim
+        for repo in dict.fromkeys(repos)
+        for claim in access.for_repo(conn, who, repo, access.READ, at).active_claims(repo, idle_days, other_than)
+    ]
     return JSONResponse({"claims": [{"symbol": s, "intent": wire.encode(i), "developer": d} for s, i, d in found]})
 
 
