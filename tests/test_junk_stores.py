@@ -116,6 +116,10 @@ NOT_HERE = {
         "it opens none of these stores, only the team server: tests/server/test_org_switch.py and"
         " test_org_data.py run it against one",
     ),
+    **dict.fromkeys(
+        ["org team", "org team-forget"],
+        "it opens none of these stores, only the team server: tests/server/test_team_data.py runs it against one",
+    ),
 }
 
 # Run as real subprocesses too, with the exit code each must end with: a damaged graph.db or team.db

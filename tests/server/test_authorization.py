@@ -61,6 +61,8 @@ ENDPOINTS = (
     Endpoint("GET", "/v1/orgs/{org}/memories", "read", "admin", 200),
     Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept", "manage", "admin", 200),
     Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept&key=k", "manage", "admin", 404),  # none held
+    Endpoint("GET", "/v1/orgs/{org}/team", "read", "admin", 200),
+    Endpoint("DELETE", "/v1/orgs/{org}/team?repo=acme/checkout", "manage", "admin", 200),
     Endpoint("PATCH", "/v1/orgs/{org}", "manage", "owner", 200, {"name": "{org}"}),
     Endpoint("DELETE", "/v1/orgs/{org}", "manage", "owner", 204),
     Endpoint("POST", "/v1/tokens", "manage", "", 201, {"kind": "ro"}),
@@ -111,6 +113,9 @@ LIMITED = (
     (Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=repo::acme/checkout", "manage", "", 200), 200),
     (Endpoint("DELETE", "/v1/orgs/{org}/memories?scope=project::kept", "manage", "", 200), 403),
     (Endpoint("DELETE", "/v1/orgs/{org}/scopes/project::kept", "manage", "", 204), 403),
+    (Endpoint("GET", "/v1/orgs/{org}/team", "read", "", 200), 200),
+    (Endpoint("DELETE", "/v1/orgs/{org}/team?repo=acme/checkout", "manage", "", 200), 200),
+    (Endpoint("DELETE", "/v1/orgs/{org}/team?repo=other/app", "manage", "", 200), 403),
     *((e, 403) for e in ENDPOINTS if e.path in ("/v1/orgs", "/v1/invitations/accept")),
     *((e, 403) for e in ENDPOINTS if e.path == "/v1/orgs/{org}" and e.method != "GET"),
     *((e, 403) for e in ENDPOINTS if e.path == "/v1/orgs/{org}/invitations" or "/members/" in e.path),

@@ -87,7 +87,7 @@ def test_an_export_is_in_the_callers_audit_log_and_an_org_admin_reads_the_orgs(
 
     lines = api.get("/v1/me/audit", headers=erin.headers()).json()["lines"]
     assert [(x["actor"], x["org"], x["action"], x["target"], x["request_id"]) for x in lines] == [
-        (erin.name, None, "export", "1 memories", rid)
+        (erin.name, None, "export", "1 memories, 0 team rows", rid)
     ]
     assert api.get("/v1/me/audit", headers=finn.headers()).json()["lines"] == []
 

@@ -432,9 +432,10 @@ def purge(
         out.print(f"  {escape(memory.address)}")
 
 
-def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
-    """The records of a JSONL file, and a reason for each line that cannot be one."""
-    records, unreadable = [], []
+def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str], int]:
+    """The records of a JSONL file, a reason for each line that cannot be one, and how many lines
+    were team rows (`export --remote`'s `{"team": …}` lines: the team server's, not memories)."""
+    records, unreadable, team_rows = [], [], 0
     handle = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
     with handle:
         for number, line in enumerate(handle, start=1):
@@ -442,10 +443,14 @@ def _jsonl_records(path: Path) -> tuple[list[ImportRecord], list[str]]:
                 continue
             source = f"{path}:{number}"
             try:
-                records.append(ImportRecord.from_json(json.loads(line), source))
+                data = json.loads(line)
+                if isinstance(data, dict) and "team" in data:
+                    team_rows += 1
+                    continue
+                records.append(ImportRecord.from_json(data, source))
             except ValueError as exc:  # JSONDecodeError is a ValueError too
                 unreadable.append(str(exc) if str(exc).startswith(source) else f"{source}: not valid JSON ({exc})")
-    return records, unreadable
+    return records, unreadable, team_rows
 
 
 def _lorekit_records(root: Path) -> tuple[list[ImportRecord], list[str]]:
@@ -502,7 +507,7 @@ def import_(
         if from_source is None and (file is None) == (from_lorekit is None):
             fail("give a JSONL file, --from SOURCE [PATH] or --from-lorekit DIR.", EXIT_BAD_INPUT)
         service = _service()
-        repo_scope = ""
+        repo_scope, team_rows = "", 0
         if from_source is not None:
             from hivelore.memory.imports import collect
             from hivelore.memory.imports.common import place_for
@@ -513,7 +518,7 @@ def import_(
         elif from_lorekit is not None:
             records, unreadable = _lorekit_records(from_lorekit)
         else:
-            records, unreadable = _jsonl_records(file)  # type: ignore[arg-type]
+            records, unreadable, team_rows = _jsonl_records(file)  # type: ignore[arg-type]
         report = service.import_records(
             records, skip_invalid=skip_invalid, dry_run=dry_run, tier=tier, unreadable=unreadable
         )
@@ -521,12 +526,15 @@ def import_(
         print_json(
             {"dry_run": dry_run, "written": report.written, "unchanged": report.unchanged, "rejected": report.rejected}
             | ({"records": _records_shown(records)} if from_source is not None else {})
+            | ({"team_rows_skipped": team_rows} if team_rows else {})
         )
     else:
         verb = "would write" if dry_run else "wrote"
         out.print(f"{verb} {len(report.written)}, unchanged {len(report.unchanged)}, rejected {len(report.rejected)}")
         if from_source is not None:
             _print_mapping(records, report.written, repo_scope)
+        if team_rows:
+            out.print(f"skipped {team_rows} team rows (the team server's tasks and claims: import reads memories)")
         for reason in report.rejected:
             print(f"  rejected {reason}", file=sys.stderr)
     if report.rejected and not skip_invalid:
@@ -548,8 +556,10 @@ def export(
 ) -> None:
     """Print every memory as JSONL (the format `import` reads)."""
     with reported_errors():
+        team: list[dict[str, object]] = []
         if remote:
-            lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in exported(include_hidden)]
+            records, team = exported(include_hidden)
+            lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in [*records, *team]]
         else:
             service = _service()
             lines = [json.dumps(m.to_dict(), ensure_ascii=False) + "\n" for m in service.export(include_hidden)]
@@ -562,7 +572,8 @@ def export(
             tmp = output.with_name(f".{output.name}.tmp")
             tmp.write_text("".join(lines), encoding="utf-8")
             tmp.replace(output)
-            out.print(f"exported {len(lines)} memories to {escape(str(output))}")
+            rows = f" and {len(team)} team rows" if team else ""
+            out.print(f"exported {len(lines) - len(team)} memories{rows} to {escape(str(output))}")
 
 
 @app.command()

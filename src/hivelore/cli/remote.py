@@ -345,6 +345,38 @@ def org_forget(
     print("\n".join(f"deleted {address}" for address in answer["deleted"]) or f"{org} holds nothing under {scope}")
 
 
+@org_app.command("team")
+def org_team(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
+    """The organisation's team data on the team server (admin), counted per repository."""
+    with reported_errors():
+        found = _client(endpoint).get(f"/v1/orgs/{segment(org)}/team")
+    assert isinstance(found, list)
+    lines = [
+        f"{r['repo']}  {r['intents']} tasks  {r['decisions']} decisions  {r['attempts']} attempts  {r['notes']} notes"
+        for r in found
+    ]
+    _show(found, as_json, lines or ["(none)"])
+
+
+@org_app.command("team-forget")
+def org_team_forget(
+    org: str,
+    repo: Annotated[str, typer.Argument(help="The repository, OWNER/NAME.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting the repository's whole team data.")] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete the organisation's team data of one repository (admin): its tasks, with their sessions,
+    claims, changes, attempts and notes, and its decisions."""
+    from urllib.parse import urlencode
+
+    if not yes:
+        fail(f"this deletes every task and decision {org} holds for {repo}: add --yes to do it", EXIT_BAD_INPUT)
+    with reported_errors():
+        gone = _client(endpoint).delete(f"/v1/orgs/{segment(org)}/team?{urlencode({'repo': repo})}")
+    assert isinstance(gone, dict)
+    print(f"deleted {repo}'s team data in {org}: {gone['intents']} tasks, {gone['decisions']} decisions")
+
+
 @org_app.command("audit")
 def org_audit(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = False) -> None:
     """The organisation's audit log, newest first (admin)."""
@@ -400,13 +432,16 @@ def token_revoke(token_id: int, endpoint: EndpointOption = None) -> None:
     print(f"token {token_id} revoked")
 
 
-def exported(include_hidden: bool) -> list[object]:
-    """Every memory the caller owns on the team server (GET /v1/me/export), as export records."""
+def exported(include_hidden: bool) -> tuple[list[object], list[dict[str, object]]]:
+    """Every memory the caller owns on the team server (GET /v1/me/export), as export records, and
+    the team rows they wrote, each as a `{"team": TABLE, "row": {...}}` line (`import` skips them)."""
     answer = _client(None).get(f"/v1/me/export?include_hidden={str(include_hidden).lower()}")
     records = answer.get("records") if isinstance(answer, dict) else None
     if not isinstance(records, list):
         raise ValueError("the team server's export answer holds no records: is it a hivelore server?")
-    return records
+    team = answer.get("team") if isinstance(answer, dict) else None
+    tables = team if isinstance(team, dict) else {}  # a server from before the team store has none
+    return records, [{"team": table, "row": row} for table, rows in tables.items() for row in rows]
 
 
 @remote_app.command("delete-my-data")
@@ -422,7 +457,8 @@ def delete_my_data(
     assert isinstance(answer, dict)
     print(
         f"hid {answer['hidden']} memories; `hivelore remote restore-my-data` brings them back"
-        f" until {answer['purge_after']}"
+        f" until {answer['purge_after']}, when they and the {answer.get('team_rows', 0)} team rows you wrote"
+        " are deleted"
     )
 
 

@@ -5,6 +5,11 @@ reads and search lose them at once, and a tombstone per row tells mirrors, throu
 to drop them. A restore within the window moves them back with new change numbers (a row written
 since at the same address wins, and the erased copy goes). A purge, once the window has passed,
 deletes the rows, their search documents and their tombstones (the addresses are data too).
+
+The team rows the user wrote (teamdata.py) are not hidden: they are the organisation's coordination
+as it happens (a colleague's pre-edit check reads a claim of theirs), and hiding them would change what
+others' sessions are told. They stay until the purge, which deletes them with the rest (every team
+row of theirs by then, those written during the window too); a restore within the window keeps them.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from datetime import datetime
 import psycopg
 
 from hivelore.errors import NotFound
+from hivelore.server.postgres import teamdata
 from hivelore.server.postgres.tier import SPACE_SHARDS
 
 
 @dataclass(frozen=True)
 class Erased:
     rows: int
+    team_rows: int  # the team rows of theirs the purge will delete, as of now
     purge_after: datetime
 
 
@@ -88,7 +95,8 @@ def erase(conn: psycopg.Connection, user_id: int, window_days: float) -> Erased:
             {"user": user_id, "days": window_days},
         ).fetchone()
         assert row is not None
-    return Erased(rows, row[0])
+        team_rows = teamdata.count_authored(conn, user_id)
+    return Erased(rows, team_rows, row[0])
 
 
 def restore(conn: psycopg.Connection, user_id: int) -> int:
@@ -135,4 +143,5 @@ def purge(conn: psycopg.Connection) -> list[int]:
                 """,
                 params,
             )
+            teamdata.delete_authored(conn, user_id)
     return due

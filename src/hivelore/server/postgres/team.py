@@ -18,7 +18,8 @@ Times come from `clock`: on the server, the client's time of the call (see the m
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import psycopg
 
@@ -124,6 +125,14 @@ class PostgresTeam(TeamStore):
         if self._owned:
             self.conn.close()
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """A transaction whose rows name their author: the columns' default (migration 0013) reads
+        the setting, and fails without it."""
+        with self.conn.transaction():
+            self.conn.execute("SELECT set_config('hivelore.user_id', %s, true)", (str(self.user_id),))
+            yield
+
     def _lock(self, *names: object) -> None:
         """Inside a transaction: hold `names` (a session, a repository's decisions) until it ends."""
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (repr(names), 0))
@@ -136,7 +145,7 @@ class PostgresTeam(TeamStore):
         found = self.session_intent(agent, session_id, repo)
         if found is not None:
             return found
-        with self.conn.transaction():
+        with self._write():
             self._lock("session", self.org_id, agent, session_id, repo)
             found = self.session_intent(agent, session_id, repo)  # another hook may have been first
             if found is not None:
@@ -157,7 +166,8 @@ class PostgresTeam(TeamStore):
     def create_intent(self, developer: str, repo: str, title: str) -> Intent:
         if not title_from(title):
             raise ValueError("an intent needs a title")
-        return self._insert_intent(developer, repo, title_from(title))
+        with self._write():
+            return self._insert_intent(developer, repo, title_from(title))
 
     def intent(self, intent_id: int) -> Intent:
         row = self.conn.execute(
@@ -186,7 +196,7 @@ class PostgresTeam(TeamStore):
         return [Intent(*row) for row in rows]
 
     def done(self, intent_id: int) -> Intent:
-        with self.conn.transaction():
+        with self._write():
             self._locked_intent(intent_id)
             self.conn.execute(
                 "UPDATE team_intents SET status = 'done', updated_ts = %s WHERE id = %s", (self.clock(), intent_id)
@@ -212,7 +222,7 @@ class PostgresTeam(TeamStore):
         self.conn.execute(
             "INSERT INTO team_sessions VALUES (%s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (org_id, agent, session_id, repo) DO UPDATE SET"
-            " developer = excluded.developer, intent_id = excluded.intent_id",
+            " developer = excluded.developer, intent_id = excluded.intent_id, author = excluded.author",
             (self.org_id, agent, session_id, intent.repo, developer, intent.id, self.clock()),
         )
         if before and before[0] != intent.id:
@@ -231,7 +241,7 @@ class PostgresTeam(TeamStore):
 
     def claim(self, intent_id: int, symbol_ids: Iterable[str]) -> int:
         now, symbols = self.clock(), _symbols(symbol_ids)
-        with self.conn.transaction():
+        with self._write():
             intent = self._locked_intent(intent_id)
             new = self.conn.execute(
                 "INSERT INTO team_claims SELECT %s, s, %s, %s FROM unnest(%s::text[]) s ON CONFLICT DO NOTHING",
@@ -266,7 +276,7 @@ class PostgresTeam(TeamStore):
         the repo's intents; how many file claims were replaced (those already gone are not counted)."""
         replaced, added = list(file_claims), list(claims)
         mine = "SELECT id FROM team_intents WHERE org_id = %(org)s AND repo = %(repo)s"
-        with self.conn.transaction():
+        with self._write():
             self.conn.execute(
                 "INSERT INTO team_claims SELECT c.i, c.s, c.d, c.t FROM unnest(%(ids)s::bigint[], %(symbols)s::text[],"
                 f" %(developers)s::text[], %(times)s::double precision[]) AS c(i, s, d, t) WHERE c.i IN ({mine})"
@@ -304,7 +314,7 @@ class PostgresTeam(TeamStore):
 
     def record_change(self, intent_id: int, symbol_ids: Iterable[str]) -> None:
         now, symbols = self.clock(), _symbols(symbol_ids)
-        with self.conn.transaction():
+        with self._write():
             self._locked_intent(intent_id)
             self.conn.execute(
                 "INSERT INTO team_changes SELECT %s, s, %s FROM unnest(%s::text[]) s"
@@ -318,7 +328,7 @@ class PostgresTeam(TeamStore):
     def record_attempt(self, intent_id: int, command: str, run: TestRun) -> Attempt:
         now, command = self.clock(), command[:COMMAND_CAP]
         failed, errors, key = sorted(set(run.failed)), sorted(set(run.errors)), command_key(command)
-        with self.conn.transaction():
+        with self._write():
             intent = self._locked_intent(intent_id)
             taken = self.conn.execute(
                 "DELETE FROM team_changes WHERE intent_id = %s RETURNING symbol", (intent_id,)
@@ -386,7 +396,7 @@ class PostgresTeam(TeamStore):
         text, symbols = text.strip()[:TEXT_CAP], _symbols(symbol_ids)
         if not text:
             raise ValueError("a decision needs a text")
-        with self.conn.transaction():
+        with self._write():
             if intent_id is not None:
                 intent = self._locked_intent(intent_id)
                 developer, repo = developer or intent.owner, repo or intent.repo
@@ -425,11 +435,11 @@ class PostgresTeam(TeamStore):
     def note(self, intent_id: int, text: str, kind: str = "progress", developer: str = "") -> Note:
         if kind not in NOTE_KINDS:
             raise ValueError(f"a note is {' or '.join(NOTE_KINDS)}, not {kind!r}")
-        with self.conn.transaction():
+        with self._write():
             return self._note(intent_id, text, kind, developer)
 
     def handoff(self, intent_id: int, text: str, developer: str = "") -> Note:
-        with self.conn.transaction():
+        with self._write():
             note = self._note(intent_id, text, "handoff", developer)
             self.conn.execute("UPDATE team_intents SET status = 'handed_off' WHERE id = %s", (intent_id,))
             return note
@@ -458,7 +468,7 @@ class PostgresTeam(TeamStore):
     # -- handoff and resume -----------------------------------------------------------------------
 
     def resume(self, intent_id: int, developer: str, agent: str = "", session_id: str = "") -> Resume:
-        with self.conn.transaction():
+        with self._write():
             intent = self._locked_intent(intent_id)
             self.conn.execute(
                 "UPDATE team_intents SET owner = %s, status = 'active', updated_ts = %s WHERE id = %s",

@@ -14,20 +14,26 @@ import psycopg
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
+from hivelore.errors import BadInput
 from hivelore.memory.scope import parse
 from hivelore.orgswitch import OrgSwitch
 from hivelore.server import auth
 from hivelore.server.logs import request_id
 from hivelore.server.memories import memberships
-from hivelore.server.postgres import accounts, audit, erasure, holdings, switches
+from hivelore.server.postgres import accounts, audit, erasure, holdings, switches, teamdata
 from hivelore.server.postgres.owned import owned
 from hivelore.server.routes.dependencies import Caller, Conn
+from hivelore.server.team import repo_scope
 
 router = APIRouter(prefix="/v1", tags=["data"])
 
 
 class ExportOut(BaseModel):
     records: list[dict[str, object]] = Field(description="one `hivelore export` JSONL line each, by scope then key")
+    team: dict[str, list[dict[str, object]]] = Field(
+        description="the team rows the caller wrote, in any organisation, by table (intents, sessions, claims,"
+        " changes, attempts, decisions, notes)"
+    )
 
 
 class AuditLine(BaseModel):
@@ -45,6 +51,7 @@ class AuditOut(BaseModel):
 
 class DeletedOut(BaseModel):
     hidden: int = Field(description="the memories hidden now")
+    team_rows: int = Field(description="the team rows you wrote: not hidden, deleted at the purge")
     purge_after: datetime = Field(description="restore them before this; then they are gone")
 
 
@@ -86,6 +93,14 @@ class ForgottenOut(BaseModel):
     deleted: list[str] = Field(description="the addresses deleted from the organisation's space")
 
 
+class RepoTeamOut(BaseModel):
+    repo: str = Field(description="OWNER/NAME")
+    intents: int = Field(description="tasks, each with its sessions, claims and changes")
+    decisions: int
+    attempts: int = Field(description="test runs recorded in its tasks")
+    notes: int = Field(description="progress and handoff notes in its tasks")
+
+
 def _audit_out(lines: list[audit.Line]) -> AuditOut:
     return AuditOut(lines=[AuditLine(**vars(line)) for line in lines])
 
@@ -97,8 +112,14 @@ def export(request: Request, who: Caller, conn: Conn, include_hidden: bool = Fal
     who.may_read()
     orgs = [m.org_id for m in memberships(conn, who.user_id)]
     records = [m.to_dict() for m in owned(conn, who.user_id, orgs, include_hidden) if who.allows(str(m.scope))]
-    audit.record(conn, who.user_id, who.user, "export", f"{len(records)} memories", request_id(request))
-    return ExportOut(records=records)
+    team = {
+        table: [row for row in rows if who.allows(repo_scope(str(row["repo"])))]
+        for table, rows in teamdata.authored(conn, who.user_id).items()
+    }
+    rows = sum(len(found) for found in team.values())
+    target = f"{len(records)} memories, {rows} team rows"
+    audit.record(conn, who.user_id, who.user, "export", target, request_id(request))
+    return ExportOut(records=records, team=team)
 
 
 @router.get("/me/audit")
@@ -128,8 +149,9 @@ def delete_my_data(request: Request, who: Caller, conn: Conn) -> DeletedOut:
     who.may_administer("deleting your data")
     erasure.purge(conn)
     erased = erasure.erase(conn, who.user_id, request.app.state.recovery_days)
-    audit.record(conn, who.user_id, who.user, "delete-data", f"{erased.rows} memories", request_id(request))
-    return DeletedOut(hidden=erased.rows, purge_after=erased.purge_after)
+    target = f"{erased.rows} memories, {erased.team_rows} team rows"
+    audit.record(conn, who.user_id, who.user, "delete-data", target, request_id(request))
+    return DeletedOut(hidden=erased.rows, team_rows=erased.team_rows, purge_after=erased.purge_after)
 
 
 @router.post("/me/data/restore")
@@ -219,3 +241,27 @@ def org_forget(org: str, scope: str, request: Request, who: Caller, conn: Conn, 
     target = f"{name}::{key}" if key is not None else f"{name} ({len(deleted)} memories)"
     audit.record(conn, who.user_id, who.user, "org-forget", target, request_id(request), org_id)
     return ForgottenOut(deleted=deleted)
+
+
+@router.get("/orgs/{org}/team")
+def org_team(org: str, who: Caller, conn: Conn) -> list[RepoTeamOut]:
+    """The organisation's team data, counted per repository, for its admins. A token limited to some
+    scopes sees the repositories it admits."""
+    who.may_read()
+    org_id = _org(conn, who, org, "admin")
+    return [RepoTeamOut(**vars(r)) for r in teamdata.per_repo(conn, org_id) if who.allows(repo_scope(r.repo))]
+
+
+@router.delete("/orgs/{org}/team")
+def org_team_forget(org: str, repo: str, request: Request, who: Caller, conn: Conn) -> RepoTeamOut:
+    """Delete the organisation's whole team data of one repository (tasks and what hangs on them,
+    decisions); answers what there was."""
+    who.may_manage()
+    if not repo.strip() or repo.startswith("repo::"):
+        raise BadInput("name the repository as OWNER/NAME, like acme/shop")
+    who.may_use_scope(repo_scope(repo))
+    org_id = _org(conn, who, org, "admin")
+    held = teamdata.forget_repo(conn, org_id, repo)
+    target = f"{repo_scope(repo)} team ({held.intents} tasks, {held.decisions} decisions)"
+    audit.record(conn, who.user_id, who.user, "org-team-forget", target, request_id(request), org_id)
+    return RepoTeamOut(**vars(held))
