@@ -151,8 +151,9 @@ class DelayingProxy:
 
 
 @contextlib.contextmanager
-def database() -> Iterator[str]:
-    name = f"hivelore_hooks_{os.getpid()}"
+def database(prefix: str = "hivelore_hooks") -> Iterator[str]:
+    """A database of this run's own on the local PostgreSQL, dropped when it ends."""
+    name = f"{prefix}_{os.getpid()}"
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:

@@ -36,7 +36,6 @@ The database and the server are removed at the end, on failure and on Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -45,11 +44,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
-from bench_remote_hooks import TeamServer
+from bench_remote_hooks import TeamServer, database
 
 from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.team import RemoteTeam
@@ -57,7 +56,6 @@ from hivelore.server.postgres import accounts, migrate
 from hivelore.team.contract import TeamStore
 from hivelore.team.store import SqliteTeam
 
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 REPO = "acme/shop"
 EDITED = "shop/orders.py::checkout"
 TARGET_S = 2.0
@@ -78,18 +76,6 @@ class FanGraph:
 
     def symbols_in(self, path: str) -> list[str]:
         return []
-
-
-@contextlib.contextmanager
-def database() -> Iterator[str]:
-    name = f"hivelore_team_{os.getpid()}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def make_members(url: str) -> dict[str, str]:
@@ -256,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     claims = 20 if args.small else args.claims
     hook_claims = 10 if args.small else args.hook_claims
-    with tempfile.TemporaryDirectory() as work, database() as url:
+    with tempfile.TemporaryDirectory() as work, database("hivelore_team") as url:
         tokens = make_members(url)
         server = TeamServer(url, Path(work) / "server.log")
         try:
