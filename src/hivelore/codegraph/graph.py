@@ -376,8 +376,8 @@ class Graph:
         return [(ids[key], rank, between) for key, rank, between in ranked]
 
     def _keep_hotspots(self, kept: dict) -> None:
-        # A cache, not a record: when another process holds graph.db's write lock (a large index),
-        # the next call computes them again rather than wait for it.
+        # A cache, not a record: when another process keeps graph.db's write lock past the busy
+        # timeout (a large index), they are not kept and the next call computes them again.
         try:
             with self.store.transaction():
                 self.store.set_meta("hotspots", json.dumps(kept))
