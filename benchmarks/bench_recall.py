@@ -13,6 +13,9 @@ package managers, services), then every query is run through:
 - BM25: `Hivelore.search`, the product's own search path, without the model;
 - model: all-MiniLM-L6-v2 (vectors.py) alone, ranking every visible memory by cosine;
 - fusion: `Hivelore.search` with the model loaded, i.e. the product's hybrid recall (fusion.py);
+- BM25+th and fusion+th: the same with the coding thesaurus (thesaurus.py) widening a query that no
+  memory matches whole. The thesaurus is mined from the stored memories (lessons and distractors, as
+  the index holds them) when the index is rebuilt, never from the queries;
 
 first with the lessons as they are written today (no "when"), then with their "when" stored and
 indexed. It prints recall@3 and MRR@10 per set and query kind, the model's load time, the median and
@@ -42,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synth  # noqa: E402
 
-from hivelore.memory import vectors  # noqa: E402
+from hivelore.memory import thesaurus, vectors  # noqa: E402
 from hivelore.memory.local.frontmatter import render  # noqa: E402
 from hivelore.memory.local.vault import Vault  # noqa: E402
 from hivelore.memory.model import Memory, iso_from_epoch  # noqa: E402
@@ -182,7 +185,7 @@ def milliseconds(seconds: list[float]) -> str:
 
 def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None:
     print(f"\n{title}: recall@3 / MRR@10")
-    header = f"{'system':<8}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
+    header = f"{'system':<10}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
     print(header)
     print("-" * len(header))
     for system, outcome in results.items():
@@ -191,7 +194,7 @@ def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None
             for k in KINDS:
                 ranks = outcome.ranks[(s, k)]
                 cells.append(f" | {recall_at(ranks, 3) * 100:>12.1f}% / {mrr(ranks):.2f}")
-        print(f"{system:<8}" + "".join(cells))
+        print(f"{system:<10}" + "".join(cells))
     print("ms per query, median / p90: " + ", ".join(f"{s} {milliseconds(o.seconds)}" for s, o in results.items()))
 
 
@@ -213,27 +216,46 @@ def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, 
     try:
         started = time.perf_counter()
         service.rebuild_index()
-        print(f"  index rebuilt in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        took = time.perf_counter() - started
+        related = thesaurus.Thesaurus.open(home / thesaurus.THESAURUS_FILE)
+        words = related.conn.execute("SELECT count(DISTINCT word) FROM related").fetchone()[0] if related else 0
+        if related:
+            related.close()
+        print(f"  index rebuilt and thesaurus mined ({words:,} words) in {took:.1f} s", file=sys.stderr)
         visible = service.local.listed(service.scopes)
         started = time.perf_counter()
         computed = semantic.remember([c.memory for c in visible])
         took = time.perf_counter() - started
         print(f"  {computed:,} new vectors in {took:.1f} s ({computed / max(took, 1e-9):.0f}/s)", file=sys.stderr)
 
-        def bm25(query: str) -> list[str]:
-            return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+        def lexical(expand: bool) -> Callable[[str], list[str]]:
+            def ask(query: str) -> list[str]:
+                service.expand = expand
+                return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+
+            return ask
 
         def model(query: str) -> list[str]:
             return [c.key for c, _ in semantic.rank(query, visible, LIMIT)]
 
-        def fusion(query: str) -> list[str]:
-            service.semantic = semantic
-            try:
-                return [hit.row.key for hit in service.search(query, limit=LIMIT)]
-            finally:
-                service.semantic = None
+        def fused(expand: bool) -> Callable[[str], list[str]]:
+            def ask(query: str) -> list[str]:
+                service.semantic, service.expand = semantic, expand
+                try:
+                    return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+                finally:
+                    service.semantic = None
 
-        return {name: evaluate(sets, ask) for name, ask in (("BM25", bm25), ("model", model), ("fusion", fusion))}
+            return ask
+
+        systems = (
+            ("BM25", lexical(False)),
+            ("BM25+th", lexical(True)),
+            ("model", model),
+            ("fusion", fused(False)),
+            ("fusion+th", fused(True)),
+        )
+        return {name: evaluate(sets, ask) for name, ask in systems}
     finally:
         service.close()
 

@@ -18,7 +18,7 @@ from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.memory import citations, fusion, recall
+from hivelore.memory import citations, fusion, recall, thesaurus
 from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
@@ -35,6 +35,7 @@ from hivelore.memory.model import (
     validate_ttl_days,
 )
 from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
+from hivelore.memory.thesaurus import Thesaurus
 from hivelore.memory.tier import Candidate, Tier, Wanted, listing_order
 from hivelore.memory.transfer import ImportRecord, ImportReport
 from hivelore.privacy import strip_private
@@ -128,6 +129,7 @@ class MemoryService:
         self.warnings: list[str] = []
         # Set by a warm process that loaded the model (vectors.py): searches then rank by meaning too.
         self.semantic: Semantic | None = None
+        self.expand = True  # widen a query that no memory matches whole with the thesaurus's partners
 
     @property
     def scopes(self) -> list[str]:
@@ -538,12 +540,31 @@ class MemoryService:
             raise ValueError("the query has no words to search for.")
         # Each tier's relevance is comparable only within that tier: each is scaled to its best.
         pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
+        pairs = self._with_thesaurus(words, chosen, pairs, max(limit * 5, 50))
         pairs = self._with_meaning(query, words, chosen, pairs, max(limit * 5, 50))
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
         hits = self._against_code([r for r in ranked if r.relevance > 0], 2 * limit)
         return hits[:limit]
+
+    def _with_thesaurus(
+        self, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
+    ) -> list[tuple[Candidate, float]]:
+        """BM25's hits widened by the thesaurus's partners of the query words (thesaurus.py), when no
+        hit holds every query word; else, or without a thesaurus, BM25's hits unchanged."""
+        found = self.thesaurus() if self.expand else None
+        if found is None or any(fusion.holds_every_word(candidate, words) for candidate, _ in pairs):
+            return pairs
+        expansions = found.expand(words)
+        if not expansions:
+            return pairs
+        extra = [p for tier in self.tiers for p in _scaled(tier.match(scopes, [w for w, _ in expansions], limit))]
+        return thesaurus.widened(pairs, extra, max(weight for _, weight in expansions))
+
+    def thesaurus(self) -> Thesaurus | None:
+        """The thesaurus mined from this store (thesaurus.py), or None where none was mined."""
+        return None
 
     def _with_meaning(
         self, query: str, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
@@ -825,6 +846,8 @@ class Hivelore(MemoryService):
         self._remote: RemoteTier | None = None
         self.remote_problem: str | None = None  # why remote mode reads and writes only this machine
         self._code: Code | None = None
+        self._thesaurus: Thesaurus | None = None
+        self._thesaurus_opened = False
         self._code_opened = False  # the code graph is looked for once, on the first read that needs it
 
     def _usable(self, project_root: Path) -> bool:
@@ -934,6 +957,9 @@ class Hivelore(MemoryService):
         if self._code is not None:
             self._code.close()
         self._code, self._code_opened = None, False
+        if self._thesaurus is not None:
+            self._thesaurus.close()
+        self._thesaurus, self._thesaurus_opened = None, False
 
     def code(self) -> Code | None:
         if not self._code_opened and self.chain.git is not None:
@@ -994,9 +1020,18 @@ class Hivelore(MemoryService):
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
-        """Re-read every file into a new index; the next read chooses the local tier again."""
+        """Re-read every file into a new index (and mine its thesaurus again); the next read chooses
+        the local tier again."""
         self.close()
-        return rebuild(self.index_path, self.vaults)
+        stats = rebuild(self.index_path, self.vaults)
+        thesaurus.build(self.index_path.with_name(thesaurus.THESAURUS_FILE), thesaurus.indexed_texts(self.index_path))
+        return stats
+
+    def thesaurus(self) -> Thesaurus | None:
+        if not self._thesaurus_opened:
+            self._thesaurus_opened = True
+            self._thesaurus = Thesaurus.open(self.index_path.with_name(thesaurus.THESAURUS_FILE))
+        return self._thesaurus
 
     def sweep(self) -> Swept:
         """Remove the temp files writers killed mid-write left in the tiers' folders (stale ones only)."""
