@@ -8,6 +8,7 @@ rules; nudges name the scope to write into. A session is identified by agent + s
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 
 from hivelore.errors import Conflict
@@ -117,6 +118,7 @@ def prompt(ctx: HookContext) -> str:
         said.append(_promote(ctx))
     if not event.subagent and asks_to_keep(event.prompt):
         said.append(_keep_request(ctx))
+    _warm_model(ctx)
     hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
     if hits:
         ctx.mark_shown([h.row.memory.address for h in hits])
@@ -145,6 +147,7 @@ def tool_failure(ctx: HookContext) -> str:
         text = f"{event.command}\n{failure.summary}\n" + "\n".join(error_lines(event.error or event.output))
     # Not excluding what this session was shown: a lesson listed at session start is the one this failure
     # is about, and saying "no stored lesson matches" would be false.
+    _warm_model(ctx)
     hits = _with_linked(_linked_lessons(ctx, found), ctx.service.related(text, limit=FAILURE_LESSONS))
     ctx.mark_shown([*([nudge_key] if nudge_key else []), *(h.row.memory.address for h in hits)])
     if hits:
@@ -340,6 +343,14 @@ def _stage_failure(ctx: HookContext) -> Failure | None:
     return ctx.recorder.record_failure(
         event.agent, event.session_id, event.cwd, event.tool, command, exit_code, event.error or event.output
     )
+
+
+def _warm_model(ctx: HookContext) -> None:
+    """In the hook server, once it has loaded the model (vectors.start_resident), recall by meaning too.
+    A hook process never imports the model's module, so it finds none and stays lexical and quick."""
+    vectors = sys.modules.get("hivelore.memory.vectors")
+    if vectors is not None:
+        ctx.service.semantic = vectors.resident(ctx.service.settings.home)
 
 
 def _failure_signature(error: str, failure: Failure | None) -> str:

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from hivelore.remote.tier import RemoteTier
 
 MAX_SEARCH_LIMIT = 1000
+# A hook speaks unasked: a memory it shows for its meaning alone must be nearer the prompt or error
+# than a search's meaning hits (vectors.MIN_SIMILARITY), which the agent asked for.
+RELATED_SIMILARITY = 0.45
+MEANING_CHARS = 2_000  # of a prompt or an error, what is ranked by meaning (the model reads 256 tokens)
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 # Imported records written under one lock, one index transaction and one fsync per folder: large
@@ -531,6 +535,10 @@ class MemoryService:
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
+        return self._search(query, scopes, limit, query)
+
+    def _search(self, query: str, scopes: Iterable[str] | None, limit: int | None, meaning: str) -> list[recall.Ranked]:
+        """`search`, with the text the model ranks by (`meaning`) apart from the query's words."""
         chosen = self.scopes_for(scopes)
         if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ValueError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}.")
@@ -541,7 +549,7 @@ class MemoryService:
         # Each tier's relevance is comparable only within that tier: each is scaled to its best.
         pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
         pairs = self._with_thesaurus(words, chosen, pairs, max(limit * 5, 50))
-        pairs = self._with_meaning(query, words, chosen, pairs, max(limit * 5, 50))
+        pairs = self._with_meaning(meaning, words, chosen, pairs, max(limit * 5, 50))
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
@@ -584,7 +592,8 @@ class MemoryService:
 
     def related(self, text: str, exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
         """Committed memories that bear on a piece of text (a prompt, an error): the best search hits
-        for its keywords that contain at least two of them (all of them when there are fewer),
+        for its keywords that contain at least two of them (all of them when there are fewer), or,
+        where the model is loaded, that are near the whole text in meaning (RELATED_SIMILARITY),
         leaving out the addresses in `exclude` (already shown). Staged ones (notes a hook captured)
         are not what anyone learnt on purpose. Empty when nothing is relevant."""
         words = recall.keywords(text)
@@ -592,12 +601,18 @@ class MemoryService:
             return []
         needed = min(2, len(words))
         excluded = set(exclude)
-        found = []
-        for hit in self.search(" ".join(words), limit=MAX_RELATED_HITS):
-            if hit.row.state != "committed" or hit.row.memory.address in excluded:
-                continue
-            if recall.word_overlap(hit.row, words) >= needed:
-                found.append(hit)
+        meaning = text[:MEANING_CHARS]
+        hits = [
+            hit
+            for hit in self._search(" ".join(words), None, MAX_RELATED_HITS, meaning)
+            if hit.row.state == "committed" and hit.row.memory.address not in excluded
+        ]
+        near = self.semantic.near(meaning, [h.row for h in hits], RELATED_SIMILARITY) if self.semantic else set()
+        found = [
+            hit
+            for hit in hits
+            if recall.word_overlap(hit.row, words) >= needed or (hit.row.origin, hit.row.place) in near
+        ]
         return found[:limit]
 
     def citing(self, names: Iterable[str], exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:

@@ -174,10 +174,15 @@ def build(path: Path, texts: Sequence[str]) -> int:
 
 
 def indexed_texts(index_path: Path) -> list[str]:
-    """Every memory's text as the full-text index holds it (key, value with its `when`, tags)."""
+    """Every memory's text as the full-text index holds it (key, value with its `when`, tags); none
+    from an index still being created."""
     conn = sqlite3.connect(f"{index_path.as_uri()}?mode=ro", uri=True, timeout=5)
     try:
         rows = conn.execute("SELECT key, value, tags FROM memories_fts").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        rows = []
     finally:
         conn.close()
     return [f"{key.replace('-', ' ')}\n{value}\n{tags}" for key, value, tags in rows]
