@@ -25,6 +25,7 @@ Needs the semantic extra (`pip install -e '.[semantic]'`). Usage:
 
     .venv/bin/python benchmarks/bench_recall.py            # 302 + 60 lessons among 6,000 distractors
     .venv/bin/python benchmarks/bench_recall.py --small    # 16 + 8 lessons among 120: the CI run
+    .venv/bin/python benchmarks/bench_recall.py --hook-size 60000 --vectors FILE   # the prompt hook's time
 """
 
 from __future__ import annotations
@@ -260,12 +261,113 @@ def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, 
         service.close()
 
 
+def run_timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: str = "") -> tuple[float, str]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:3])}… failed: {proc.stderr.strip()[:500]}")
+    return seconds, proc.stdout
+
+
+def server_status(hivelore: str, env: dict[str, str], cwd: Path) -> str:
+    return run_timed([hivelore, "hook-server", "status"], env, cwd)[1].strip()
+
+
+WARM_UP_S = 300.0  # the most the hook measurement waits for the server to embed what has no vector yet
+
+
+def embedded(home: Path) -> int:
+    found = vectors.VectorFile(home / vectors.VECTORS_FILE)
+    try:
+        return int(found.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+    finally:
+        found.conn.close()
+
+
+def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: Path | None) -> None:
+    """The prompt hook, as its own process, at `size` memories: answered by the hook server with the
+    model loaded (fusion), and by the hook process alone (lexical), against a bare Python start, in
+    interleaved rounds. The home's vectors.db starts as a copy of `vector_file` (vectors are computed
+    once per text: the recall run's file holds the distractors' and lessons'); the server computes
+    the rest between events, and the timed rounds begin once nothing more was computed for two seconds
+    or after WARM_UP_S (it says how many memories had a vector then)."""
+    import json
+    import sqlite3
+
+    bin_dir = Path(sys.executable).parent
+    hivelore = str(bin_dir / "hivelore")
+    launcher = bin_dir / "hivelore-hook"
+    hook = [str(launcher)] if launcher.is_file() else [hivelore, "hook"]
+    tmp = Path(tempfile.mkdtemp(prefix="hivelore-recall-hook-"))
+    try:
+        repo, home = make_repo(tmp), tmp / "home"
+        now = time.time() - time.time() % DAY
+        write_store(home, lessons, size - len(lessons), True, now)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
+        run_timed([hivelore, "index", "rebuild"], env, repo)
+        if vector_file is not None and vector_file.exists():  # the backup API: the file may be in use
+            with sqlite3.connect(vector_file) as source, sqlite3.connect(home / vectors.VECTORS_FILE) as copy:
+                source.backup(copy)
+        lesson = lessons[0]
+        payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(repo), "prompt": lesson.queries["paraphrase"]}
+
+        def prompt(session: str, alone: bool = False) -> tuple[float, str]:
+            stdin = json.dumps({**payload, "session_id": session})
+            argv = [*hook, "--agent", "claude", "--event", "UserPromptSubmit"]
+            return run_timed(argv, {**env, "HIVELORE_HOOK_SERVER": "off"} if alone else env, repo, stdin)
+
+        prompt("warm-up-0")  # answered alone; it starts the server
+        deadline = time.monotonic() + 1800
+        while "recall by meaning" not in server_status(hivelore, env, repo):
+            if time.monotonic() > deadline:
+                raise SystemExit("the hook server did not load the model within 30 minutes")
+            time.sleep(1)
+        before, warm_until = -1, time.monotonic() + WARM_UP_S
+        while time.monotonic() < warm_until:  # the server embeds what has no vector yet between events
+            prompt(f"warm-up-{before}")
+            time.sleep(2)
+            count = embedded(home)
+            if count == before:
+                break
+            before = count
+        print(f"\n{embedded(home):,} vectors in the home's vectors.db when the timed rounds began ({size:,} memories)")
+        rows: dict[str, list[float]] = {
+            "bare Python": [],
+            "prompt hook, server with model": [],
+            "prompt hook alone": [],
+        }
+        said = ""
+        for round_no in range(runs):
+            rows["bare Python"].append(run_timed([sys.executable, "-c", "pass"], env, repo)[0])
+            seconds, said = prompt(f"timed-{round_no}")
+            rows["prompt hook, server with model"].append(seconds)
+            rows["prompt hook alone"].append(prompt(f"timed-alone-{round_no}", alone=True)[0])
+        bare = statistics.median(rows["bare Python"])
+        print(f"\nprompt hook at {size:,} memories ({runs} interleaved rounds; load average {os.getloadavg()[0]:.1f})")
+        for label, seconds in rows.items():
+            median = statistics.median(seconds)
+            low = min(seconds) * 1000
+            print(f"  {label:<32} median {median * 1000:7.1f} ms  min {low:7.1f} ms  {median / bare:.1f}× bare")
+        answer = json.loads(said)["hookSpecificOutput"]["additionalContext"] if said else "(silent)"
+        print(f"  server: {server_status(hivelore, env, repo)}")
+        print(f"  prompt: {lesson.queries['paraphrase']!r} (its lesson: {lesson.key})")
+        print("  answered with: " + " | ".join(answer.splitlines()[:4]))
+        run_timed([hivelore, "hook-server", "stop"], env, repo)
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="16 + 8 lessons among 120 distractors (CI)")
     parser.add_argument("--distractors", type=int, default=None, help="distractor count (default 6,000)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--vectors", type=Path, help="a vector file to reuse between runs (default: a new one)")
+    parser.add_argument(
+        "--hook-size", type=int, help="only time the prompt hook at this many memories (server with the model vs alone)"
+    )
+    parser.add_argument("--hook-runs", type=int, default=15, help="timed rounds of --hook-size (default 15)")
     args = parser.parse_args(argv)
     if not vectors.installed():
         print(f"{vectors.EXTRA_MISSING}, then run this again.", file=sys.stderr)
@@ -276,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.small:
         main_set, held_out = main_set[::19][:16], held_out[::7][:8]
         distractors = args.distractors if args.distractors is not None else 120
+    if args.hook_size:
+        measure_hook(main_set + held_out, args.hook_size, args.hook_runs, args.vectors)
+        return 0
     sets = {"main": main_set, "held-out": held_out}
     check_paraphrases(sets)
     print(f"distractors: {distractors:,} generated by synth.py (templates + vocabulary, seed 1)")
