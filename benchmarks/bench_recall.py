@@ -290,8 +290,8 @@ def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: P
     model loaded (fusion), and by the hook process alone (lexical), against a bare Python start, in
     interleaved rounds. The home's vectors.db starts as a copy of `vector_file` (vectors are computed
     once per text: the recall run's file holds the distractors' and lessons'); the server computes
-    the rest between events, and the timed rounds begin once nothing more was computed for two seconds
-    or after WARM_UP_S (it says how many memories had a vector then)."""
+    the rest between events, and the timed rounds begin once it says none is waiting for a vector, or
+    after WARM_UP_S (it says how many vectors the file held then)."""
     import json
     import sqlite3
 
@@ -323,14 +323,13 @@ def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: P
             if time.monotonic() > deadline:
                 raise SystemExit("the hook server did not load the model within 30 minutes")
             time.sleep(1)
-        before, warm_until = -1, time.monotonic() + WARM_UP_S
+        warm_until, n = time.monotonic() + WARM_UP_S, 0
         while time.monotonic() < warm_until:  # the server embeds what has no vector yet between events
-            prompt(f"warm-up-{before}")
+            n += 1
+            prompt(f"warm-up-{n}")
             time.sleep(2)
-            count = embedded(home)
-            if count == before:
+            if "waiting for a vector" not in server_status(hivelore, env, repo):
                 break
-            before = count
         print(f"\n{embedded(home):,} vectors in the home's vectors.db when the timed rounds began ({size:,} memories)")
         rows: dict[str, list[float]] = {
             "bare Python": [],

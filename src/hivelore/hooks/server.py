@@ -206,7 +206,11 @@ class HookServer:
             return "recall lexical (no semantic extra)"
         if not vectors.resident_started(Path(self.home)):
             return "recall lexical (HIVELORE_HOOK_MODEL=off)"
-        return "recall by meaning" if vectors.resident(Path(self.home)) else "recall lexical (model loading)"
+        semantic = vectors.resident(Path(self.home))
+        if semantic is None:
+            return "recall lexical (model loading)"
+        waiting = semantic.waiting()
+        return f"recall by meaning ({waiting:,} memories waiting for a vector)" if waiting else "recall by meaning"
 
     def _mirrors_state(self, problems: set[str]) -> str:
         """What `status` (and so `doctor`) says of the mirrors: synced, or why not and since when."""

@@ -232,12 +232,16 @@ class Semantic:
         for one batch only, so an answer waits at most that long."""
         with self._lock:
             chosen = dict(list(self._unembedded.items())[:batch])
+            done = self._compute(chosen) if chosen else 0
             for h in chosen:
                 del self._unembedded[h]
-            done = self._compute(chosen) if chosen else 0
             if done:
                 self._matrix_key = ()  # the next ranking reads the new vectors
         return done
+
+    def waiting(self) -> int:
+        """How many texts a ranking left out for want of a vector are still to be computed."""
+        return len(self._unembedded)
 
     def near(self, query: str, candidates: Sequence[Candidate], threshold: float) -> set[tuple[str, str]]:
         """The (origin, place) of the candidates whose stored vector is at least `threshold` from
