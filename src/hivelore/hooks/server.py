@@ -231,6 +231,12 @@ class HookServer:
         threading.Thread(target=self._sync_mirrors, name="mirrors", daemon=True).start()
         # Read now: each event replaces this process's environment with its hook's.
         model = os.environ.get("HIVELORE_HOOK_MODEL", "on") != "off"
+        # Imported here, before any event: a module the recall thread was still importing would be
+        # found half-made by an event's `_warm_model` or by `status`. Both are cheap; the model's
+        # runtime is imported by the thread.
+        import hivelore.memory.thesaurus
+        import hivelore.memory.vectors  # noqa: F401
+
         threading.Thread(target=self._keep_recall, args=(model,), name="recall", daemon=True).start()
         try:
             while True:
