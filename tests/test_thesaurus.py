@@ -1,16 +1,18 @@
 """The coding thesaurus (memory/thesaurus.py): words that go together in the stored memories widen a
 query no memory matches whole, at a low weight, and never change a query in a lesson's own words.
 
-The search tests run the real `hivelore` command on a real store (the `cli` fixture)."""
+The store is written and indexed by the real `hivelore` command (the `cli` fixture); the searches run
+through `Hivelore.search` in process, where the thesaurus can be switched on (it is off by default)."""
 
 from __future__ import annotations
 
-import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from hivelore.memory import thesaurus
+from hivelore.memory.service import Hivelore
 
 CLI = Callable[..., subprocess.CompletedProcess[str]]
 SCOPE = "repo::acme/checkout"
@@ -25,10 +27,15 @@ MEMORIES = {
 }
 
 
-def keys(cli: CLI, query: str) -> list[str]:
-    result = cli("search", query, "--json")
-    assert result.returncode == 0, result.stderr
-    return [hit["key"] for hit in json.loads(result.stdout)]
+def keys(repo: Path, home: Path, query: str, expand: bool = True) -> list[str]:
+    """The keys `Hivelore.search` finds, with the thesaurus (off by default: the bench found no gain yet)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
+    service = Hivelore.open(repo, env=env)
+    try:
+        service.expand = expand
+        return [hit.row.key for hit in service.search(query)]
+    finally:
+        service.close()
 
 
 def store(cli: CLI, home: Path) -> None:
@@ -45,20 +52,23 @@ def test_words_that_share_memories_are_related_and_glue_is_not() -> None:
     assert "redis" not in partners  # in one memory only: nothing to learn from it
 
 
-def test_a_query_no_memory_matches_whole_reaches_a_lesson_through_a_related_word(cli: CLI, home: Path) -> None:
+def test_a_query_no_memory_matches_whole_reaches_a_lesson_through_a_related_word(
+    cli: CLI, home: Path, repo: Path
+) -> None:
     store(cli, home)
-    found = keys(cli, "database unreachable")
+    found = keys(repo, home, "database unreachable")
     assert TARGET in found
     assert found.index(TARGET) > 0  # an expansion ranks below the query's own words
+    assert TARGET not in keys(repo, home, "database unreachable", expand=False)
     (home / thesaurus.THESAURUS_FILE).unlink()
-    assert TARGET not in keys(cli, "database unreachable")
+    assert TARGET not in keys(repo, home, "database unreachable")
 
 
-def test_a_query_in_a_lessons_own_words_ranks_exactly_as_without_the_thesaurus(cli: CLI, home: Path) -> None:
+def test_a_query_in_a_lessons_own_words_ranks_exactly_as_without_the_thesaurus(
+    cli: CLI, home: Path, repo: Path
+) -> None:
     store(cli, home)
-    widened = keys(cli, "postgres database")
-    (home / thesaurus.THESAURUS_FILE).unlink()
-    assert keys(cli, "postgres database") == widened
+    assert keys(repo, home, "postgres database") == keys(repo, home, "postgres database", expand=False)
 
 
 def test_a_thesaurus_is_mined_again_when_the_store_changed_size(tmp_path: Path) -> None:

@@ -133,7 +133,9 @@ class MemoryService:
         self.warnings: list[str] = []
         # Set by a warm process that loaded the model (vectors.py): searches then rank by meaning too.
         self.semantic: Semantic | None = None
-        self.expand = True  # widen a query that no memory matches whole with the thesaurus's partners
+        # Widen a query no memory matches whole with the thesaurus's partners: off until it pays. On
+        # benchmarks/bench_recall.py it gained no paraphrase and cost a few vague queries (README).
+        self.expand = False
 
     @property
     def scopes(self) -> list[str]:
