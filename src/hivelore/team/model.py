@@ -18,6 +18,8 @@ Stdlib only: the hook path imports it.
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Iterable
 
 from hivelore.errors import Busy, NotFound, Unavailable
@@ -254,6 +256,22 @@ class History(Record):
         self.failed, self.decisions = failed, decisions
 
 
+class SharedFailure(Record):
+    """A failed attempt of the team's, as the team server answers it for a hook server's replica: the
+    attempt, its task's title, and the passing attempt that resolved it (`fix`, with its task's
+    title), if one did."""
+
+    __slots__ = ("attempt", "title", "fix", "fix_title")
+
+    def __init__(self, attempt: Attempt, title: str, fix: Attempt | None, fix_title: str) -> None:
+        self.attempt, self.title, self.fix, self.fix_title = attempt, title, fix, fix_title
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tests that failed (or errored)."""
+        return (*self.attempt.failed, *self.attempt.errors)
+
+
 class Card(Record):
     """One intent on the task board: its claims, its unresolved failed attempts and its last note."""
 
@@ -417,3 +435,25 @@ def rank_experts(distance: dict[str, int], involvement: Iterable[tuple[str, str,
         for dev, score in scores.items()
     ]
     return sorted(experts, key=lambda expert: (-expert.score, expert.developer))
+
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def spoken_day(ts: float, now: float) -> str:
+    """When `ts` was, as a teammate would say it on this machine's calendar: "today at 14:02",
+    "yesterday", "on Tuesday" (within the week), else "on 3 Nov"."""
+    then, today = time.localtime(ts), time.localtime(now)
+    days = _day(today) - _day(then)
+    if days <= 0:
+        return f"today at {then.tm_hour:02d}:{then.tm_min:02d}"
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        return f"on {WEEKDAYS[then.tm_wday]}"
+    return f"on {then.tm_mday} {MONTHS[then.tm_mon - 1]}"
+
+
+def _day(moment: time.struct_time) -> int:
+    return datetime.date(moment.tm_year, moment.tm_mon, moment.tm_mday).toordinal()
