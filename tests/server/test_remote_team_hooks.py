@@ -26,6 +26,7 @@ from hivelore.remote.team import RemoteTeam
 from hivelore.remote.teamshare import ClaimsReplica, FailuresReplica, TeamReplica, refresh_team
 from hivelore.server.postgres import accounts
 from hivelore.team.coordination import REPLICA_STALE_S
+from hivelore.team.store import SqliteTeam
 
 SCOPE = "repo::acme/shop"
 SESSIONS = "from shop.tokens import validate_token\n\n\ndef refresh_session(token):\n    return validate_token(token)\n"
@@ -202,6 +203,9 @@ def test_a_claim_made_by_one_machines_edit_hook_warns_the_other_machines_pre_edi
     assert card["intent"]["id"] in [t["id"] for t in json.loads(listed.stdout)]
     task = str(card["intent"]["id"])
     assert a.cli("task", "handoff", task, "tokens validate; refresh next").returncode == 0
+    with SqliteTeam.open(str(a.home)) as local:  # the hooks' task of that session stops claiming too
+        assert [i.title for i in local.intents("acme/shop", "handed_off")] == ["add JWT support"]
+        assert local.active_claims("acme/shop") == []
     resumed = b.cli("task", "resume", task, "--json")
     assert resumed.returncode == 0, resumed.stderr
     taken = json.loads(resumed.stdout)

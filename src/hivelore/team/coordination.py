@@ -58,6 +58,7 @@ INDEXING_STALE_S = 600  # a background index that has not finished by then is ta
 # A warning from a replica of the team's claims older than this says its age: the hook server's
 # request is answered at once on a change, else after 4 s (hooks/server.py TEAM_WAIT_S).
 REPLICA_STALE_S = 6.0
+Claims = list[tuple[str, Intent, str]]  # (symbol, intent, developer), as TeamStore.active_claims
 TEAMMATE_HITS = 2  # teammates' failures a failing test run is told about
 
 
@@ -240,19 +241,24 @@ class Coordination:
         """The conflicts of an edit with other developers' claims: this machine's, and in remote mode
         the team's as the replica last had them; and, when that replica is older than
         REPLICA_STALE_S, how old (" (as of 4 s ago)") for the warnings its claims give."""
-        claims = self.team.active_claims(self.repo, other_than=self.developer)
-        shared, as_of, remote = self.shared, "", set()
-        if shared is not None:
-            theirs, synced = self._others_claims(shared)
-            here = {(symbol, owner) for symbol, _intent, owner in claims}
-            theirs = [c for c in theirs if (c[0], c[2]) not in here]  # shared from this machine: shown once
-            remote = {id(intent) for _symbol, intent, _owner in theirs}
-            claims += theirs
-            age = None if synced is None else time.time() - synced
-            if age is not None and age > REPLICA_STALE_S:
-                as_of = f" (as of {age:.0f} s ago)"
+        claims, theirs, synced = self._others_and_team_claims()
+        remote = {id(intent) for _symbol, intent, _owner in theirs}
+        age = None if synced is None else time.time() - synced
+        as_of = f" (as of {age:.0f} s ago)" if age is not None and age > REPLICA_STALE_S else ""
         found = find_conflicts(claims, graph, sorted({s for s in symbol_ids if s}), HOPS, paths)
         return found, as_of if any(id(c.intent) in remote for c in found) else ""
+
+    def _others_and_team_claims(self) -> tuple[Claims, Claims, float | None]:
+        """Other developers' claims: this machine's, and in remote mode the team's (those of them
+        that are also team.db's named by the server's task, the number the commands use); the
+        team's part, and when the server answered it."""
+        claims = self.team.active_claims(self.repo, other_than=self.developer)
+        shared = self.shared
+        if shared is None:
+            return claims, [], None
+        theirs, synced = self._others_claims(shared)
+        there = {(symbol, owner) for symbol, _intent, owner in theirs}
+        return [c for c in claims if (c[0], c[2]) not in there] + theirs, theirs, synced
 
     def who_knows(self, symbol_id: str) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
@@ -282,9 +288,7 @@ class Coordination:
         says about failed attempts, plus every active decision and other developers' claims on them
         (by the conflict check's rule: active tasks, not idle)."""
         claimed: dict[str, list[Intent]] = {}
-        shared = self.shared
-        theirs = self._others_claims(shared)[0] if shared is not None else []
-        for symbol, intent, _owner in [*self.team.active_claims(self.repo, other_than=self.developer), *theirs]:
+        for symbol, intent, _owner in self._others_and_team_claims()[0]:
             claimed.setdefault(symbol, []).append(intent)
         found = []
         for symbol in dict.fromkeys(symbols):
@@ -322,10 +326,25 @@ class Coordination:
         return self.tasks.create_intent(self.developer, self.repo, title)
 
     def done(self, task_id: int) -> Intent:
-        return self.tasks.done(task_id)
+        found = self.tasks.done(task_id)
+        for twin in self._local_twins(found):
+            self.team.done(twin.id)
+        return found
 
     def handoff(self, task_id: int, note: str) -> Note:
-        return self.tasks.handoff(task_id, note, self.developer)
+        left = self.tasks.handoff(task_id, note, self.developer)
+        for twin in self._local_twins(self.tasks.intent(task_id)):
+            self.team.handoff(twin.id, note, self.developer)
+        return left
+
+    def _local_twins(self, intent: Intent) -> list[Intent]:
+        """When a command marked a task of the team server done or handed off: the active tasks of
+        team.db that the hooks keep for the same session (same owner and title), so that they stop
+        claiming too. None when the command's task was team.db's own."""
+        if self.tasks is self.team:
+            return []
+        active = self.team.intents(self.repo, "active")
+        return [i for i in active if (i.owner, i.title) == (intent.owner, intent.title)]
 
     def resume(self, task_id: int) -> Resume:
         """Take the task over: its claims, failed attempts, active decisions and notes."""

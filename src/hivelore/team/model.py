@@ -167,8 +167,9 @@ class Conflict(Record):
 
     @property
     def key(self) -> str:
-        """What makes two warnings the same one (for `mark_warned`)."""
-        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}"
+        """What makes two warnings the same one (for `mark_warned`): the task by its number and owner,
+        as a task of team.db and one of the team server may have the same number."""
+        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}\0{self.intent.owner}"
 
     def describe(self) -> str:
         """One line for a warning: the call path, who, and their intent; a file claim says it is one."""
@@ -389,12 +390,14 @@ def find_conflicts(
             files[f"{FILE_CLAIM}:{found[0]}"].append((intent, owner))  # one per file and intent, whatever its lines
     if not claimed and not files:  # the usual case: nobody else is editing this repo
         return []
-    best: dict[tuple[str, int], Conflict] = {}
+    # Keyed by the task's number and owner: claims of team.db and of the team server are merged in
+    # remote mode, and a number alone can name a task of each.
+    best: dict[tuple[str, int, str], Conflict] = {}
     edited = set(paths)
     for claim, holders in [*files.items(), *claimed.items()]:
         if claimed_file(claim) in edited and (graph is None or claim in files):  # the same file
             for intent, owner in holders:
-                best[(claim, intent.id)] = Conflict(claimed_file(claim), claim, (), "same", owner, intent)
+                best[(claim, intent.id, owner)] = Conflict(claimed_file(claim), claim, (), "same", owner, intent)
     if graph is None:
         return sorted(best.values(), key=lambda c: (c.claimed, c.intent.id))
     for claim in files:  # a file claim is reached through any symbol of its file
@@ -407,9 +410,9 @@ def find_conflicts(
                 for intent, owner, *via_file in claimed[target]:
                     what = via_file[0] if via_file else target  # a file claim reached through its symbol
                     conflict = Conflict(symbol, what, path, direction, owner, intent)
-                    known = best.get((what, intent.id))
+                    known = best.get((what, intent.id, owner))
                     if known is None or conflict.distance < known.distance:
-                        best[(what, intent.id)] = conflict
+                        best[(what, intent.id, owner)] = conflict
     return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
 
 
