@@ -4,7 +4,9 @@
 document.addEventListener("DOMContentLoaded", async () => {
   const holder = document.getElementById("map");
   if (!holder || typeof cytoscape === "undefined") return;
-  const base = document.querySelector("script[data-base]").dataset.base;
+  const script = document.querySelector("script[data-base]");
+  const base = script.dataset.base;
+  const repo = script.dataset.repo ? { repo: script.dataset.repo } : {}; // the team server's chosen repository
   const data = JSON.parse(document.getElementById("codemap-data").textContent);
   const status = document.getElementById("map-status");
   const answer = document.getElementById("answer");
@@ -41,7 +43,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   const fileOf = (id) => id.split("::")[0];
 
   async function fetchJson(path, params) {
-    const response = await fetch(`${base}/codemap/${path}?${new URLSearchParams(params)}`);
+    const response = await fetch(`${base}/codemap/${path}?${new URLSearchParams({ ...params, ...repo })}`);
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || `the map answered ${response.status}`);
     return body;

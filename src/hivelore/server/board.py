@@ -1,0 +1,98 @@
+"""The task board and the code map on the team server: a repository's team in PostgreSQL
+(`PostgresTeam`) and the code graph a checkout pushed (`hivelore graph push`), as the dashboard's pages
+read them (`dashboard.services.TeamView`).
+
+A caller sees the repositories an organisation of theirs shares (`repo::OWNER/NAME`) that their token's
+scope allow-list admits, with the role and token rules of the /v1/team routes (server/team.py): a
+viewer reads, and the pages offer no change of a task anyway.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from hivelore.dashboard.codemap import NotIndexed
+from hivelore.errors import BadInput, NotFound
+from hivelore.server import auth
+from hivelore.server import team as access
+from hivelore.server.postgres.team import PostgresTeam
+from hivelore.team.codemap import CodeMap
+from hivelore.team.model import Card, TaskView
+from hivelore.team.taskview import task_view
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.codegraph import Graph
+
+NO_REPOSITORY = (
+    "none of your organisations shares a repository your token admits: an admin shares one with"
+    " `hivelore org share ORG repo::OWNER/NAME`, then its members' hooks fill its task board"
+)
+NOT_PUSHED = (
+    "no code graph of {repo} is on the team server yet: run `hivelore graph push` in a checkout of it"
+    " (it indexes the code first if needed), then reload"
+)
+
+
+def shared_repos(conn: psycopg.Connection, who: auth.Caller) -> list[str]:
+    """The repositories whose team the caller may read: shared by an organisation of theirs, admitted
+    by their token's scopes; by name."""
+    rows = conn.execute(
+        "SELECT DISTINCT s.scope FROM shared_scopes s JOIN members m ON m.org_id = s.org_id AND m.user_id = %s"
+        " WHERE s.scope LIKE 'repo::%%' ORDER BY s.scope",
+        (who.user_id,),
+    ).fetchall()
+    return [scope.removeprefix("repo::") for (scope,) in rows if who.allows(scope)]
+
+
+class ServerTeam:
+    """The team of `repo` as caller `who` reads it, on `conn` (the request's, from the pool)."""
+
+    def __init__(self, conn: psycopg.Connection, who: auth.Caller, repo: str) -> None:
+        self.conn, self.who, self.repo = conn, who, repo
+        self.team = access.for_repo(conn, who, repo, access.READ, None)
+        self._graph: Graph | None = None
+
+    @classmethod
+    def chosen(cls, conn: psycopg.Connection, who: auth.Caller, asked: str) -> ServerTeam:
+        """The repository the page asked for (`?repo=`), else the first the caller may read."""
+        who.may_read()
+        if asked:
+            return cls(conn, who, asked)
+        repos = shared_repos(conn, who)
+        if not repos:
+            raise NotFound(NO_REPOSITORY)
+        return cls(conn, who, repos[0])
+
+    def task_board(self) -> list[Card]:
+        return self.team.task_board(self.repo)
+
+    def task(self, task_id: int) -> TaskView:
+        """Task `task_id` of whichever repository holds it, if the caller may read that one's team."""
+        holder: PostgresTeam = access.for_intent(self.conn, self.who, task_id, access.READ, None)
+        return task_view(holder, holder.intent(task_id).repo, task_id)
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            from hivelore.server.postgres import graph as pushed
+
+            self._graph = pushed.load(self.conn, self.team.org_id, self.repo)
+            if self._graph is None:
+                raise NotIndexed(NOT_PUSHED.format(repo=self.repo))
+        return self._graph
+
+    def code_map(self) -> CodeMap:
+        return CodeMap(self.graph, self.team, self.repo)
+
+    def symbol(self, name: str) -> str:
+        """As `Coordination.symbol`, over the pushed graph."""
+        if self.graph.symbol(name) is not None:
+            return name
+        found = self.graph.find(name)
+        if not found:
+            raise NotFound(f"no symbol '{name}' in the pushed graph of {self.repo}: check the name, or push again.")
+        if len(found) > 1:
+            ids = ", ".join(s.id for s in found[:5])
+            raise BadInput(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
+        return found[0].id
