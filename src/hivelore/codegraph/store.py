@@ -134,6 +134,15 @@ class Store(sqlitedb.Store):
     def open(cls, path: str, repo: str) -> Store:
         return cls(sqlitedb.connect(path, _SCHEMA, BUSY_TIMEOUT), path, repo)
 
+    @classmethod
+    def in_memory(cls, repo: str) -> Store:
+        """An empty graph in memory, of this schema: the team server fills one from a pushed graph."""
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        for statement in _SCHEMA.statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO meta VALUES (?, ?)", (_SCHEMA.key, _SCHEMA.version))
+        return cls(conn, ":memory:", repo)
+
     def transaction(self) -> Immediate:
         return Immediate(self.conn)
 
