@@ -5,15 +5,12 @@ caller, hot spots, claims by developer, the conflict between two tasks, escaping
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
+from browsing import served
 from codemap_site import (
     SCRIPT_TITLE,
     ShopMap,
@@ -160,17 +157,8 @@ def unindexed(tmp_path: Path) -> Iterator[str]:
     repo, env = make_repo(tmp_path / "checkout"), {"HIVELORE_HOME": str(tmp_path / "home")}
     app = FastAPI()
     app.include_router(router(LocalServices(repo, env), base="/dashboard"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/dashboard"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield f"{url}/dashboard"
 
 
 def test_a_repository_without_a_graph_says_how_to_build_it(unindexed: str) -> None:

@@ -4,38 +4,32 @@ drew them; the screenshot is written under the run's temporary folder (docs/imag
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browsing import chromium, needs_chromium, screenshots
 from codemap_site import (
     ShopMap,
     shop_map_fixture,  # noqa: F401 -- the `shop_map` fixture
 )
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VALIDATE = "shop/tokens.py::validate_token"
 CHECKOUT = "shop/orders.py::checkout"
 PLACE_ORDER = "shop/api.py::place_order"
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="chromium is not installed (apt-get install -y chromium; .ci/run does)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("screenshots")
-    print(f"code map screenshots: {folder}")
-    return folder
+    return screenshots(tmp_path_factory, "code map")
 
 
 @pytest.fixture(scope="module")
 def page(shop_map: ShopMap) -> Iterator[Page]:
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as browser:
         context = browser.new_context(base_url=shop_map.url, viewport={"width": 1400, "height": 900})
         opened = context.new_page()
         dialogs: list[str] = []  # an alert() from a task's title would open one
@@ -44,7 +38,6 @@ def page(shop_map: ShopMap) -> Iterator[Page]:
         opened.wait_for_selector("#map[data-ready=true]")
         yield opened
         assert dialogs == []
-        browser.close()
 
 
 def has_node(page: Page, node_id: str) -> bool:

@@ -17,8 +17,8 @@ from typing import Protocol
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.dashboard.services import TeamView
+from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.team.codemap import Blast, CallPath, CodeMap, MapClaim, MapFile, MapFolder, TaskConflict
 
 HOPS = 3  # a blast radius's default depth: the conflict check's

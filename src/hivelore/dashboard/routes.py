@@ -21,9 +21,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
 from hivelore.dashboard import codemap, csrf, views
+from hivelore.dashboard.services import TeamView
 from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
-from hivelore.dashboard.services import TeamView
 from hivelore.memory.service import MemoryService
 from hivelore.team.model import STATUSES
 

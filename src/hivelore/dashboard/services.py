@@ -25,7 +25,10 @@ from hivelore.team.model import Card, TaskView
 class TeamView(Protocol):
     """A repository's team as the task board and the code map read it."""
 
-    repo: str
+    @property
+    def repo(self) -> str:
+        """The repository's name (`owner/repo`)."""
+        ...
 
     def task_board(self) -> list[Card]:
         """The repository's tasks: active, handed off, then done; latest first."""

@@ -15,6 +15,7 @@ from hivelore.dashboard.codemap import NotIndexed
 from hivelore.errors import BadInput, NotFound
 from hivelore.server import auth
 from hivelore.server import team as access
+from hivelore.server.postgres import graph as pushed
 from hivelore.server.postgres.team import PostgresTeam
 from hivelore.team.codemap import CodeMap
 from hivelore.team.model import Card, TaskView
@@ -45,45 +46,69 @@ def shared_repos(conn: psycopg.Connection, who: auth.Caller) -> list[str]:
     return [scope.removeprefix("repo::") for (scope,) in rows if who.allows(scope)]
 
 
-class ServerTeam:
-    """The team of `repo` as caller `who` reads it, on `conn` (the request's, from the pool)."""
+class PushedMap(CodeMap):
+    """The map over a pushed graph: hot spots computed once go back to the process's cache of that
+    graph, so the next request (any viewer's) reads them instead of ranking 30,000 symbols again."""
 
-    def __init__(self, conn: psycopg.Connection, who: auth.Caller, repo: str) -> None:
-        self.conn, self.who, self.repo = conn, who, repo
-        self.team = access.for_repo(conn, who, repo, access.READ, None)
+    team: PostgresTeam
+
+    def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
+        kept = self.graph.store.meta("hotspots")
+        ranked = super().hotspots(limit)
+        if self.graph.store.meta("hotspots") != kept:  # computed now, not read from the copy
+            pushed.remember(self.team.org_id, self.repo, self.graph)
+        return ranked
+
+
+class ServerTeam:
+    """The team of the repository `asked` (else the first the caller may read) as caller `who` reads
+    it, on `conn` (the request's, from the pool). The repository is looked up on first need: a task's
+    page reaches the task by its id, whichever repository holds it."""
+
+    def __init__(self, conn: psycopg.Connection, who: auth.Caller, asked: str) -> None:
+        self.conn, self.who, self.asked = conn, who, asked
+        self._team: PostgresTeam | None = None
+        self._repo = ""
         self._graph: Graph | None = None
 
-    @classmethod
-    def chosen(cls, conn: psycopg.Connection, who: auth.Caller, asked: str) -> ServerTeam:
-        """The repository the page asked for (`?repo=`), else the first the caller may read."""
-        who.may_read()
-        if asked:
-            return cls(conn, who, asked)
-        repos = shared_repos(conn, who)
-        if not repos:
-            raise NotFound(NO_REPOSITORY)
-        return cls(conn, who, repos[0])
+    @property
+    def repo(self) -> str:
+        if not self._repo:
+            self._repo = self.asked or next(iter(shared_repos(self.conn, self.who)), "")
+            if not self._repo:
+                self.who.may_read()
+                raise NotFound(NO_REPOSITORY)
+        return self._repo
+
+    @property
+    def team(self) -> PostgresTeam:
+        if self._team is None:
+            self._team = access.for_repo(self.conn, self.who, self.repo, access.READ, None)
+        return self._team
 
     def task_board(self) -> list[Card]:
         return self.team.task_board(self.repo)
 
     def task(self, task_id: int) -> TaskView:
         """Task `task_id` of whichever repository holds it, if the caller may read that one's team."""
-        holder: PostgresTeam = access.for_intent(self.conn, self.who, task_id, access.READ, None)
+        holder = access.for_intent(self.conn, self.who, task_id, access.READ, None)
         return task_view(holder, holder.intent(task_id).repo, task_id)
 
     @property
     def graph(self) -> Graph:
+        """The pushed graph: a copy of this request's own (graph.load), closed with the team view."""
         if self._graph is None:
-            from hivelore.server.postgres import graph as pushed
-
             self._graph = pushed.load(self.conn, self.team.org_id, self.repo)
             if self._graph is None:
                 raise NotIndexed(NOT_PUSHED.format(repo=self.repo))
         return self._graph
 
     def code_map(self) -> CodeMap:
-        return CodeMap(self.graph, self.team, self.repo)
+        return PushedMap(self.graph, self.team, self.repo)
+
+    def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
 
     def symbol(self, name: str) -> str:
         """As `Coordination.symbol`, over the pushed graph."""

@@ -100,7 +100,11 @@ class ServerServices:
     @contextmanager
     def coordination(self, request: Request) -> Iterator[ServerTeam]:
         with request.app.state.pool.connection() as conn:
-            yield ServerTeam.chosen(conn, request.state.caller, request.query_params.get("repo", ""))
+            team = ServerTeam(conn, request.state.caller, request.query_params.get("repo", ""))
+            try:
+                yield team
+            finally:
+                team.close()
 
     def repos(self, request: Request) -> list[str]:
         with request.app.state.pool.connection() as conn:
