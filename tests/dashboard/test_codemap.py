@@ -103,8 +103,10 @@ def test_hot_spots_rank_what_the_code_depends_on(shop_map: ShopMap) -> None:
     ("path", "params", "status", "sentence"),
     [
         ("blast.json", {"symbol": "nope"}, 404, "no symbol 'nope' in the graph of"),
-        ("blast.json", {"symbol": "checkout", "hops": 9}, 400, "hops must be between 1 and 6, not 9."),
-        ("hotspots.json", {"limit": 0}, 400, "limit must be between 1 and 100, not 0."),
+        ("blast.json", {"symbol": "checkout", "hops": 9}, 400, "hops must be a whole number from 1 to 6, not '9'."),
+        ("blast.json", {"symbol": "checkout", "hops": "three"}, 400, "hops must be a whole number from 1 to 6"),
+        ("hotspots.json", {"limit": 0}, 400, "limit must be a whole number from 1 to 100, not '0'."),
+        ("hotspots.json", {"limit": "1e3"}, 400, "limit must be a whole number from 1 to 100, not '1e3'."),
         ("path.json", {"a": "ping", "b": "nope"}, 404, "no symbol 'nope'"),
     ],
 )
