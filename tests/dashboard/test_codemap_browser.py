@@ -126,3 +126,31 @@ def test_a_conflict_is_drawn_as_the_path_between_the_tasks(page: Page) -> None:
     assert page.locator("#answer p.chain-path").inner_text() == f"{CHECKOUT} → shop/auth.py::current_user → {VALIDATE}"
     assert all(has_class(page, f"s:{s}", "on-path") for s in (CHECKOUT, "shop/auth.py::current_user", VALIDATE))
     assert not has_class(page, f"s:{PLACE_ORDER}", "on-path")  # the last path's marks are gone
+
+
+LEAF_POSITIONS = (
+    "Object.fromEntries(window.codemap.nodes().filter((n) => n.isChildless()).map((n) => [n.id(), n.position()]))"
+)
+
+
+def test_opening_a_file_moves_nothing_placed_and_a_second_click_closes_it(page: Page) -> None:
+    before = page.evaluate(LEAF_POSITIONS)
+    click_node(page, "f:shop/health.py")
+    page.wait_for_function("window.codemap.getElementById('s:shop/health.py::ping').length === 1")
+    after = page.evaluate(LEAF_POSITIONS)
+
+    placed = [node for node in before if node != "f:shop/health.py"]
+    assert placed and {n: after[n] for n in placed} == {n: before[n] for n in placed}
+
+    # Its padding, not the symbol drawn at its centre: a click there closes the file.
+    box = page.locator("#map").bounding_box()
+    edge = page.evaluate(
+        "window.codemap.getElementById('f:shop/health.py').renderedBoundingBox({ includeLabels: false })"
+    )
+    assert box is not None
+    page.mouse.click(box["x"] + edge["x1"] + 3, box["y"] + edge["y1"] + 3)
+    page.wait_for_function("window.codemap.getElementById('s:shop/health.py::ping').length === 0")
+
+    assert node_data(page, "f:shop/health.py", "open") is False
+    closed = page.evaluate(LEAF_POSITIONS)
+    assert {n: closed[n] for n in placed} == {n: before[n] for n in placed}
