@@ -70,3 +70,12 @@ def screenshots(factory: pytest.TempPathFactory, what: str) -> Path:
     folder = factory.mktemp("screenshots")
     print(f"{what} screenshots: {folder}")
     return folder
+
+
+def click_node(page: Any, node_id: str) -> None:
+    """A real mouse click where the code map (window.codemap, Cytoscape) drew the node."""
+    page.wait_for_function("(id) => window.codemap.getElementById(id).length === 1", arg=node_id)
+    box = page.locator("#map").bounding_box()
+    assert box is not None
+    spot = page.evaluate("(id) => window.codemap.getElementById(id).renderedPosition()", node_id)
+    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])

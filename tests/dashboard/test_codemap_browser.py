@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browsing import chromium, needs_chromium, screenshots
+from browsing import chromium, click_node, needs_chromium, screenshots
 from codemap_site import (
     ShopMap,
     shop_map_fixture,  # noqa: F401 -- the `shop_map` fixture
@@ -42,15 +42,6 @@ def page(shop_map: ShopMap) -> Iterator[Page]:
 
 def has_node(page: Page, node_id: str) -> bool:
     return page.evaluate("(id) => window.codemap.getElementById(id).length === 1", node_id)
-
-
-def click_node(page: Page, node_id: str) -> None:
-    """A real mouse click where the map drew the node."""
-    page.wait_for_function("(id) => window.codemap.getElementById(id).length === 1", arg=node_id)
-    box = page.locator("#map").bounding_box()
-    assert box is not None
-    spot = page.evaluate("(id) => window.codemap.getElementById(id).renderedPosition()", node_id)
-    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
 
 
 def node_data(page: Page, node_id: str, field: str) -> object:
