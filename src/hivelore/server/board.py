@@ -50,13 +50,15 @@ class PushedMap(CodeMap):
     """The map over a pushed graph: hot spots computed once go back to the process's cache of that
     graph, so the next request (any viewer's) reads them instead of ranking 30,000 symbols again."""
 
-    team: PostgresTeam
+    def __init__(self, code: Graph, store: PostgresTeam, repo: str) -> None:
+        super().__init__(code, store, repo)
+        self.code, self.org_id = code, store.org_id
 
     def hotspots(self, limit: int = 20) -> list[tuple[str, float, float]]:
-        kept = self.graph.store.meta("hotspots")
+        kept = self.code.store.meta("hotspots")
         ranked = super().hotspots(limit)
-        if self.graph.store.meta("hotspots") != kept:  # computed now, not read from the copy
-            pushed.remember(self.team.org_id, self.repo, self.graph)
+        if self.code.store.meta("hotspots") != kept:  # computed now, not read from the copy
+            pushed.remember(self.org_id, self.repo, self.code)
         return ranked
 
 
@@ -81,13 +83,13 @@ class ServerTeam:
         return self._repo
 
     @property
-    def team(self) -> PostgresTeam:
+    def store(self) -> PostgresTeam:
         if self._team is None:
             self._team = access.for_repo(self.conn, self.who, self.repo, access.READ, None)
         return self._team
 
     def task_board(self) -> list[Card]:
-        return self.team.task_board(self.repo)
+        return self.store.task_board(self.repo)
 
     def task(self, task_id: int) -> TaskView:
         """Task `task_id` of whichever repository holds it, if the caller may read that one's team."""
@@ -95,16 +97,16 @@ class ServerTeam:
         return task_view(holder, holder.intent(task_id).repo, task_id)
 
     @property
-    def graph(self) -> Graph:
+    def code(self) -> Graph:
         """The pushed graph: a copy of this request's own (graph.load), closed with the team view."""
         if self._graph is None:
-            self._graph = pushed.load(self.conn, self.team.org_id, self.repo)
+            self._graph = pushed.load(self.conn, self.store.org_id, self.repo)
             if self._graph is None:
                 raise NotIndexed(NOT_PUSHED.format(repo=self.repo))
         return self._graph
 
     def code_map(self) -> CodeMap:
-        return PushedMap(self.graph, self.team, self.repo)
+        return PushedMap(self.code, self.store, self.repo)
 
     def close(self) -> None:
         if self._graph is not None:
@@ -112,9 +114,9 @@ class ServerTeam:
 
     def symbol(self, name: str) -> str:
         """As `Coordination.symbol`, over the pushed graph."""
-        if self.graph.symbol(name) is not None:
+        if self.code.symbol(name) is not None:
             return name
-        found = self.graph.find(name)
+        found = self.code.find(name)
         if not found:
             raise NotFound(f"no symbol '{name}' in the pushed graph of {self.repo}: check the name, or push again.")
         if len(found) > 1:
