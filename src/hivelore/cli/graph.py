@@ -70,11 +70,12 @@ def push(as_json: JsonFlag = False) -> None:
     with reported_errors():
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         if service.settings.mode != "remote":
-            fail("graph push sends the graph to the team server: switch to remote mode first"
-                 " (`hivelore remote login`)", EXIT_BAD_INPUT)  # fmt: skip
+            fail('graph push sends the graph to the team server: set "mode": "remote" and its endpoint in'
+                 " config.json first (docs/server.md, remote mode).", EXIT_BAD_INPUT)  # fmt: skip
         remote = service.remote
         if remote is None:
-            fail(f"the team server cannot be used: {service.remote_problem}", EXIT_BAD_INPUT)
+            problem = (service.remote_problem or "remote mode names no team server").rstrip(".")
+            fail(f"the team server cannot be used: {problem}.", EXIT_BAD_INPUT)
         with Coordination.for_service(service) as c:
             stats = c.index(None)  # unchanged files are not read again: what is pushed is the code as it is
             sent = remote_graph.push(remote.replica.client, c.graph, c.repo)
