@@ -49,6 +49,9 @@ class Held:
     symbols: int
     calls: int
 
+    def to_dict(self) -> dict[str, int]:
+        return {"files": self.files, "symbols": self.symbols, "calls": self.calls}
+
 
 class _Cache:
     """(org, repo) → (digest, serialised graph), the most recently used kept."""
