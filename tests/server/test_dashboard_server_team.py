@@ -1,8 +1,9 @@
-"""The task board and the code map on the team server (`/dash/tasks`, `/dash/codemap`), over HTTP against a
-real `hivelore serve` and its PostgreSQL: the team's tasks as PostgresTeam holds them, the code graph as a
-checkout pushed it (server/postgres/graph.py), a chooser of the repositories the caller's organisations
-share, the token's scopes and role; and the dashboard's loose ends on the server (a JSON request without
-a session, a word for a number, a viewer's commit, the forget dialog, an expired session's row)."""
+"""The task board and the code map on the team server (`/dash/tasks`, `/dash/codemap`), over HTTP
+against a real `hivelore serve` and its PostgreSQL: the team's tasks as PostgresTeam holds them, the
+code graph as a checkout pushes it (/v1/graph/push, with what `hivelore graph push` sends), a chooser
+of the repositories the caller's organisations share, the token's scopes and role; and the
+dashboard's loose ends on the server (a JSON request without a session, a word for a number, a
+viewer's commit, the forget dialog, an expired session's row)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,9 @@ from conftest import Account, Server, unique
 from harness import SHOP_FILES, make_shop
 
 from hivelore.codegraph import Graph
-from hivelore.codegraph.store import PARSER_VERSION
+from hivelore.remote.graph import described
 from hivelore.server import auth
 from hivelore.server.postgres import accounts
-from hivelore.server.postgres import graph as pushed
 from hivelore.server.postgres.team import PostgresTeam
 from hivelore.team.testruns import TestRun
 
@@ -44,26 +44,13 @@ class Shop:
     handed: int  # dev-b's task handed off
 
 
-def push_graph(db: psycopg.Connection, org_id: int, repo: str, home: Path, checkout: Path) -> None:
-    """Index the checkout here and store its graph as `hivelore graph push` would: each file's symbols
-    and the calls its symbols make."""
+def push_graph(api: httpx.Client, who: Account, repo: str, home: Path, checkout: Path) -> None:
+    """Index the checkout here and send its graph to /v1/graph/push, as `hivelore graph push` does."""
     with Graph.open(str(home), str(checkout)) as graph:
         graph.index()
-        rows = graph.store.conn
-        root = graph.root
-        files = []
-        for path, language, digest in rows.execute("SELECT path, language, hash FROM files WHERE repo = ?", (root,)):
-            symbols = rows.execute(
-                "SELECT id, qualname, kind, line, end_line, hash, key FROM symbols"
-                " WHERE repo = ? AND file = ? AND present = 1 ORDER BY key",
-                (root, path),
-            ).fetchall()
-            calls = rows.execute(
-                "SELECT caller, callee, confidence FROM call_edges WHERE repo = ? AND caller LIKE ?",
-                (root, f"{path}::%"),
-            ).fetchall()
-            files.append(pushed.Pushed(path, language, digest, PARSER_VERSION, symbols, calls))
-    pushed.push(db, org_id, repo, files, [])
+        files = list(described(graph).values())
+    answer = api.post("/v1/graph/push", json={"repo": repo, "files": files, "removed": []}, headers=who.headers())
+    assert answer.status_code == 200, answer.text
 
 
 def _tasks(team: PostgresTeam, repo: str) -> tuple[int, int, int]:
@@ -100,9 +87,9 @@ def shop_fixture(database_url: str, server: Server, tmp_path_factory: pytest.Tem
         for shared in (repo, bare):
             accounts.bind_scope(db, org_id, f"repo::{shared}", people["owner"].id)
         limited = accounts.create_token(db, people["owner"].id, "rw", scopes=["project::elsewhere"]).token
-        push_graph(db, org_id, repo, base / "home", make_shop(base / "shop", SHOP_FILES))
         task, other, handed = _tasks(PostgresTeam(db, org_id, people["owner"].id), repo)
-    with httpx.Client(base_url=server.url, timeout=10) as api:
+    with httpx.Client(base_url=server.url, timeout=30) as api:
+        push_graph(api, people["owner"], repo, base / "home", make_shop(base / "shop", SHOP_FILES))
         note = {"scope": f"repo::{repo}", "key": "prefer-cents", "value": "keep money in cents", "state": "staged"}
         assert api.post("/v1/memories", json=note, headers=people["owner"].headers()).status_code == 200
     return Shop(org, repo, bare, people["owner"], people["viewer"], limited, task, other, handed)
