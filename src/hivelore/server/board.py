@@ -78,7 +78,6 @@ class ServerTeam:
         if not self._repo:
             self._repo = self.asked or next(iter(shared_repos(self.conn, self.who)), "")
             if not self._repo:
-                self.who.may_read()
                 raise NotFound(NO_REPOSITORY)
         return self._repo
 
