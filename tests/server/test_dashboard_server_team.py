@@ -146,6 +146,7 @@ def test_a_chooser_offers_every_shared_repository_and_a_token_reaches_only_what_
     bare = browser.get("/dash/tasks", params={"repo": shop.bare})
     log_in(browser, shop.limited)
     limited_board = browser.get("/dash/tasks", params={"repo": shop.repo})
+    limited_default = browser.get("/dash/tasks")
     limited_task = browser.get(f"/dash/tasks/{shop.task}")
     limited_map = browser.get("/dash/codemap/folder.json", params={"repo": shop.repo})
 
@@ -158,6 +159,8 @@ def test_a_chooser_offers_every_shared_repository_and_a_token_reaches_only_what_
         limited_board.status_code == 403
         and "this token is limited to the scopes project::elsewhere" in limited_board.text
     )
+    assert limited_default.status_code == 404
+    assert "none of your organisations shares a repository your token admits" in limited_default.text
     assert limited_task.status_code == 404 and f"no task {shop.task}" in limited_task.text
     assert limited_map.status_code == 403 and "project::elsewhere" in limited_map.json()["error"]
 
