@@ -92,14 +92,14 @@ def files(conn: psycopg.Connection, org_id: int, repo: str) -> dict[str, dict[st
 
 
 def held(conn: psycopg.Connection, org_id: int, repo: str) -> Held:
-    """How much of the repository's graph the server holds (calls whose callee is held)."""
+    """How much of the repository's graph the server holds. Calls are counted as stored: one whose
+    callee is not held (between two batches of a push) is left out of the queries only. Counting
+    them with a join was planned as a nested loop over tables not yet analysed: seconds at 3,000."""
     row = conn.execute(
         """
         SELECT (SELECT count(*) FROM graph_files WHERE org_id = %(org)s AND repo = %(repo)s),
                (SELECT count(*) FROM graph_symbols WHERE org_id = %(org)s AND repo = %(repo)s),
-               (SELECT count(*) FROM graph_calls c JOIN graph_symbols s
-                  ON s.org_id = c.org_id AND s.repo = c.repo AND s.id = c.callee
-                WHERE c.org_id = %(org)s AND c.repo = %(repo)s)
+               (SELECT count(*) FROM graph_calls WHERE org_id = %(org)s AND repo = %(repo)s)
         """,
         {"org": org_id, "repo": repo},
     ).fetchone()
