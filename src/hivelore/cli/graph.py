@@ -77,8 +77,7 @@ def push(as_json: JsonFlag = False) -> None:
             problem = (service.remote_problem or "remote mode names no team server").rstrip(".")
             fail(f"the team server cannot be used: {problem}.", EXIT_BAD_INPUT)
         with Coordination.for_service(service) as c:
-            stats = c.index(None)  # unchanged files are not read again: what is pushed is the code as it is
-            sent = remote_graph.push(remote.replica.client, c.graph, c.repo)
+            stats, sent = remote_graph.push_checkout(remote.replica.client, c)
             repo = c.repo
     held = sent.held
     if as_json:

@@ -13,7 +13,6 @@ rankings break ties as they do on that client.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -23,7 +22,6 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from hivelore.codegraph.graph import Graph
-from hivelore.codegraph.store import PARSER_VERSION, Store
 from hivelore.errors import BadInput
 from hivelore.records import record
 
@@ -150,11 +148,10 @@ def _snapshot(conn: psycopg.Connection) -> Iterator[None]:
 
 
 def _build(conn: psycopg.Connection, org_id: int, repo: str) -> bytes:
-    store = Store.in_memory(repo)
-    try:
-        sqlite = store.conn
+    with Graph.in_memory(repo) as graph:
+        sqlite = graph.store.conn
         where = (org_id, repo)
-        with store.transaction():
+        with graph.store.transaction():
             sqlite.executemany(
                 "INSERT INTO files VALUES (?, ?, ?, 0, 0, ?)",
                 ((repo, *row) for row in conn.execute(
@@ -178,17 +175,14 @@ def _build(conn: psycopg.Connection, org_id: int, repo: str) -> bytes:
                 "INSERT INTO calls VALUES (?, ?, ?)",
                 ((keys[a], keys[b], c) for a, b, c in rows if a in keys and b in keys),
             )
-            store.set_meta("parser", PARSER_VERSION)
-            store.set_meta("pushed", digest(conn, org_id, repo) or "")
+            graph.store.set_meta("pushed", digest(conn, org_id, repo) or "")
         return sqlite.serialize()
-    finally:
-        store.close()
 
 
 def _graph(data: bytes, repo: str) -> Graph:
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.deserialize(data)
-    return Graph(Store(conn, ":memory:", repo), repo)
+    graph = Graph.in_memory(repo)
+    graph.store.conn.deserialize(data)
+    return graph
 
 
 # -- writing ----------------------------------------------------------------------------------------
