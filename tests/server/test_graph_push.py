@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -194,3 +195,19 @@ def test_a_viewer_cannot_push_and_another_org_cannot_read(
     assert ask(server, team["twin"], "files").json() == {
         "files": {}, "held": {"files": 0, "symbols": 0, "calls": 0},
     }  # fmt: skip
+
+
+def test_two_pushes_of_one_repository_at_once_both_land(
+    tmp_path: Path, server: Server, team: dict[str, Account]
+) -> None:
+    machine = machine_of(tmp_path, server, team["owner"], "owner")
+    assert machine.cli("graph", "index").returncode == 0
+    with machine.graph() as graph:
+        body = {"repo": REPO, "files": list(remote_graph.described(graph).values())}
+        counts = dict(zip(("files", "symbols", "calls"), graph.store.counts(), strict=True))
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: httpx.post(
+            f"{server.url}/v1/graph/push", json=body, headers=team["owner"].headers(), timeout=60
+        ), range(4)))  # fmt: skip
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+    assert all(a.json()["held"] == counts for a in answers)

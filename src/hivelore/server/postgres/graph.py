@@ -195,6 +195,8 @@ def push(conn: psycopg.Connection, org_id: int, repo: str, pushed: list[Pushed],
     paths = [item.path for item in pushed] + list(removed)
     where = {"org": org_id, "repo": repo, "paths": paths}
     with conn.transaction(), conn.cursor() as cursor:
+        # two pushes of one repository at once would both find a file missing, then both insert it
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"graph:{org_id}:{repo}",))
         cursor.execute(
             "DELETE FROM graph_calls WHERE org_id = %(org)s AND repo = %(repo)s AND caller_file = ANY(%(paths)s)",
             where,
