@@ -12,7 +12,9 @@ processes:
     export (baseline)   `hivelore graph export`: the whole local graph read and printed, no network
     first push          every file sent (the server's rows of the repository deleted before it)
     unchanged push      the listing compared, nothing sent
-    one-file push       one module edited (a function appended), that file sent
+    index one file      one module edited (a function appended) and `hivelore graph index FILE`, as an
+                        edit hook does (not part of the push, which sends the graph as indexed)
+    one-file push       that file sent
 
 and then, on the server, `GET /v1/graph/blast-radius` once right after the push (the graph loaded
 from PostgreSQL into SQLite) and again (the copy kept by the process). Medians over the rounds, and
@@ -111,15 +113,13 @@ def bench(symbols: int, rounds: int) -> None:
     baseline = statistics.median(rows["export (baseline)"])
     for name, values in rows.items():
         median = statistics.median(values)
-        ratio = (
-            "" if name.startswith("export") or name.startswith("server") else f"   {median / baseline:5.2f}x baseline"
-        )
+        ratio = f"   {median / baseline:5.2f}x baseline" if name.endswith("push") else ""
         print(f"  {name:<28} median {median:9.1f} ms   min {min(values):9.1f} ms{ratio}")
 
 
 def _rounds(checkout: Checkout, url: str, endpoint: str, token: str, rounds: int) -> dict[str, list[float]]:
     rows: dict[str, list[float]] = {
-        name: [] for name in ("export (baseline)", "first push", "unchanged push", "one-file push",
+        name: [] for name in ("export (baseline)", "first push", "unchanged push", "index one file", "one-file push",
                               "server blast radius, first", "server blast radius, next")
     }  # fmt: skip
     query = {"repo": REPO, "symbol": SYMBOL}
@@ -136,6 +136,7 @@ def _rounds(checkout: Checkout, url: str, endpoint: str, token: str, rounds: int
             rows["unchanged push"].append(spent)
             edited = checkout.repo / EDITED
             edited.write_text(edited.read_text() + f"\n\ndef bench_extra_{n}(value):\n    return value\n")
+            rows["index one file"].append(timed(lambda: checkout.cli("graph", "index", EDITED)))
             spent, one = checkout.push()
             assert one["files"] == 1, one
             rows["one-file push"].append(spent)

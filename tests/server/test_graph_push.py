@@ -122,11 +122,14 @@ def test_a_push_sends_what_changed_only(tmp_path: Path, server: Server, team: di
 
     orders = machine.repo / "shop" / "orders.py"
     orders.write_text(orders.read_text().replace("sum(cart)", "sum(cart) + 1"))
+    assert machine.push()["batches"] == 0  # the graph as indexed: the edit hooks (here, graph index) update it
+    assert machine.cli("graph", "index", "shop/orders.py").returncode == 0
     edited = machine.push()
     assert (edited["files"], edited["removed"], edited["batches"]) == (1, 0, 1)
     assert edited["held"] == first["held"]
 
     (machine.repo / "shop" / "reports.py").unlink()
+    assert machine.cli("graph", "index").returncode == 0
     removed = machine.push()
     assert removed["removed"] == 1
     assert removed["held"]["files"] == files - 1

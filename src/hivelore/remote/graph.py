@@ -111,10 +111,10 @@ def batches(files: list[dict], removed: list[str], limit: int = BATCH_BYTES) -> 
     return found
 
 
-def push_checkout(client: Client, checkout: Coordination) -> tuple[IndexStats, Push]:
-    """Bring the checkout's graph up to date (unchanged files are not read again: what is pushed is
-    the code as it is now) and push it for the checkout's repository."""
-    stats = checkout.index(None)
+def push_checkout(client: Client, checkout: Coordination) -> tuple[IndexStats | None, Push]:
+    """Push the checkout's graph as indexed (the edit hooks keep it current; `hivelore graph index`
+    brings it up to date), indexing it first when it never was; the index's figures then."""
+    stats = None if checkout.graph.is_indexed() else checkout.index(None)
     return stats, push(client, checkout.graph, checkout.repo)
 
 
