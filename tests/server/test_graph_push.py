@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -121,11 +122,14 @@ def test_a_push_sends_what_changed_only(tmp_path: Path, server: Server, team: di
 
     orders = machine.repo / "shop" / "orders.py"
     orders.write_text(orders.read_text().replace("sum(cart)", "sum(cart) + 1"))
+    assert machine.push()["batches"] == 0  # the graph as indexed: the edit hooks (here, graph index) update it
+    assert machine.cli("graph", "index", "shop/orders.py").returncode == 0
     edited = machine.push()
     assert (edited["files"], edited["removed"], edited["batches"]) == (1, 0, 1)
     assert edited["held"] == first["held"]
 
     (machine.repo / "shop" / "reports.py").unlink()
+    assert machine.cli("graph", "index").returncode == 0
     removed = machine.push()
     assert removed["removed"] == 1
     assert removed["held"]["files"] == files - 1
@@ -194,3 +198,19 @@ def test_a_viewer_cannot_push_and_another_org_cannot_read(
     assert ask(server, team["twin"], "files").json() == {
         "files": {}, "held": {"files": 0, "symbols": 0, "calls": 0},
     }  # fmt: skip
+
+
+def test_two_pushes_of_one_repository_at_once_both_land(
+    tmp_path: Path, server: Server, team: dict[str, Account]
+) -> None:
+    machine = machine_of(tmp_path, server, team["owner"], "owner")
+    assert machine.cli("graph", "index").returncode == 0
+    with machine.graph() as graph:
+        body = {"repo": REPO, "files": list(remote_graph.described(graph).values())}
+        counts = dict(zip(("files", "symbols", "calls"), graph.store.counts(), strict=True))
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: httpx.post(
+            f"{server.url}/v1/graph/push", json=body, headers=team["owner"].headers(), timeout=60
+        ), range(4)))  # fmt: skip
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+    assert all(a.json()["held"] == counts for a in answers)

@@ -64,7 +64,7 @@ def index(
 
 @graph_app.command("push")
 def push(as_json: JsonFlag = False) -> None:
-    """Send this checkout's code graph to the team server (remote mode), only the files it lacks."""
+    """Send this checkout's code graph, as indexed, to the team server (remote mode): only what it lacks."""
     from hivelore.remote import graph as remote_graph
 
     with reported_errors():
@@ -77,13 +77,14 @@ def push(as_json: JsonFlag = False) -> None:
             problem = (service.remote_problem or "remote mode names no team server").rstrip(".")
             fail(f"the team server cannot be used: {problem}.", EXIT_BAD_INPUT)
         with Coordination.for_service(service) as c:
-            stats = c.index(None)  # unchanged files are not read again: what is pushed is the code as it is
-            sent = remote_graph.push(remote.replica.client, c.graph, c.repo)
+            stats, sent = remote_graph.push_checkout(remote.replica.client, c)
             repo = c.repo
     held = sent.held
     if as_json:
-        print_json({"repo": repo, "indexed": stats.files, **sent.to_dict()})
+        print_json({"repo": repo, "indexed": stats.files if stats else None, **sent.to_dict()})
         return
+    if stats is not None:
+        print(f"indexed {stats.files:,} files first ({stats.symbols:,} symbols, {stats.calls:,} calls)")
     if not sent.batches:
         print(f"nothing to send: the server holds this graph of {repo}", end="")
     else:

@@ -48,6 +48,14 @@ class Graph:
         return cls(Store.open(path, root), root, max_file_bytes)
 
     @classmethod
+    def in_memory(cls, repo: str) -> Graph:
+        """An empty graph of `repo` in memory, taken as indexed: the team server fills one with the
+        whole graph a client pushed (server/postgres/graph.py)."""
+        store = Store.in_memory(repo)
+        store.set_meta("parser", PARSER_VERSION)
+        return cls(store, repo)
+
+    @classmethod
     def existing(cls, home: str, repo_root: str) -> Graph | None:
         """The graph of `repo_root` when graph.db exists and has indexed it, else None: what a read
         asks, which must never make a graph.db nor wait for an index."""

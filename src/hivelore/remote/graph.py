@@ -27,6 +27,8 @@ from hivelore.remote.client import Client
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hivelore.codegraph.graph import Graph
+    from hivelore.codegraph.model import IndexStats
+    from hivelore.team.coordination import Coordination
 
 PREFIX = "/v1/graph"
 # Half the server's default body limit (server/limits.py MAX_BODY_BYTES, 1 MiB): room for a file
@@ -107,6 +109,13 @@ def batches(files: list[dict], removed: list[str], limit: int = BATCH_BYTES) -> 
         found[-1]["files"].append(item)
         size += cost
     return found
+
+
+def push_checkout(client: Client, checkout: Coordination) -> tuple[IndexStats | None, Push]:
+    """Push the checkout's graph as indexed (the edit hooks keep it current; `hivelore graph index`
+    brings it up to date), indexing it first when it never was; the index's figures then."""
+    stats = None if checkout.graph.is_indexed() else checkout.index(None)
+    return stats, push(client, checkout.graph, checkout.repo)
 
 
 def push(client: Client, graph: Graph, repo: str, limit: int = BATCH_BYTES) -> Push:
