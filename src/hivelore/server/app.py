@@ -23,7 +23,7 @@ from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
-from hivelore.server.routes import accounts, data, health, memories, team
+from hivelore.server.routes import accounts, data, graph, health, memories, team
 
 log = logging.getLogger("hivelore.server")
 
@@ -86,6 +86,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(data.router)
     app.include_router(team.router)
+    app.include_router(graph.router)
     dashboard.mount(app)  # the web pages at /dash, behind a session (server/dashboard.py)
     _add_error_handlers(app)
     return app
