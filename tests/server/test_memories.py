@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -274,6 +275,27 @@ def test_import_keeps_created_derives_the_rest_and_a_second_run_changes_nothing(
     assert memory["created"] == "2026-01-02T03:04:05Z" and memory["updated"] > "2026-06"
     assert memory["seen_count"] == 1
     assert memory["provenance"] == {"agent": "codex", "user": who.name}
+
+
+def test_imports_of_the_same_keys_in_other_orders_at_once_all_land(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    """Each import locks its addresses in one order before it writes: two in opposite orders (and a
+    write between) once deadlocked, and PostgreSQL undid one of them (a 503)."""
+    who = make_user()
+    keys = [f"k{n:02d}" for n in range(40)]
+
+    def send(round_: int, order: list[str]) -> int:
+        records = [{"scope": "project::shop", "key": key, "value": f"{LESSON} ({round_}, {key})"} for key in order]
+        with httpx.Client(base_url=str(api.base_url), timeout=30) as client:
+            answer = client.post("/v1/memories/import", json={"records": records}, headers=who.headers())
+        return answer.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(
+            pool.map(lambda n: send(n, keys if n % 2 else keys[::-1]), range(16))  # each round, both orders
+        )
+    assert statuses == [200] * 16
 
 
 def test_the_change_feed_gives_writes_and_deletions(

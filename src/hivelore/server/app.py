@@ -47,6 +47,7 @@ INTERNAL, INVALID, DATABASE_UNAVAILABLE, SERVER_BUSY = "internal_error", "bad_in
 HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
 BUSY = "the server is busy: try again in a moment"
+COLLIDED = "this request met another changing the same memories and was undone: send it again"
 PURGE_EVERY_S = 3600.0  # how often a replica purges deleted data past its recovery window
 
 
@@ -195,6 +196,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         first = str(exc).splitlines()[0] if str(exc) else ""
         log.warning("database unavailable", extra={"fields": {"request_id": request_id(request), "error": first}})
         return _error(request, 503, DATABASE_UNAVAILABLE, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
+
+    @app.exception_handler(psycopg.errors.DeadlockDetected)
+    @app.exception_handler(psycopg.errors.SerializationFailure)
+    async def collided(request: Request, exc: Exception) -> JSONResponse:
+        """A deadlock or a serialization failure: PostgreSQL ended this request's transaction for
+        another's sake, and nothing of it was kept, so it may simply be sent again."""
+        log.warning("transaction rolled back", extra={"fields": {"request_id": request_id(request), "error": str(exc)}})
+        return _error(request, 503, SERVER_BUSY, f"{COLLIDED}.", {"Retry-After": "1"})
 
     @app.exception_handler(psycopg.DataError)
     async def unstorable(request: Request, exc: psycopg.DataError) -> JSONResponse:

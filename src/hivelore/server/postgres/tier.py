@@ -389,9 +389,9 @@ class PostgresTier(Tier):
         row = self.conn.execute("SELECT record, tokens FROM memory_locked(%s, %s, %s)", (space, scope, key)).fetchone()
         return (Memory.from_dict(row[0]), int(row[1])) if row else (None, 0)
 
-    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> None:
+    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> int:
         """Upsert the row, drop its tombstone and count the change (`old`: the tokens the row counted
-        for before): one statement, one round trip."""
+        for before): one statement, one round trip. The tokens the row counts for now."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
         self.conn.execute(
@@ -436,6 +436,7 @@ class PostgresTier(Tier):
                 "shards": SPACE_SHARDS,
             },
         )
+        return tokens
 
     def _check_quota(
         self, space: str, before: Memory | None, after: Memory, used: dict[int, int] | None = None
@@ -519,17 +520,24 @@ class PostgresTier(Tier):
         return {}  # a row is always writable; what a record may hold is the service's rule
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
+        """Every address locked first, in one order (scope, key), then the rows written: two imports of
+        the same keys in other orders, or one that locked an address while another held the space's
+        counters row and waited for that address, deadlocked (PostgreSQL ended one, a 503)."""
         space, written, unchanged = self.parts[part], [], []
         used: dict[int, int] = {}  # the quota's counts taken in this transaction
         with self._transaction():
+            held = {}
+            for address in sorted({(str(m.scope), m.key) for m in memories}):
+                held[address] = self._lock(space, *address)
             for memory in memories:
-                existing, old = self._lock(space, str(memory.scope), memory.key)
+                address = (str(memory.scope), memory.key)
+                existing, old = held[address]
                 kept = merge(memory, existing)
                 if kept is None:
                     unchanged.append(memory.address)
                 else:
                     self._check_quota(space, existing, kept, used)
-                    self._put(space, kept, existing, old)
+                    held[address] = (kept, self._put(space, kept, existing, old))
                     written.append(memory.address)
         return written, unchanged
 
