@@ -14,13 +14,15 @@ benchmark sends writes one at a time (no queue, no contention) and reads the CPU
                  database's backends, a write; the replica's part minus the route's own is what
                  FastAPI, Starlette, uvicorn, pydantic and the worker-thread hop cost;
     batched      the same writes as records of POST /v1/memories/import (BATCH a request): the
-                 same CPU, a record.
+                 same CPU, a record;
+    the quota    PostgreSQL's CPU a new write as the writer's account grows, with the quota and
+                 without (two accounts, the same writes).
 
 It prints each figure with the 2 cores' budget (2,000 ms of CPU a second) and the throughput that
 budget allows; run it next to bench_server.py, whose wall-clock figures meet the machine's load.
 
     python benchmarks/write_cost.py              # 2,000 writes a stage
-    python benchmarks/write_cost.py --writes 300 # quicker
+    python benchmarks/write_cost.py --writes 300 --growth-chunk 300  # quicker
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from hivelore.server.memories import TeamMemories, memberships
 from hivelore.server.postgres import idempotency
 
 BATCH = 100  # records per import request
+GROWTH_CHUNKS = 5  # readings of a write's cost as the account grows
 VALUE = (
     "pnpm test fails with ECONNREFUSED 5432 until the database is up: run docker compose up -d db first,"
     " then pnpm test again; the checkout e2e suite needs the seeded schema (pnpm db:seed)"
@@ -144,6 +147,28 @@ def in_process(url: str, header: str, writes: int) -> tuple[list[Cost], pstats.S
     return costs, pstats.Stats(profile)
 
 
+def quota_growth(url: str, headers: list[str], writes: int, chunks: int) -> list[tuple[int, float, float]]:
+    """PostgreSQL's CPU a new write, with the quota and without, as the writer's account grows: per
+    chunk of `writes`, (rows the account holds at its end, ms with the quota, ms without). The quota
+    counts the owner's active rows on every write that makes a row visible (`memory_quota_used`)."""
+    figures: dict[int, list[float]] = defaultdict(list)
+    with psycopg.connect(url, autocommit=True) as conn:
+        backend = {"postgres": int(conn.info.backend_pid)}
+        quotas = zip(headers, (10**9, None), strict=True)
+        writers = [(limits.identify(conn, header, 10**9), quota) for header, quota in quotas]
+        # The two accounts' chunks in turn, so that both meet the same table as it grows.
+        for chunk in range(chunks):
+            for who, quota in writers:
+                used: dict[str, float] = {}
+                with cpu(backend, used):
+                    for n in range(chunk * writes, (chunk + 1) * writes):
+                        body = write_body(n, f"growth-{who.user}")
+                        service = TeamMemories(conn, who, [WRITE_SCOPE], quota=quota, provenance=PROVENANCE)
+                        service.write(str(body["scope"]), str(body["key"]), str(body["value"]), tags=["bench"])
+                figures[(chunk + 1) * writes].append(used["postgres"] / writes * 1000)
+    return [(rows, with_quota, without) for rows, (with_quota, without) in sorted(figures.items())]
+
+
 def backends(url: str) -> list[int]:
     name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     with psycopg.connect(url, autocommit=True) as conn:
@@ -207,7 +232,14 @@ def budget(total_ms: float) -> str:
     return f"{total_ms:.2f} ms → at most {cores * 1000 / total_ms:,.0f} writes/s on {cores} cores"
 
 
-def report(writes: int, stages: list[Cost], http: list[Cost], profile: list[tuple[str, float]], loads: str) -> None:
+def report(
+    writes: int,
+    stages: list[Cost],
+    http: list[Cost],
+    profile: list[tuple[str, float]],
+    growth: list[tuple[int, float, float]],
+    loads: str,
+) -> None:
     print(f"team-server write cost · {writes:,} writes a stage, one at a time · {CORES_NOTE}")
     print(f"load average (1 min) at the start of each part: {loads}")
     print()
@@ -231,6 +263,10 @@ def report(writes: int, stages: list[Cost], http: list[Cost], profile: list[tupl
         f"{http[0].per_write('replica') - route:.2f} ms (HTTP, FastAPI, Starlette, pydantic, the thread hop)"
     )
     print()
+    print("PostgreSQL's CPU ms a new write (no Idempotency-Key) as the writer's account grows: quota / none")
+    for rows, with_quota, without in growth:
+        print(f"  {rows:>6,} active memories held   {with_quota:5.2f} / {without:5.2f}")
+    print()
     print("cProfile of the route's work (identify + service write), own CPU ms a write by package:")
     for name, ms in profile[:12]:
         print(f"  {name:<40} {ms:6.3f}")
@@ -240,13 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writes", type=int, default=2000, help="writes a stage (default 2,000)")
     parser.add_argument("--batch", type=int, default=BATCH, help=f"records an import request (default {BATCH})")
+    parser.add_argument(
+        "--growth-chunk", type=int, default=1000, help="writes between readings of the quota's growth (default 1,000)"
+    )
     args = parser.parse_args(argv)
     name = f"hivelore_cost_{os.getpid()}"
     url = create_database(name)
     replica = None
     loads = []
     try:
-        team = make_team(url, 1)
+        team = make_team(url, 3)
         header = f"Bearer {team.clients[0].token}"
         loads.append(os.getloadavg()[0])
         stages, stats = in_process(url, header, args.writes)
@@ -258,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
             http.append(over_http(url, replica, team.clients[0].token, args.writes, args.batch))
             stop_replica(replica)
             replica = None
-        report(args.writes, stages, http, by_package(stats, args.writes), ", ".join(f"{x:.1f}" for x in loads))
+        loads.append(os.getloadavg()[0])
+        others = [f"Bearer {account.token}" for account in team.clients[1:]]
+        growth = quota_growth(url, others, args.growth_chunk, GROWTH_CHUNKS)
+        profile = by_package(stats, args.writes)
+        report(args.writes, stages, http, profile, growth, ", ".join(f"{x:.1f}" for x in loads))
     finally:
         if replica is not None:
             stop_replica(replica)
