@@ -47,6 +47,7 @@ from bench_server import (
     ORG,
     WRITE_SCOPE,
     Replica,
+    analyze,
     create_database,
     drop_database,
     make_team,
@@ -166,6 +167,7 @@ def quota_growth(url: str, headers: list[str], writes: int, chunks: int) -> list
                         service = TeamMemories(conn, who, [WRITE_SCOPE], quota=quota, provenance=PROVENANCE)
                         service.write(str(body["scope"]), str(body["key"]), str(body["value"]), tags=["bench"])
                 figures[(chunk + 1) * writes].append(used["postgres"] / writes * 1000)
+            analyze(url)  # as autovacuum would: a plan made on stale statistics scans what it should look up
     return [(rows, with_quota, without) for rows, (with_quota, without) in sorted(figures.items())]
 
 
@@ -288,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         team = make_team(url, 3)
         header = f"Bearer {team.clients[0].token}"
         loads.append(os.getloadavg()[0])
+        analyze(url)
         stages, stats = in_process(url, header, args.writes)
+        analyze(url)
         with tempfile.TemporaryDirectory(prefix="hivelore-cost-") as logs:
             replica = start_replica(url, Path(logs))
             loads.append(os.getloadavg()[0])
