@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -209,7 +210,7 @@ def test_the_quota_counts_active_memories_only(small_quota: Server, make_user: C
         assert write(api, who, "project::shop", "k0", "an update is no new memory").status_code == 200
         over = write(api, who, "project::shop", "k3")
         assert over.status_code == 403
-        assert error_of(over) == (
+        assert error_of(over, "quota_exceeded") == (
             "your account holds 3 active memories, the most it may hold (3): archive or forget some first"
             " (archived ones do not count)."
         )
@@ -217,6 +218,34 @@ def test_the_quota_counts_active_memories_only(small_quota: Server, make_user: C
         assert write(api, who, "project::shop", "k3").status_code == 200
         revive = api.post("/v1/memories/restore", json={"scope": "project::shop", "key": "k1"}, headers=who.headers())
         assert revive.status_code == 403
+
+
+def test_a_restore_counts_against_the_quota_of_who_first_wrote_the_memory(
+    small_quota: Server, team: dict[str, Account]
+) -> None:
+    """An org's row counts against its writer's quota: a teammate restoring it must not push the
+    writer past theirs, and a teammate at their own quota may restore a row that counts against another."""
+    writer, teammate = team["member"], team["owner"]
+    with httpx.Client(base_url=small_quota.url, timeout=10) as api:
+
+        def restore(who: Account, key: str) -> httpx.Response:
+            return api.post("/v1/memories/restore", json={"scope": REPO, "key": key}, headers=who.headers())
+
+        for n in range(3):
+            assert write(api, writer, REPO, f"w{n}").status_code == 200
+        archived = api.post("/v1/memories/archive", json={"scope": REPO, "key": "w0"}, headers=teammate.headers())
+        assert archived.status_code == 200
+        assert write(api, writer, REPO, "w3").status_code == 200  # the writer's third active memory again
+
+        over = restore(teammate, "w0")  # the teammate holds none, but w0 counts against the writer
+        assert over.status_code == 403
+        assert error_of(over, "quota_exceeded").startswith(
+            f"the account of {writer.name}, who first wrote this memory, holds 3 active memories"
+        )
+        for n in range(3):
+            assert write(api, teammate, "project::own", f"t{n}").status_code == 200  # the teammate's quota is full
+        api.post("/v1/memories/archive", json={"scope": REPO, "key": "w3"}, headers=writer.headers())
+        assert restore(teammate, "w0").status_code == 200  # the writer has room again; the teammate's is not asked
 
 
 def test_import_keeps_created_derives_the_rest_and_a_second_run_changes_nothing(
@@ -246,6 +275,27 @@ def test_import_keeps_created_derives_the_rest_and_a_second_run_changes_nothing(
     assert memory["created"] == "2026-01-02T03:04:05Z" and memory["updated"] > "2026-06"
     assert memory["seen_count"] == 1
     assert memory["provenance"] == {"agent": "codex", "user": who.name}
+
+
+def test_imports_of_the_same_keys_in_other_orders_at_once_all_land(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    """Each import locks its addresses in one order before it writes: two in opposite orders (and a
+    write between) once deadlocked, and PostgreSQL undid one of them (a 503)."""
+    who = make_user()
+    keys = [f"k{n:02d}" for n in range(40)]
+
+    def send(round_: int, order: list[str]) -> int:
+        records = [{"scope": "project::shop", "key": key, "value": f"{LESSON} ({round_}, {key})"} for key in order]
+        with httpx.Client(base_url=str(api.base_url), timeout=30) as client:
+            answer = client.post("/v1/memories/import", json={"records": records}, headers=who.headers())
+        return answer.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(
+            pool.map(lambda n: send(n, keys if n % 2 else keys[::-1]), range(16))  # each round, both orders
+        )
+    assert statuses == [200] * 16
 
 
 def test_the_change_feed_gives_writes_and_deletions(

@@ -389,9 +389,9 @@ class PostgresTier(Tier):
         row = self.conn.execute("SELECT record, tokens FROM memory_locked(%s, %s, %s)", (space, scope, key)).fetchone()
         return (Memory.from_dict(row[0]), int(row[1])) if row else (None, 0)
 
-    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> None:
+    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> int:
         """Upsert the row, drop its tombstone and count the change (`old`: the tokens the row counted
-        for before): one statement, one round trip."""
+        for before): one statement, one round trip. The tokens the row counts for now."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
         self.conn.execute(
@@ -405,6 +405,7 @@ class PostgresTier(Tier):
                     record = excluded.record, archived = excluded.archived, expires_ts = excluded.expires_ts,
                     updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, terms = excluded.terms,
                     tokens = excluded.tokens, seq = nextval('memory_changes'),
+                    owner = coalesce(memories.owner, excluded.owner),
                     changed = clock_timestamp()
                 RETURNING id
             ), indexed AS (
@@ -435,20 +436,44 @@ class PostgresTier(Tier):
                 "shards": SPACE_SHARDS,
             },
         )
+        return tokens
 
-    def _check_quota(self, before: Memory | None, after: Memory) -> None:
-        """Refuse a write that would give the owner more visible rows than the quota allows."""
+    def _check_quota(
+        self, space: str, before: Memory | None, after: Memory, used: dict[int, int] | None = None
+    ) -> None:
+        """Refuse a write that would give a row's owner more visible rows than the quota allows: the
+        writer's for a new row; for a hidden row made visible again (a restore, a write over an
+        archived copy), the user who first wrote it, whose quota it counts against (`owner`).
+
+        `used`, within one transaction, keeps each owner's count once taken: the owner's quota lock is
+        held until the transaction ends, so only this transaction's own rows change it (an import of
+        500 new rows counted the owner's rows 500 times)."""
         if self.quota is None or self.owner is None or not after.is_visible():
             return
         if before is not None and before.is_visible():
             return
-        # The owner's quota lock, then the count: one round trip (migration 0006).
-        row = self.conn.execute("SELECT memory_quota_used(%s, %s)", (self.owner, time.time())).fetchone()
-        if row and int(row[0]) >= self.quota:
+        if before is None and used is not None and self.owner in used:
+            found: tuple[int, int, str] | None = (used[self.owner], self.owner, "")
+        else:
+            # The owner's quota lock, then the count: one round trip (migration 0006). A row whose
+            # writer's account is gone becomes the reviver's (`_put`).
+            found = self.conn.execute(
+                "SELECT memory_quota_used(o.id, %(now)s), o.id, o.name FROM users o"
+                " WHERE o.id = coalesce((SELECT owner FROM memories"
+                " WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s), %(me)s)",
+                {"now": time.time(), "space": space, "scope": str(after.scope), "key": after.key, "me": self.owner},
+            ).fetchone()
+        if found is None:
+            return
+        count, owner, name = int(found[0]), int(found[1]), str(found[2])
+        if count >= self.quota:
+            whose = "your account" if owner == self.owner else f"the account of {name}, who first wrote this memory,"
             raise QuotaExceeded(
-                f"your account holds {int(row[0]):,} active memories, the most it may hold ({self.quota:,}):"
+                f"{whose} holds {count:,} active memories, the most it may hold ({self.quota:,}):"
                 " archive or forget some first (archived ones do not count)"
             )
+        if used is not None:
+            used[owner] = count + 1
 
     def store(
         self, part: str, scope: Scope, key: str, build: Build, prefer: Candidate | None = None
@@ -458,7 +483,7 @@ class PostgresTier(Tier):
             existing, old = self._lock(space, str(scope), key)
             memory = build(existing)
             if memory is not None:
-                self._check_quota(existing, memory)
+                self._check_quota(space, existing, memory)
                 self._put(space, memory, existing, old)
         return Path(space, f"{scope}/{key}"), existing, memory
 
@@ -495,16 +520,24 @@ class PostgresTier(Tier):
         return {}  # a row is always writable; what a record may hold is the service's rule
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
+        """Every address locked first, in one order (scope, key), then the rows written: two imports of
+        the same keys in other orders, or one that locked an address while another held the space's
+        counters row and waited for that address, deadlocked (PostgreSQL ended one, a 503)."""
         space, written, unchanged = self.parts[part], [], []
+        used: dict[int, int] = {}  # the quota's counts taken in this transaction
         with self._transaction():
+            held = {}
+            for address in sorted({(str(m.scope), m.key) for m in memories}):
+                held[address] = self._lock(space, *address)
             for memory in memories:
-                existing, old = self._lock(space, str(memory.scope), memory.key)
+                address = (str(memory.scope), memory.key)
+                existing, old = held[address]
                 kept = merge(memory, existing)
                 if kept is None:
                     unchanged.append(memory.address)
                 else:
-                    self._check_quota(existing, kept)
-                    self._put(space, kept, existing, old)
+                    self._check_quota(space, existing, kept, used)
+                    held[address] = (kept, self._put(space, kept, existing, old))
                     written.append(memory.address)
         return written, unchanged
 
