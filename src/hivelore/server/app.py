@@ -23,6 +23,7 @@ from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
+from hivelore.server.postgres.vectors import Meaning
 from hivelore.server.routes import accounts, data, health, memories, team
 
 log = logging.getLogger("hivelore.server")
@@ -61,6 +62,8 @@ def create_app(settings: Settings) -> FastAPI:
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
+        app.state.meaning = Meaning()
+        app.state.meaning.start(app.state.pool.connection)  # in a thread: the server serves meanwhile, by BM25
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
         purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))
         try:

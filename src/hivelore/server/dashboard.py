@@ -35,6 +35,7 @@ from hivelore.memory.tier import Candidate, Tier
 from hivelore.server import auth, limits
 from hivelore.server.memories import TeamMemories
 from hivelore.server.postgres import accounts, sessions
+from hivelore.server.postgres.vectors import Meaning
 from hivelore.team.coordination import Coordination
 
 BASE = "/dash"
@@ -60,10 +61,12 @@ class DashboardMemories(TeamMemories):
     token that may write. Everything else is the API's service."""
 
     @classmethod
-    def open(cls, conn: psycopg.Connection, caller: auth.Caller, quota: int) -> DashboardMemories:
+    def open(
+        cls, conn: psycopg.Connection, caller: auth.Caller, quota: int, meaning: Meaning | None = None
+    ) -> DashboardMemories:
         """Read from every scope the caller's spaces hold that the token admits, narrowest first (what
         the API reads when a client names no scopes)."""
-        service = cls(conn, caller, [], quota, {"agent": "dashboard"})
+        service = cls(conn, caller, [], quota, {"agent": "dashboard"}, meaning)
         readable = service.scopes_in_vault()
         service.chain = Chain(tuple(parse(s) for s in readable) or (parse("global"),), None)
         return service
@@ -98,7 +101,8 @@ class ServerServices:
     @contextmanager
     def memory(self, request: Request) -> Iterator[MemoryService]:
         with request.app.state.pool.connection() as conn:
-            yield DashboardMemories.open(conn, request.state.caller, request.app.state.limits.active_memories)
+            state = request.app.state
+            yield DashboardMemories.open(conn, request.state.caller, state.limits.active_memories, state.meaning)
 
     def coordination(self, request: Request) -> AbstractContextManager[Coordination]:
         raise Unavailable(NO_TASKS)

@@ -19,6 +19,10 @@ and N counted updates, as the vault's lock does for files. A write that makes a 
 and the read of what is there are one statement (a function of migration 0006, as are the quota's
 lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
 the caller's transaction when one is open (an Idempotency-Key's).
+
+Recall by meaning (postgres/vectors.py, migration 0015): with the model loaded, the write statement
+also keeps the vector of a row whose text changed, and `nearest` gives the visible rows nearest to
+a query in meaning, for the service to fuse with BM25's hits as a machine does (memory/fusion.py).
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from hivelore.memory import bm25
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
+from hivelore.memory.vectors import memory_text
 from hivelore.server.limits import QuotaExceeded
+from hivelore.server.postgres import vectors
 
 MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
@@ -107,6 +113,19 @@ def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
     return key.split(), value.split(), tags.split()
 
 
+def _vector_part(vector: tuple[str, bytes | None] | None) -> str:
+    """The part of a write's statement that keeps its row's vector (see postgres/vectors.py `vector_of`)."""
+    if vector is None:
+        return ""
+    if vector[1] is None:
+        return ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
+    return """, vectored AS (
+        INSERT INTO memory_vectors (id, hash, vector) SELECT id, %(hash)s, %(vector)s FROM put
+        ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, vector = excluded.vector,
+            seq = nextval('memory_vector_changes'), changed = clock_timestamp()
+    )"""
+
+
 def phrase_query(phrase: bm25.Phrase) -> str:
     """A tsquery literal for one query word as FTS5 reads `"word"*` (tokens hold no quote)."""
     last = len(phrase.parts) - 1
@@ -123,11 +142,14 @@ class PostgresTier(Tier):
         warnings: list[str],
         owner: int | None = None,
         quota: int | None = None,
+        meaning: vectors.Meaning | None = None,
     ) -> None:
         """`conn` in autocommit mode; `parts` maps a part's name to its space, the winning part first.
-        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most."""
+        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most.
+        `meaning`: the replica's model and vectors, for recall by meaning (None: BM25 alone)."""
         self.conn, self.parts, self.warnings = conn, parts, warnings
         self.owner, self.quota = owner, quota
+        self.meaning = meaning
         self._held: dict[bm25.Phrase, int] = {}  # rows holding a phrase, counted once a request
 
     # -- reads --------------------------------------------------------------------------------
@@ -278,6 +300,30 @@ class PostgresTier(Tier):
         chosen = set(held[:OR_WORDS])
         return [p for n, p in enumerate(phrases) if n in chosen]
 
+    def nearest(self, scopes: Sequence[str], query: str, limit: int) -> list[tuple[Candidate, float]] | None:
+        """The `limit` visible rows of these scopes nearest to `query` in meaning, with their cosine,
+        nearest first; None while the replica has no model. The vectors' copy may hold rows hidden
+        or moved since: the rows are read again, and more are asked for until `limit` are visible."""
+        model = self.meaning.model if self.meaning is not None else None
+        if model is None or self.meaning is None:
+            return None
+        vector = model.query(query)
+        wanted = limit
+        while True:
+            near = self.meaning.nearest(self.conn, self._spaces(), scopes, vector, wanted)
+            rows = {
+                id_: Candidate.of(Memory.from_dict(record), space, f"{scope}/{key}")
+                for id_, space, scope, key, record in self.conn.execute(
+                    f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%(ids)s) AND space = ANY(%(spaces)s)"
+                    f" AND scope = ANY(%(scopes)s) AND {_VISIBLE}",
+                    {**self._where(scopes), "ids": [id_ for id_, _ in near]},
+                )
+            }
+            found = [(rows[id_], cosine) for id_, cosine in near if id_ in rows]
+            if len(found) >= limit or len(near) < wanted:
+                return found[:limit]
+            wanted *= 4
+
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:
         candidates = self._candidates(
             f"""
@@ -394,6 +440,7 @@ class PostgresTier(Tier):
         for before): one statement, one round trip."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
+        vector = vectors.vector_of(self.meaning.model if self.meaning else None, before, memory)
         self.conn.execute(
             """
             WITH put AS (
@@ -416,6 +463,7 @@ class PostgresTier(Tier):
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
             """
+            + _vector_part(vector)
             + _COUNTED,
             {
                 "space": space,
@@ -433,6 +481,8 @@ class PostgresTier(Tier):
                 "rows": 0 if before else 1,
                 "change": tokens - old,
                 "shards": SPACE_SHARDS,
+                "hash": vector[0] if vector else None,
+                "vector": vector[1] if vector else None,
             },
         )
 
@@ -496,6 +546,9 @@ class PostgresTier(Tier):
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
         space, written, unchanged = self.parts[part], [], []
+        if self.meaning is not None and self.meaning.model is not None:
+            # One batch through the model before the locks: each write then finds its vector computed.
+            self.meaning.model.vectors([memory_text(m) for m in memories])
         with self._transaction():
             for memory in memories:
                 existing, old = self._lock(space, str(memory.scope), memory.key)

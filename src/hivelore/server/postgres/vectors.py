@@ -1,0 +1,242 @@
+"""Recall by meaning on the team server: the model, each memory's vector in PostgreSQL (migration
+0015), and the nearest rows to a query, found in this process.
+
+The model is the one a machine runs (memory/vectors.py: all-MiniLM-L6-v2 int8 from the `semantic`
+extra, nothing downloaded), loaded once per replica in the background after it starts; until it is
+loaded, or where the extra is not installed, searches rank by BM25 alone and writes store no vector.
+A write computes its text's vector in the tier's write statement (postgres/tier.py); a row without
+one (written before migration 0015, or while no model was loaded) gets it from `backfill`, which a
+replica runs once its model is loaded.
+
+pgvector is not available, so the nearest rows are found by brute force over a copy of each space's
+vectors held here as float32 (a 100,000-row space: 150 MB, one matrix product per search). The copy
+is read once per space, then refreshed at each search with the vectors changed since (their change
+numbers, settled as the change feed's are: postgres/tier.py `changes`). A row deleted, archived,
+expired or moved to another space stays in the copy; the tier reads the nearest rows again and keeps
+the visible ones of the spaces and scopes asked, so the copy never shows one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+import psycopg
+
+from hivelore.memory import vectors
+from hivelore.memory.model import Memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+log = logging.getLogger("hivelore.server")
+
+SETTLED_S = 10  # as postgres/tier.py's: a change this old was committed by a transaction that has ended
+RECENT_TEXTS = 1024  # vectors of texts just computed: an import embeds its batch before its writes
+BACKFILL_BATCH = 256
+
+Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
+
+
+class Model:
+    """The embedding model of one replica, shared by its request threads (one at a time: the
+    runtime's session is, and a second thread on a 2-core machine gains nothing)."""
+
+    def __init__(self, embedder: vectors.Embedder) -> None:
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        self._recent: OrderedDict[str, bytes] = OrderedDict()
+
+    def vectors(self, texts: Sequence[str]) -> dict[str, bytes]:
+        """Per text hash (memory/vectors.py `text_hash`), its vector as stored: 384 float16."""
+        import numpy as np
+
+        hashes = {vectors.text_hash(text): text for text in texts}
+        with self._lock:
+            missing = [h for h in hashes if h not in self._recent]
+            if missing:
+                computed = self.embedder.embed([hashes[h] for h in missing]).astype("<f2")
+                for n, digest in enumerate(missing):
+                    self._recent[digest] = np.ascontiguousarray(computed[n]).tobytes()
+            found = {h: self._recent[h] for h in hashes}
+            for digest in hashes:
+                self._recent.move_to_end(digest)
+            while len(self._recent) > RECENT_TEXTS:
+                self._recent.popitem(last=False)
+        return found
+
+    def query(self, text: str) -> Matrix:
+        with self._lock:
+            return self.embedder.query(text)
+
+
+class SpaceVectors:
+    """This replica's copy of one space's vectors: row ids, their scopes, and the matrix."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.cursor = 0  # the change number read up to, past which nothing unsettled lies
+        self.lock = threading.Lock()
+        self.rows: dict[int, int] = {}  # memory id → its row in the matrix
+        self.scope_codes: dict[str, int] = {}
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.scopes = np.zeros(0, dtype=np.int32)
+        self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
+
+    def refresh(self, conn: psycopg.Connection, space: str) -> None:
+        """Read the vectors of the space changed since the cursor; move it past the settled ones."""
+        rows = conn.execute(
+            """
+            SELECT v.id, m.scope, v.vector, v.seq, v.changed < clock_timestamp() - %(settled)s * interval '1 second'
+            FROM memory_vectors v JOIN memories m USING (id)
+            WHERE v.seq > %(cursor)s AND m.space = %(space)s ORDER BY v.seq
+            """,
+            {"cursor": self.cursor, "space": space, "settled": SETTLED_S},
+        ).fetchall()
+        for _, _, _, seq, settled in rows:
+            if not settled:
+                break
+            self.cursor = seq
+        self._apply([(id_, scope, vector) for id_, scope, vector, _, _ in rows])
+
+    def _apply(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+        import numpy as np
+
+        new: list[tuple[int, int, bytes]] = []
+        for id_, scope, vector in rows:
+            code = self.scope_codes.setdefault(scope, len(self.scope_codes))
+            row = self.rows.get(id_)
+            if row is None:
+                new.append((id_, code, vector))
+            else:
+                self.scopes[row] = code
+                self.matrix[row] = np.frombuffer(vector, dtype="<f2")
+        if not new:
+            return
+        start = len(self.ids)
+        self.rows.update((id_, start + n) for n, (id_, _, _) in enumerate(new))
+        added = np.frombuffer(b"".join(v for _, _, v in new), dtype="<f2").reshape(len(new), vectors.DIMENSIONS)
+        self.ids = np.concatenate([self.ids, np.array([i for i, _, _ in new], dtype=np.int64)])
+        self.scopes = np.concatenate([self.scopes, np.array([c for _, c, _ in new], dtype=np.int32)])
+        self.matrix = np.concatenate([self.matrix, added.astype(np.float32)])
+
+    def nearest(self, scopes: Sequence[str], query: Matrix, limit: int) -> list[tuple[int, float]]:
+        """The `limit` rows of these scopes nearest to the query, at least MIN_SIMILARITY near,
+        nearest first (ties by id)."""
+        import numpy as np
+
+        codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
+        if not codes or not len(self.ids):
+            return []
+        similarity = self.matrix @ query
+        similarity[~np.isin(self.scopes, codes)] = -np.inf
+        take = min(limit, len(similarity))
+        top = np.argpartition(-similarity, take - 1)[:take]
+        top = top[np.lexsort((self.ids[top], -similarity[top]))]
+        return [(int(self.ids[n]), float(similarity[n])) for n in top if similarity[n] >= vectors.MIN_SIMILARITY]
+
+
+class Meaning:
+    """What a replica holds for recall by meaning: the model once loaded, and its spaces' vectors."""
+
+    def __init__(self) -> None:
+        self.model: Model | None = None
+        self.state = "off" if not vectors.installed() else "loading"
+        self.load_s = 0.0
+        self._spaces: dict[str, SpaceVectors] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Load the model (about a second); a replica serves by BM25 alone until it is loaded."""
+        if self.state == "off":
+            return
+        started = time.perf_counter()
+        self.model = Model(vectors.Embedder())
+        self.load_s = time.perf_counter() - started
+        self.state = "ready"
+
+    def start(self, connect: Connect) -> threading.Thread:
+        """Load the model, then give every row without a vector one, in a thread of its own."""
+
+        def run() -> None:
+            try:
+                self.load()
+                if self.model is not None:
+                    done = backfill(connect, self.model)
+                    log.info("meaning ready", extra={"fields": {"load_s": round(self.load_s, 3), "backfilled": done}})
+            except (psycopg.Error, OSError, RuntimeError) as exc:  # the database went away: the next start retries
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.warning("backfill stopped", extra={"fields": {"error": first}})
+
+        thread = threading.Thread(target=run, name="hivelore-meaning", daemon=True)
+        thread.start()
+        return thread
+
+    def space(self, space: str) -> SpaceVectors:
+        with self._lock:
+            return self._spaces.setdefault(space, SpaceVectors())
+
+    def nearest(
+        self, conn: psycopg.Connection, spaces: Sequence[str], scopes: Sequence[str], query: Matrix, limit: int
+    ) -> list[tuple[int, float]]:
+        """Over these spaces, the `limit` rows of these scopes nearest to the query, nearest first."""
+        found: list[tuple[int, float]] = []
+        for space in spaces:
+            held = self.space(space)
+            with held.lock:
+                held.refresh(conn, space)
+                found += held.nearest(scopes, query, limit)
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return found[:limit]
+
+
+def backfill(connect: Connect, model: Model, batch: int = BACKFILL_BATCH) -> int:
+    """Give every memory without a vector one, `batch` rows a transaction, oldest first; how many.
+    A row changed meanwhile is left to the write that changed it (the insert checks its change number)."""
+    done, after = 0, 0
+    while True:
+        with connect() as conn:
+            rows = conn.execute(
+                """
+                SELECT m.id, m.seq, m.record FROM memories m
+                WHERE m.id > %s AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id)
+                ORDER BY m.id LIMIT %s
+                """,
+                (after, batch),
+            ).fetchall()
+            if not rows:
+                return done
+            texts = [vectors.memory_text(Memory.from_dict(record)) for _, _, record in rows]
+            computed = model.vectors(texts)
+            hashes = [vectors.text_hash(text) for text in texts]
+            inserted = conn.execute(
+                """
+                INSERT INTO memory_vectors (id, hash, vector)
+                SELECT u.id, u.hash, u.vector FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[])
+                    AS u(id, seq, hash, vector) JOIN memories m ON m.id = u.id AND m.seq = u.seq
+                ON CONFLICT (id) DO NOTHING
+                """,
+                ([r[0] for r in rows], [r[1] for r in rows], hashes, [computed[h] for h in hashes]),
+            )
+            done += inserted.rowcount
+            after = rows[-1][0]
+
+
+def vector_of(model: Model | None, before: Memory | None, after: Memory) -> tuple[str, bytes | None] | None:
+    """What a write does to a row's vector: None (nothing) when its text did not change; else the
+    new (hash, vector), or (hash, None) to drop the old one when no model is loaded (the backfill of
+    a replica with one computes it)."""
+    text = vectors.memory_text(after)
+    if before is not None and vectors.memory_text(before) == text:
+        return None
+    digest = vectors.text_hash(text)
+    return digest, model.vectors([text])[digest] if model is not None else None
