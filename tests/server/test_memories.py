@@ -25,7 +25,7 @@ from hivelore.server.postgres.tier import PostgresTier
 REPO = "repo::acme/checkout"
 CHAIN = ["branch::acme/checkout::main", REPO, "project::checkout", "global"]
 # Shares no word with the ECONNREFUSED 5432 lessons: only the model finds them.
-PARAPHRASE = "the integration suite cannot reach the database server, what should be started beforehand?"
+PARAPHRASE = "postgres connection refused"
 LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
 
 

@@ -51,6 +51,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     pool_size: int = 10
     recovery_days: float = 7.0  # how long deleted data may be restored (DELETE /v1/me/data)
+    meaning: bool = True  # recall by meaning when the semantic extra is installed (postgres/vectors.py)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -62,7 +63,7 @@ def create_app(settings: Settings) -> FastAPI:
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
-        app.state.meaning = Meaning()
+        app.state.meaning = Meaning(settings.meaning)
         app.state.meaning.start(app.state.pool.connection)  # in a thread: the server serves meanwhile, by BM25
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
         purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))

@@ -146,11 +146,14 @@ class SpaceVectors:
 
 
 class Meaning:
-    """What a replica holds for recall by meaning: the model once loaded, and its spaces' vectors."""
+    """What a replica holds for recall by meaning: the model once loaded, and its spaces' vectors.
+    `state`: "off", "loading" (BM25 alone meanwhile), "backfilling" (rows written without a vector
+    get one) or "ready"."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        """`enabled` False (`hivelore serve --no-meaning`), or without the semantic extra: BM25 alone."""
         self.model: Model | None = None
-        self.state = "off" if not vectors.installed() else "loading"
+        self.state = "loading" if enabled and vectors.installed() else "off"
         self.load_s = 0.0
         self._spaces: dict[str, SpaceVectors] = {}
         self._lock = threading.Lock()
@@ -162,7 +165,7 @@ class Meaning:
         started = time.perf_counter()
         self.model = Model(vectors.Embedder())
         self.load_s = time.perf_counter() - started
-        self.state = "ready"
+        self.state = "backfilling"  # searches rank by meaning already; rows without a vector wait for it
 
     def start(self, connect: Connect) -> threading.Thread:
         """Load the model, then give every row without a vector one, in a thread of its own."""
@@ -172,6 +175,7 @@ class Meaning:
                 self.load()
                 if self.model is not None:
                     done = backfill(connect, self.model)
+                    self.state = "ready"
                     log.info("meaning ready", extra={"fields": {"load_s": round(self.load_s, 3), "backfilled": done}})
             except (psycopg.Error, OSError, RuntimeError) as exc:  # the database went away: the next start retries
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

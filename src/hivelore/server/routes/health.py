@@ -25,5 +25,5 @@ def readyz(request: Request) -> JSONResponse | dict[str, object]:
         needed = ", ".join(str(version) for version in lacking)
         sentence = f"the database lacks the migrations {needed} this server needs: restart it to migrate."
         return JSONResponse({"error": sentence}, status_code=503)
-    # Recall by meaning: "off" (no semantic extra), "loading" (BM25 alone meanwhile) or "ready".
+    # Recall by meaning: off, loading, backfilling or ready (postgres/vectors.py `Meaning`).
     return {"status": "ready", "schema": schema, "meaning": request.app.state.meaning.state}
