@@ -308,7 +308,7 @@ class PostgresTier(Tier):
         if model is None or self.meaning is None:
             return None
         vector = model.query(query)
-        wanted = limit
+        wanted = 2 * limit  # some of the nearest may be hidden: one round trip mostly suffices
         while True:
             near = self.meaning.nearest(self.conn, self._spaces(), scopes, vector, wanted)
             rows = {

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 
 import psycopg
 
@@ -92,21 +92,11 @@ class SpaceVectors:
         self.scopes = np.zeros(0, dtype=np.int32)
         self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
 
-    def refresh(self, conn: psycopg.Connection, space: str) -> None:
-        """Read the vectors of the space changed since the cursor; move it past the settled ones."""
-        rows = conn.execute(
-            """
-            SELECT v.id, m.scope, v.vector, v.seq, v.changed < clock_timestamp() - %(settled)s * interval '1 second'
-            FROM memory_vectors v JOIN memories m USING (id)
-            WHERE v.seq > %(cursor)s AND m.space = %(space)s ORDER BY v.seq
-            """,
-            {"cursor": self.cursor, "space": space, "settled": SETTLED_S},
-        ).fetchall()
-        for _, _, _, seq, settled in rows:
-            if not settled:
-                break
-            self.cursor = seq
-        self._apply([(id_, scope, vector) for id_, scope, vector, _, _ in rows])
+    def refresh(self, rows: Sequence[tuple[str, int, str, bytes, int, bool]], settled: int) -> None:
+        """Take the rows read past the cursor (`Meaning.nearest`: space, id, scope, vector, change
+        number, settled); the space's vectors are then all held up to change number `settled`."""
+        self._apply([(id_, scope, vector) for _, id_, scope, vector, seq, _ in rows if seq > self.cursor])
+        self.cursor = max(self.cursor, settled)
 
     def _apply(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
         import numpy as np
@@ -192,13 +182,35 @@ class Meaning:
     def nearest(
         self, conn: psycopg.Connection, spaces: Sequence[str], scopes: Sequence[str], query: Matrix, limit: int
     ) -> list[tuple[int, float]]:
-        """Over these spaces, the `limit` rows of these scopes nearest to the query, nearest first."""
-        found: list[tuple[int, float]] = []
-        for space in spaces:
-            held = self.space(space)
-            with held.lock:
-                held.refresh(conn, space)
-                found += held.nearest(scopes, query, limit)
+        """Over these spaces, the `limit` rows of these scopes nearest to the query, nearest first.
+        The spaces' copies are brought up to date first, in one round trip."""
+        held = [self.space(space) for space in sorted(spaces)]  # locked in one order: no two searches deadlock
+        with ExitStack() as locks:
+            for copy in held:
+                locks.enter_context(copy.lock)
+            lowest = min(copy.cursor for copy in held)
+            rows = conn.execute(
+                """
+                SELECT m.space, v.id, m.scope, v.vector, v.seq,
+                       v.changed < clock_timestamp() - %(settled)s * interval '1 second'
+                FROM memory_vectors v JOIN memories m USING (id)
+                WHERE v.seq > %(cursor)s AND m.space = ANY(%(spaces)s) ORDER BY v.seq
+                """,
+                {"cursor": lowest, "spaces": sorted(spaces), "settled": SETTLED_S},
+                # Planned for its cursor, never generically: a generic plan joins every vector of the table.
+                prepare=False,
+            ).fetchall()
+            # Every space read was read past the lowest cursor: each is complete up to the last change
+            # before the first one that may not be committed yet (a space without a row included).
+            settled = lowest
+            for *_, seq, done in rows:
+                if not done:
+                    break
+                settled = seq
+            found: list[tuple[int, float]] = []
+            for space, copy in zip(sorted(spaces), held, strict=True):
+                copy.refresh([row for row in rows if row[0] == space], settled)
+                found += copy.nearest(scopes, query, limit)
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]
 
