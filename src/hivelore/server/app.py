@@ -109,6 +109,7 @@ async def _purge_every(app: FastAPI, period_s: float) -> None:
 def _purge(app: FastAPI) -> None:
     with app.state.pool.connection() as conn:
         erasure.purge(conn)
+    app.state.meaning.catch_up(app.state.pool.connection)  # rows a replica without the model wrote
 
 
 class Admission:

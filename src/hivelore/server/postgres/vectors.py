@@ -163,17 +163,30 @@ class Meaning:
         def run() -> None:
             try:
                 self.load()
-                if self.model is not None:
-                    done = backfill(connect, self.model)
-                    self.state = "ready"
-                    log.info("meaning ready", extra={"fields": {"load_s": round(self.load_s, 3), "backfilled": done}})
-            except (psycopg.Error, OSError, RuntimeError) as exc:  # the database went away: the next start retries
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                log.warning("backfill stopped", extra={"fields": {"error": first}})
+            except (ImportError, OSError, RuntimeError) as exc:  # a broken install of the extra: BM25 alone
+                self.state = "off"
+                log.warning("model not loaded: recall by meaning is off", extra={"fields": {"error": _first(exc)}})
+                return
+            if self.model is not None:
+                done = self.catch_up(connect)
+                log.info("meaning ready", extra={"fields": {"load_s": round(self.load_s, 3), "backfilled": done}})
 
         thread = threading.Thread(target=run, name="hivelore-meaning", daemon=True)
         thread.start()
         return thread
+
+    def catch_up(self, connect: Connect) -> int:
+        """The backfill, once the model is loaded (at start, then hourly: a replica without the model
+        may have written since); how many rows got a vector. The database away: the next round tries."""
+        if self.model is None:
+            return 0
+        try:
+            done = backfill(connect, self.model)
+        except psycopg.Error as exc:
+            log.warning("backfill stopped", extra={"fields": {"error": _first(exc)}})
+            return 0
+        self.state = "ready"
+        return done
 
     def space(self, space: str) -> SpaceVectors:
         with self._lock:
@@ -213,6 +226,10 @@ class Meaning:
                 found += copy.nearest(scopes, query, limit)
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def backfill(connect: Connect, model: Model, batch: int = BACKFILL_BATCH) -> int:
