@@ -23,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractContextManager
 
 import psycopg
 
@@ -79,7 +79,8 @@ class Model:
 
 
 class SpaceVectors:
-    """This replica's copy of one space's vectors: row ids, their scopes, and the matrix."""
+    """This replica's copy of one space's vectors: row ids, their scopes, and the matrix. Its lock
+    is held to change or read it, never across a round trip to the database."""
 
     def __init__(self) -> None:
         import numpy as np
@@ -87,15 +88,22 @@ class SpaceVectors:
         self.cursor = 0  # the change number read up to, past which nothing unsettled lies
         self.lock = threading.Lock()
         self.rows: dict[int, int] = {}  # memory id → its row in the matrix
+        self.seqs: dict[int, int] = {}  # memory id → the change number of the vector held
         self.scope_codes: dict[str, int] = {}
         self.ids = np.zeros(0, dtype=np.int64)
         self.scopes = np.zeros(0, dtype=np.int32)
         self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
 
-    def refresh(self, rows: Sequence[tuple[str, int, str, bytes, int, bool]], settled: int) -> None:
-        """Take the rows read past the cursor (`Meaning.nearest`: space, id, scope, vector, change
-        number, settled); the space's vectors are then all held up to change number `settled`."""
-        self._apply([(id_, scope, vector) for _, id_, scope, vector, seq, _ in rows if seq > self.cursor])
+    def wants(self, id_: int, seq: int) -> bool:
+        """Whether the vector of change number `seq` is newer than the one held for the row."""
+        return self.seqs.get(id_, 0) < seq
+
+    def take(self, rows: Sequence[tuple[int, str, bytes, int]], settled: int) -> None:
+        """Keep these vectors (id, scope, vector, change number) where newer than the ones held; the
+        space's vectors are then all held up to change number `settled`."""
+        newer = [(id_, scope, vector) for id_, scope, vector, seq in rows if self.wants(id_, seq)]
+        self.seqs.update((id_, seq) for id_, _, _, seq in rows if self.wants(id_, seq))
+        self._apply(newer)
         self.cursor = max(self.cursor, settled)
 
     def _apply(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
@@ -196,33 +204,39 @@ class Meaning:
         self, conn: psycopg.Connection, spaces: Sequence[str], scopes: Sequence[str], query: Matrix, limit: int
     ) -> list[tuple[int, float]]:
         """Over these spaces, the `limit` rows of these scopes nearest to the query, nearest first.
-        The spaces' copies are brought up to date first, in one round trip."""
-        held = [self.space(space) for space in sorted(spaces)]  # locked in one order: no two searches deadlock
-        with ExitStack() as locks:
-            for copy in held:
-                locks.enter_context(copy.lock)
-            lowest = min(copy.cursor for copy in held)
-            rows = conn.execute(
-                """
-                SELECT m.space, v.id, m.scope, v.vector, v.seq,
-                       v.changed < clock_timestamp() - %(settled)s * interval '1 second'
-                FROM memory_vectors v JOIN memories m USING (id)
-                WHERE v.seq > %(cursor)s AND m.space = ANY(%(spaces)s) ORDER BY v.seq
-                """,
-                {"cursor": lowest, "spaces": sorted(spaces), "settled": SETTLED_S},
-                # Planned for its cursor, never generically: a generic plan joins every vector of the table.
-                prepare=False,
-            ).fetchall()
-            # Every space read was read past the lowest cursor: each is complete up to the last change
-            # before the first one that may not be committed yet (a space without a row included).
-            settled = lowest
-            for *_, seq, done in rows:
-                if not done:
-                    break
-                settled = seq
-            found: list[tuple[int, float]] = []
-            for space, copy in zip(sorted(spaces), held, strict=True):
-                copy.refresh([row for row in rows if row[0] == space], settled)
+
+        The spaces' copies are brought up to date first: one round trip for the change numbers past
+        the lowest cursor (vectors not yet settled come again each time: the numbers alone), and one
+        more for the vectors not held yet, if any."""
+        held = {space: self.space(space) for space in sorted(spaces)}
+        lowest = min(copy.cursor for copy in held.values())
+        changed = conn.execute(
+            """
+            SELECT m.space, v.id, v.seq, v.changed < clock_timestamp() - %(settled)s * interval '1 second'
+            FROM memory_vectors v JOIN memories m USING (id)
+            WHERE v.seq > %(cursor)s AND m.space = ANY(%(spaces)s) ORDER BY v.seq
+            """,
+            {"cursor": lowest, "spaces": list(held), "settled": SETTLED_S},
+            # Planned for its cursor, never generically: a generic plan joins every vector of the table.
+            prepare=False,
+        ).fetchall()
+        # Every space was read past the lowest cursor: each is complete up to the last change before
+        # the first one that may not be committed yet (a space without a row included).
+        settled = lowest
+        for *_, seq, done in changed:
+            if not done:
+                break
+            settled = seq
+        wanted = [id_ for space, id_, seq, _ in changed if held[space].wants(id_, seq)]
+        fresh = conn.execute(
+            "SELECT m.space, v.id, m.scope, v.vector, v.seq FROM memory_vectors v JOIN memories m USING (id)"
+            " WHERE v.id = ANY(%s)",
+            (wanted,),
+        ).fetchall() if wanted else []  # fmt: skip
+        found: list[tuple[int, float]] = []
+        for space, copy in held.items():
+            with copy.lock:
+                copy.take([(id_, scope, vector, seq) for sp, id_, scope, vector, seq in fresh if sp == space], settled)
                 found += copy.nearest(scopes, query, limit)
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]
