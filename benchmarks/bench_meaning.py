@@ -1,8 +1,8 @@
 """Recall by meaning on the team server, under load: `python benchmarks/bench_server.py --meaning`.
 
 On a database of its own with N synthetic memories (bench_server's harness and load), it runs the
-same clients against one replica started with --no-meaning (BM25 alone, the baseline) and then one
-with the model, in the same window, and prints per mode: search and write p50/p99 and throughput,
+same clients against one replica with the model and then one started with --no-meaning (BM25 alone,
+the baseline), in the same window, and prints per mode: search and write p50/p99 and throughput,
 the replica's resident memory, the model's load time (the replica's own log) and the first search
 (which reads the space's vectors into the replica).
 
@@ -127,7 +127,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             f"vectors: {real:,} computed in {wall:.1f} s ({cpu / real * 1000:.1f} ms CPU a text, batches of"
             f" {vectors.BATCH}); the other {loaded.memories - real:,} rows hold copies of them"
         )
-        for meaning in (False, True):
+        for meaning in (True, False):  # the model first: its backfill then has nothing to catch up
             mode = "meaning" if meaning else "lexical"
             started = time.perf_counter()
             replica = harness.start_replica(url, work, meaning=meaning)
