@@ -20,9 +20,10 @@ and the read of what is there are one statement (a function of migration 0006, a
 lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
 the caller's transaction when one is open (an Idempotency-Key's).
 
-Recall by meaning (postgres/vectors.py, migration 0015): with the model loaded, the write statement
-also keeps the vector of a row whose text changed, and `nearest` gives the visible rows nearest to
-a query in meaning, for the service to fuse with BM25's hits as a machine does (memory/fusion.py).
+Recall by meaning (postgres/vectors.py, migration 0015): a write whose text changed drops the row's
+vector in its statement and tells the replica, which computes the new one in the background;
+`nearest` gives the visible rows nearest to a query in meaning, for the service to fuse with BM25's
+hits as a machine does (memory/fusion.py).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from hivelore.memory import bm25
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
-from hivelore.memory.vectors import memory_text
 from hivelore.server.limits import QuotaExceeded
 from hivelore.server.postgres import vectors
 
@@ -113,17 +113,9 @@ def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
     return key.split(), value.split(), tags.split()
 
 
-def _vector_part(vector: tuple[str, bytes | None] | None) -> str:
-    """The part of a write's statement that keeps its row's vector (see postgres/vectors.py `vector_of`)."""
-    if vector is None:
-        return ""
-    if vector[1] is None:
-        return ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
-    return """, vectored AS (
-        INSERT INTO memory_vectors (id, hash, vector) SELECT id, %(hash)s, %(vector)s FROM put
-        ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, vector = excluded.vector,
-            seq = nextval('memory_vector_changes'), changed = clock_timestamp()
-    )"""
+# The part of a write's statement that drops its row's vector when the text changed: the replica
+# computes the new one in the background (postgres/vectors.py `Meaning.written`).
+_UNVECTORED = ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
 
 
 def phrase_query(phrase: bm25.Phrase) -> str:
@@ -440,7 +432,7 @@ class PostgresTier(Tier):
         for before): one statement, one round trip."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
-        vector = vectors.vector_of(self.meaning.model if self.meaning else None, before, memory)
+        changed = vectors.text_changed(before, memory)
         self.conn.execute(
             """
             WITH put AS (
@@ -463,7 +455,7 @@ class PostgresTier(Tier):
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
             """
-            + _vector_part(vector)
+            + (_UNVECTORED if changed else "")
             + _COUNTED,
             {
                 "space": space,
@@ -481,10 +473,10 @@ class PostgresTier(Tier):
                 "rows": 0 if before else 1,
                 "change": tokens - old,
                 "shards": SPACE_SHARDS,
-                "hash": vector[0] if vector else None,
-                "vector": vector[1] if vector else None,
             },
         )
+        if changed and self.meaning is not None:
+            self.meaning.written(space, str(memory.scope), memory.key)
 
     def _check_quota(self, before: Memory | None, after: Memory) -> None:
         """Refuse a write that would give the owner more visible rows than the quota allows."""
@@ -546,9 +538,6 @@ class PostgresTier(Tier):
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
         space, written, unchanged = self.parts[part], [], []
-        if self.meaning is not None and self.meaning.model is not None:
-            # One batch through the model before the locks: each write then finds its vector computed.
-            self.meaning.model.vectors([memory_text(m) for m in memories])
         with self._transaction():
             for memory in memories:
                 existing, old = self._lock(space, str(memory.scope), memory.key)

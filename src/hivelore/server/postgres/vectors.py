@@ -4,9 +4,11 @@
 The model is the one a machine runs (memory/vectors.py: all-MiniLM-L6-v2 int8 from the `semantic`
 extra, nothing downloaded), loaded once per replica in the background after it starts; until it is
 loaded, or where the extra is not installed, searches rank by BM25 alone and writes store no vector.
-A write computes its text's vector in the tier's write statement (postgres/tier.py); a row without
-one (written before migration 0015, or while no model was loaded) gets it from `backfill`, which a
-replica runs once its model is loaded.
+A write that changes a row's text drops its vector (postgres/tier.py) and tells the replica, whose
+model thread computes the new one about a second later, in one batch with the others written
+meanwhile: no write waits for the model. A row without a vector (written before migration 0015,
+while no model was loaded, or by a replica that stopped first) gets it from `backfill`, which a
+replica runs once its model is loaded and then hourly.
 
 pgvector is not available, so the nearest rows are found by brute force over a copy of each space's
 vectors held here as float32 (a 100,000-row space: 150 MB, one matrix product per search). The copy
@@ -40,8 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hivelore.server")
 
 SETTLED_S = 10  # as postgres/tier.py's: a change this old was committed by a transaction that has ended
-RECENT_TEXTS = 1024  # vectors of texts just computed: an import embeds its batch before its writes
+RECENT_TEXTS = 1024  # vectors of texts just computed: a text written again costs no second run
 BACKFILL_BATCH = 256
+GATHER_S = 1.0  # a written text waits this long for others, to go through the model in one batch
 
 Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
 
@@ -155,6 +158,18 @@ class Meaning:
         self.load_s = 0.0
         self._spaces: dict[str, SpaceVectors] = {}
         self._lock = threading.Lock()
+        self._written: set[tuple[str, str, str]] = set()  # addresses whose text changed, to embed
+        self._wake = threading.Event()
+
+    def written(self, space: str, scope: str, key: str) -> None:
+        """A write changed the text at this address: its vector is computed in the background, about
+        GATHER_S later with the others written meanwhile (one batch through the model), so no write
+        waits for the model. A write whose transaction commits later still is left to the hourly backfill."""
+        if self.state == "off":
+            return
+        with self._lock:
+            self._written.add((space, scope, key))
+        self._wake.set()
 
     def load(self) -> None:
         """Load the model (about a second); a replica serves by BM25 alone until it is loaded."""
@@ -178,10 +193,24 @@ class Meaning:
             if self.model is not None:
                 done = self.catch_up(connect)
                 log.info("meaning ready", extra={"fields": {"load_s": round(self.load_s, 3), "backfilled": done}})
+                self._embed_writes(connect, self.model)
 
         thread = threading.Thread(target=run, name="hivelore-meaning", daemon=True)
         thread.start()
         return thread
+
+    def _embed_writes(self, connect: Connect, model: Model) -> None:
+        """Forever: wait for writes, gather them for GATHER_S, give their rows a vector."""
+        while True:
+            self._wake.wait()
+            time.sleep(GATHER_S)
+            self._wake.clear()
+            with self._lock:
+                keys, self._written = sorted(self._written), set()
+            try:
+                embed_written(connect, model, keys)
+            except psycopg.Error as exc:  # the database away: the hourly backfill gives them their vectors
+                log.warning("vectors of writes not kept", extra={"fields": {"error": _first(exc)}})
 
     def catch_up(self, connect: Connect) -> int:
         """The backfill, once the model is loaded (at start, then hourly: a replica without the model
@@ -247,8 +276,7 @@ def _first(exc: BaseException) -> str:
 
 
 def backfill(connect: Connect, model: Model, batch: int = BACKFILL_BATCH) -> int:
-    """Give every memory without a vector one, `batch` rows a transaction, oldest first; how many.
-    A row changed meanwhile is left to the write that changed it (the insert checks its change number)."""
+    """Give every memory without a vector one, `batch` rows a transaction, oldest first; how many."""
     done, after = 0, 0
     while True:
         with connect() as conn:
@@ -262,28 +290,46 @@ def backfill(connect: Connect, model: Model, batch: int = BACKFILL_BATCH) -> int
             ).fetchall()
             if not rows:
                 return done
-            texts = [vectors.memory_text(Memory.from_dict(record)) for _, _, record in rows]
-            computed = model.vectors(texts)
-            hashes = [vectors.text_hash(text) for text in texts]
-            inserted = conn.execute(
-                """
-                INSERT INTO memory_vectors (id, hash, vector)
-                SELECT u.id, u.hash, u.vector FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[])
-                    AS u(id, seq, hash, vector) JOIN memories m ON m.id = u.id AND m.seq = u.seq
-                ON CONFLICT (id) DO NOTHING
-                """,
-                ([r[0] for r in rows], [r[1] for r in rows], hashes, [computed[h] for h in hashes]),
-            )
-            done += inserted.rowcount
+            done += _store(conn, model, rows)
             after = rows[-1][0]
 
 
-def vector_of(model: Model | None, before: Memory | None, after: Memory) -> tuple[str, bytes | None] | None:
-    """What a write does to a row's vector: None (nothing) when its text did not change; else the
-    new (hash, vector), or (hash, None) to drop the old one when no model is loaded (the backfill of
-    a replica with one computes it)."""
-    text = vectors.memory_text(after)
-    if before is not None and vectors.memory_text(before) == text:
-        return None
-    digest = vectors.text_hash(text)
-    return digest, model.vectors([text])[digest] if model is not None else None
+def embed_written(connect: Connect, model: Model, keys: Sequence[tuple[str, str, str]]) -> int:
+    """Give the rows at these addresses (space, scope, key) that have no vector one; how many."""
+    done = 0
+    for start in range(0, len(keys), BACKFILL_BATCH):
+        part = keys[start : start + BACKFILL_BATCH]
+        with connect() as conn:
+            rows = conn.execute(
+                """
+                SELECT m.id, m.seq, m.record FROM memories m
+                JOIN unnest(%s::text[], %s::text[], %s::text[]) AS w(space, scope, key) USING (space, scope, key)
+                WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id)
+                """,
+                ([k[0] for k in part], [k[1] for k in part], [k[2] for k in part]),
+            ).fetchall()
+            done += _store(conn, model, rows) if rows else 0
+    return done
+
+
+def _store(conn: psycopg.Connection, model: Model, rows: Sequence[tuple[int, int, dict[str, object]]]) -> int:
+    """Compute and keep the vectors of these rows (id, change number, record), in one batch through
+    the model. A row changed meanwhile is left to the write that changed it (its change number moved)."""
+    texts = [vectors.memory_text(Memory.from_dict(record)) for _, _, record in rows]
+    computed = model.vectors(texts)
+    hashes = [vectors.text_hash(text) for text in texts]
+    inserted = conn.execute(
+        """
+        INSERT INTO memory_vectors (id, hash, vector)
+        SELECT u.id, u.hash, u.vector FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[])
+            AS u(id, seq, hash, vector) JOIN memories m ON m.id = u.id AND m.seq = u.seq
+        ON CONFLICT (id) DO NOTHING
+        """,
+        ([r[0] for r in rows], [r[1] for r in rows], hashes, [computed[h] for h in hashes]),
+    )
+    return inserted.rowcount
+
+
+def text_changed(before: Memory | None, after: Memory) -> bool:
+    """Whether a write changes what the row's vector is computed from (a new row's included)."""
+    return before is None or vectors.memory_text(before) != vectors.memory_text(after)
