@@ -27,6 +27,7 @@ team server up, slow (+200 ms an answer) and down, against bare Python, and its 
 
     python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
     python benchmarks/bench_server.py --small          # CI: 2,000 memories, 5 clients, 3 s per run
+    python benchmarks/bench_server.py --meaning        # recall by meaning: with and without the model
 
 The database and the servers are removed at the end, on failure and on Ctrl-C. Exit status 0 when
 every run ran (targets missed included), 1 when the set-up or a server failed.
@@ -187,12 +188,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_replica(url: str, logs: Path) -> Replica:
+def start_replica(url: str, logs: Path, meaning: bool = False) -> Replica:
+    """A replica; without `meaning`, --no-meaning: the load gives no row a vector, and a replica with
+    the model would spend the runs backfilling them (`--meaning` measures that path on its own)."""
     port = free_port()
     log_path = logs / f"serve-{port}.log"
     argv = [
         sys.executable, "-m", "hivelore", "serve", "--db", url, "--port", str(port),
         "--requests-per-minute", "100000000", "--active-memories", "1000000",
+        "--meaning" if meaning else "--no-meaning",
     ]  # fmt: skip
     with log_path.open("wb") as out:
         # A session of its own: Ctrl-C in the terminal reaches this script, which stops it in order.
@@ -787,6 +791,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the runs to make, comma-separated (default all: {','.join(RUNS)}); e.g. --runs floor,writes",
     )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
+    parser.add_argument(
+        "--meaning",
+        action="store_true",
+        help="measure recall by meaning instead (benchmarks/bench_meaning.py): search and writes with and"
+        " without the model, its load time and the replicas' memory",
+    )
+    parser.add_argument(
+        "--meaning-texts",
+        type=int,
+        default=2000,
+        help="with --meaning: the rows whose vectors are computed; the others get copies (default 2,000)",
+    )
     args = parser.parse_args(argv)
     args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
     unknown = [name for name in args.runs if name not in RUNS]
@@ -802,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-server-") as work:
         try:
+            if args.meaning:
+                import bench_meaning  # it uses this module's harness
+
+                return bench_meaning.bench(args, Path(work))
             return bench(args, Path(work))
         except RuntimeError as exc:
             print(f"FAILED: {exc}", file=sys.stderr)

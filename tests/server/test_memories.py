@@ -6,6 +6,7 @@ hold; and the same query gives the same order on the server as on one machine.""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,12 +17,16 @@ import pytest
 from conftest import Account, Server, start_server, unique
 from test_accounts import error_of
 
+from hivelore.memory import vectors
 from hivelore.memory.service import Hivelore
 from hivelore.server.postgres import accounts
+from hivelore.server.postgres import vectors as server_vectors
 from hivelore.server.postgres.tier import PostgresTier
 
 REPO = "repo::acme/checkout"
 CHAIN = ["branch::acme/checkout::main", REPO, "project::checkout", "global"]
+# Shares no word with the ECONNREFUSED 5432 lessons: only the model finds them.
+PARAPHRASE = "postgres connection refused"
 LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
 
 
@@ -318,11 +323,26 @@ def test_the_change_feed_gives_writes_and_deletions(
     assert [g[2] for g in rest.gone] == ["dropped"] and not rest.more
 
 
+def wait_for_meaning(api: httpx.Client, timeout_s: float = 60) -> None:
+    """Until the server's model is loaded (it loads in the background after the server starts)."""
+    deadline = time.monotonic() + timeout_s
+    while api.get("/readyz").json()["meaning"] != "ready":
+        assert time.monotonic() < deadline, "the server's model did not load"
+        time.sleep(0.1)
+
+
 def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
-    api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account], tmp_path: Path
+    api: httpx.Client,
+    db: psycopg.Connection,
+    make_user: Callable[..., Account],
+    tmp_path: Path,
+    database_url: str,
 ) -> None:
     """One data set (benchmarks/synth.py, 400 memories over several scopes, some archived, expired,
-    staged or shadowing one another), kept once in a local home and once in a user's space."""
+    staged or shadowing one another), kept once in a local home and once in a user's space. With the
+    semantic extra, both rank by meaning too (a warm local process's model; the server's, with the
+    vectors its backfill gives the rows written here), and a paraphrase sharing no word with its
+    lesson is compared as well."""
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import synth
 
@@ -334,6 +354,12 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
     who = make_user()
     PostgresTier(db, {"personal": f"user:{who.id}"}, []).store_batch("personal", memories, lambda new, old: new)
     scopes = local.scopes_in_vault()
+    meaning = api.get("/readyz").json()["meaning"] != "off"
+    if meaning:
+        embedder = vectors.Embedder()
+        local.semantic = vectors.Semantic(home / vectors.VECTORS_FILE, embedder)
+        server_vectors.backfill(lambda: psycopg.connect(database_url, autocommit=True), server_vectors.Model(embedder))
+        wait_for_meaning(api)
     queries = [
         "ECONNREFUSED",
         "tests fail",
@@ -343,6 +369,7 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         "cache",
         "redis 6379",
         "pnpm test fails with ECONNREFUSED when the db is down",
+        *([PARAPHRASE] if meaning else []),
     ]
     compared = 0
     for query in queries:
@@ -354,6 +381,11 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         assert remote == here, query
         compared += len(here)
     assert compared >= 40, "the queries find enough to compare"
+    if meaning:  # the paraphrase's lesson is found by its meaning, on both sides
+        top = api.get(
+            "/v1/memories/search", params={"q": PARAPHRASE, "scope": scopes, "limit": 3}, headers=who.headers()
+        )
+        assert any("5432" in h["memory"]["value"] for h in top.json()["hits"]), top.json()
 
 
 def test_a_word_too_long_for_postgresql_or_a_search_of_too_many_words_is_a_400_not_a_503(

@@ -24,6 +24,7 @@ from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
+from hivelore.server.postgres.vectors import Meaning
 from hivelore.server.routes import accounts, data, graph, health, memories, team
 
 log = logging.getLogger("hivelore.server")
@@ -57,6 +58,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     pool_size: int = 10
     recovery_days: float = 7.0  # how long deleted data may be restored (DELETE /v1/me/data)
+    meaning: bool = True  # recall by meaning when the semantic extra is installed (postgres/vectors.py)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -68,6 +70,8 @@ def create_app(settings: Settings) -> FastAPI:
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
+        app.state.meaning = Meaning(settings.meaning)
+        app.state.meaning.start(app.state.pool.connection)  # in a thread: the server serves meanwhile, by BM25
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
         purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))
         try:
@@ -113,6 +117,7 @@ async def _purge_every(app: FastAPI, period_s: float) -> None:
 def _purge(app: FastAPI) -> None:
     with app.state.pool.connection() as conn:
         erasure.purge(conn)
+    app.state.meaning.catch_up(app.state.pool.connection)  # rows a replica without the model wrote
 
 
 class Admission:

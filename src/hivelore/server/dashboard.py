@@ -36,6 +36,7 @@ from hivelore.server import auth, limits
 from hivelore.server.board import ServerTeam, shared_repos
 from hivelore.server.memories import TeamMemories
 from hivelore.server.postgres import accounts, sessions
+from hivelore.server.postgres.vectors import Meaning
 
 BASE = "/dash"
 SESSION_COOKIE = "hivelore_session"
@@ -57,10 +58,12 @@ class DashboardMemories(TeamMemories):
     token that may write. Everything else is the API's service."""
 
     @classmethod
-    def open(cls, conn: psycopg.Connection, caller: auth.Caller, quota: int) -> DashboardMemories:
+    def open(
+        cls, conn: psycopg.Connection, caller: auth.Caller, quota: int, meaning: Meaning | None = None
+    ) -> DashboardMemories:
         """Read from every scope the caller's spaces hold that the token admits, narrowest first (what
         the API reads when a client names no scopes)."""
-        service = cls(conn, caller, [], quota, {"agent": "dashboard"})
+        service = cls(conn, caller, [], quota, {"agent": "dashboard"}, meaning)
         readable = service.scopes_in_vault()
         service.chain = Chain(tuple(parse(s) for s in readable) or (parse("global"),), None)
         return service
@@ -95,7 +98,8 @@ class ServerServices:
     @contextmanager
     def memory(self, request: Request) -> Iterator[MemoryService]:
         with request.app.state.pool.connection() as conn:
-            yield DashboardMemories.open(conn, request.state.caller, request.app.state.limits.active_memories)
+            state = request.app.state
+            yield DashboardMemories.open(conn, request.state.caller, state.limits.active_memories, state.meaning)
 
     @contextmanager
     def coordination(self, request: Request) -> Iterator[ServerTeam]:

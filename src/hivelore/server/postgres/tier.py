@@ -19,6 +19,11 @@ and N counted updates, as the vault's lock does for files. A write that makes a 
 and the read of what is there are one statement (a function of migration 0006, as are the quota's
 lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
 the caller's transaction when one is open (an Idempotency-Key's).
+
+Recall by meaning (postgres/vectors.py, migration 0015): a write whose text changed drops the row's
+vector in its statement and tells the replica, which computes the new one in the background;
+`nearest` gives the visible rows nearest to a query in meaning, for the service to fuse with BM25's
+hits as a machine does (memory/fusion.py).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
 from hivelore.server.limits import QuotaExceeded
+from hivelore.server.postgres import vectors
 
 MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
@@ -107,6 +113,11 @@ def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
     return key.split(), value.split(), tags.split()
 
 
+# The part of a write's statement that drops its row's vector when the text changed: the replica
+# computes the new one in the background (postgres/vectors.py `Meaning.written`).
+_UNVECTORED = ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
+
+
 def phrase_query(phrase: bm25.Phrase) -> str:
     """A tsquery literal for one query word as FTS5 reads `"word"*` (tokens hold no quote)."""
     last = len(phrase.parts) - 1
@@ -123,11 +134,14 @@ class PostgresTier(Tier):
         warnings: list[str],
         owner: int | None = None,
         quota: int | None = None,
+        meaning: vectors.Meaning | None = None,
     ) -> None:
         """`conn` in autocommit mode; `parts` maps a part's name to its space, the winning part first.
-        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most."""
+        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most.
+        `meaning`: the replica's model and vectors, for recall by meaning (None: BM25 alone)."""
         self.conn, self.parts, self.warnings = conn, parts, warnings
         self.owner, self.quota = owner, quota
+        self.meaning = meaning
         self._held: dict[bm25.Phrase, int] = {}  # rows holding a phrase, counted once a request
 
     # -- reads --------------------------------------------------------------------------------
@@ -278,6 +292,30 @@ class PostgresTier(Tier):
         chosen = set(held[:OR_WORDS])
         return [p for n, p in enumerate(phrases) if n in chosen]
 
+    def nearest(self, scopes: Sequence[str], query: str, limit: int) -> list[tuple[Candidate, float]] | None:
+        """The `limit` visible rows of these scopes nearest to `query` in meaning, with their cosine,
+        nearest first; None while the replica has no model. The vectors' copy may hold rows hidden
+        or moved since: the rows are read again, and more are asked for until `limit` are visible."""
+        model = self.meaning.model if self.meaning is not None else None
+        if model is None or self.meaning is None:
+            return None
+        vector = model.query(query)
+        wanted = 2 * limit  # some of the nearest may be hidden: one round trip mostly suffices
+        while True:
+            near = self.meaning.nearest(self.conn, self._spaces(), scopes, vector, wanted)
+            rows = {
+                id_: Candidate.of(Memory.from_dict(record), space, f"{scope}/{key}")
+                for id_, space, scope, key, record in self.conn.execute(
+                    f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%(ids)s) AND space = ANY(%(spaces)s)"
+                    f" AND scope = ANY(%(scopes)s) AND {_VISIBLE}",
+                    {**self._where(scopes), "ids": [id_ for id_, _ in near]},
+                )
+            }
+            found = [(rows[id_], cosine) for id_, cosine in near if id_ in rows]
+            if len(found) >= limit or len(near) < wanted:
+                return found[:limit]
+            wanted *= 4
+
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:
         candidates = self._candidates(
             f"""
@@ -394,6 +432,7 @@ class PostgresTier(Tier):
         for before): one statement, one round trip. The tokens the row counts for now."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
+        changed = vectors.text_changed(before, memory)
         self.conn.execute(
             """
             WITH put AS (
@@ -417,6 +456,7 @@ class PostgresTier(Tier):
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
             """
+            + (_UNVECTORED if changed else "")
             + _COUNTED,
             {
                 "space": space,
@@ -436,6 +476,8 @@ class PostgresTier(Tier):
                 "shards": SPACE_SHARDS,
             },
         )
+        if changed and self.meaning is not None:
+            self.meaning.written(space, str(memory.scope), memory.key)
         return tokens
 
     def _check_quota(
