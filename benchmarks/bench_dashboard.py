@@ -32,8 +32,16 @@ performance marks; each navigation waits for the last of them. It prints medians
 the memory view's first paint against the issue's 300 ms at 60,000 memories and the code map's
 against 1 s at 30,000 symbols; it never fails on a figure.
 
+With `--server`, the same code graph is also pushed (`remote.graph.push`, what `hivelore graph push`
+sends) to a real `hivelore serve` over a database of the run's own on the local PostgreSQL (dropped at
+the end), for an organisation sharing `repo::acme/checkout`, and the team server's code map
+(`/dash/codemap`, after logging in with the member's token) is timed in chromium the same way: its
+first paint, and its marks, which include rebuilding the pushed graph in memory when the process
+has not cached it.
+
     python benchmarks/bench_dashboard.py                        # 6,000 and 60,000 memories, 7 runs
     python benchmarks/bench_dashboard.py --sizes 600 --runs 2   # a quick run (.ci/run)
+    python benchmarks/bench_dashboard.py --sizes 60000 --runs 5 --server
 """
 
 from __future__ import annotations
@@ -126,9 +134,10 @@ def _http(url: str, runs: int, pages: dict[str, dict | None] = PAGES) -> dict[st
 
 
 def _browser(
-    url: str, runs: int, path: str = "/memories", marks: tuple[str, ...] = ()
+    url: str, runs: int, path: str = "/memories", marks: tuple[str, ...] = (), token: str = ""
 ) -> dict[str, list[float]] | None:
-    """Navigation Timing of `path`, and the start time of each performance mark the page sets (waited for)."""
+    """Navigation Timing of `path`, and the start time of each performance mark the page sets (waited
+    for); with `token`, after logging in to the team server's dashboard with it."""
     chromium = shutil.which("chromium")
     if chromium is None:
         return None
@@ -139,6 +148,11 @@ def _browser(
         browser = driver.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         page = browser.new_page()
         page.set_default_timeout(600_000)
+        if token:
+            page.goto(f"{url}/dash/login")
+            page.fill("input[name=token]", token)
+            page.click("form.login button[type=submit]")
+            page.wait_for_url("**/dash/memories")
         page.goto(f"{url}{path}")  # warm
         for _ in range(runs):
             page.goto(f"{url}{path}", wait_until="load")
@@ -196,7 +210,41 @@ def _verdict(label: str, value: float, target: float, size: int, at: int, unit: 
     print(f"  {label} {value:.0f} ms against the target {target:.0f} ms at {at:,} {unit}: {verdict}")
 
 
-def bench(size: int, runs: int, seed: int) -> None:
+def _server_map(repo: Path, env: dict[str, str], runs: int, work: Path) -> dict[str, list[float]] | None:
+    """The team server's code map of the pushed graph of `repo`, timed in chromium."""
+    import psycopg
+    from bench_remote_hooks import TeamServer, database
+
+    from hivelore.codegraph import Graph
+    from hivelore.remote.client import Client, Endpoint
+    from hivelore.remote.graph import push
+    from hivelore.server.postgres import accounts, migrate
+
+    with database("hivelore_dashboard") as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate.migrate(conn)
+            user = accounts.add_user(conn, "dev")
+            accounts.create_org(conn, "acme", user.id)
+            org_id, _ = accounts.role_in(conn, "acme", user.id)
+            accounts.bind_scope(conn, org_id, "repo::acme/checkout", user.id)
+            token = accounts.create_token(conn, user.id, "rw", name="bench").token
+        server = TeamServer(url, work / "serve.log")
+        try:
+            site = f"http://127.0.0.1:{server.port}"
+            started = time.perf_counter()
+            with Graph.open(env["HIVELORE_HOME"], str(repo)) as graph:
+                sent = push(Client(Endpoint(site), token, timeout_s=120.0), graph, "acme/checkout")
+            print(f"pushed {sent.files:,} files, {sent.symbols:,} symbols, {sent.calls:,} calls to the team server"
+                  f" in {time.perf_counter() - started:.1f} s")  # fmt: skip
+            return _browser(site, runs, "/dash/codemap?repo=acme/checkout", MARKS, token)
+        finally:
+            server.stop()
+
+
+MARKS = ("codemap-nodes", "codemap-drawn", "codemap-hotspots")
+
+
+def bench(size: int, runs: int, seed: int, server: bool = False) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f"hivelore-bench-dashboard-{size}-"))
     process = None
     try:
@@ -220,10 +268,11 @@ def bench(size: int, runs: int, seed: int) -> None:
         painted = _browser(url, runs)
         # Each navigation waits for the hot spots too: their betweenness holds the GIL (rustworkx), so one
         # still being computed for the last page would stall the server under the next one.
-        mapped = _browser(url, runs, "/codemap", ("codemap-nodes", "codemap-drawn", "codemap-hotspots"))
+        mapped = _browser(url, runs, "/codemap", MARKS)
         if painted is None or mapped is None:
             print("  (chromium is not installed: no browser timings)")
             return
+        on_server = _server_map(repo, env, runs, tmp) if server else None
         print("  the memory view in chromium (Navigation Timing, from navigation start):")
         for name, values in painted.items():
             print(_row(name, values))
@@ -234,6 +283,13 @@ def bench(size: int, runs: int, seed: int) -> None:
         _verdict("memory view first paint", paint, PAINT_TARGET_MS, size, TARGET_SIZE, "memories")
         paint = statistics.median(mapped["first contentful paint"])
         _verdict("code map first paint", paint, MAP_PAINT_TARGET_MS, symbols, MAP_TARGET_SYMBOLS, "symbols")
+        if on_server is not None:
+            print("  the team server's code map of the pushed graph in chromium (from navigation start):")
+            for name, values in on_server.items():
+                print(_row(name, values))
+            paint = statistics.median(on_server["first contentful paint"])
+            _verdict("team server's code map first paint", paint, MAP_PAINT_TARGET_MS, symbols, MAP_TARGET_SYMBOLS,
+                     "symbols")  # fmt: skip
     finally:
         if process is not None:
             process.terminate()
@@ -246,9 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[6_000, 60_000], help="store sizes")
     parser.add_argument("--runs", type=int, default=7, help="timed runs of each page (default 7)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic store (default 1)")
+    parser.add_argument(
+        "--server", action="store_true", help="also the team server's code map (needs PostgreSQL on 127.0.0.1:5432)"
+    )
     args = parser.parse_args(argv)
     for size in args.sizes:
-        bench(size, args.runs, args.seed)
+        bench(size, args.runs, args.seed, args.server)
     return 0
 
 

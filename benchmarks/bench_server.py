@@ -13,6 +13,9 @@ keep-alive httpx.Client and token) run for a fixed time:
     mixed    search (a chain of 4 scopes, realistic queries) 50%, list (one small scope) 20%,
              write 30% (half new keys, half updates of loaded keys, each with an Idempotency-Key)
     writes   writes only, to report writes/s
+    batched  the same writes as records of POST /v1/memories/import, BATCH_RECORDS a request (the
+             batch endpoint an outbox or `migrate --to remote` sends), from at most BATCH_SENDERS
+             clients a replica: records/s, labelled as such
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
 the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else
@@ -24,6 +27,7 @@ team server up, slow (+200 ms an answer) and down, against bare Python, and its 
 
     python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
     python benchmarks/bench_server.py --small          # CI: 2,000 memories, 5 clients, 3 s per run
+    python benchmarks/bench_server.py --meaning        # recall by meaning: with and without the model
 
 The database and the servers are removed at the end, on failure and on Ctrl-C. Exit status 0 when
 every run ran (targets missed included), 1 when the set-up or a server failed.
@@ -76,8 +80,10 @@ IMPORT_BATCH = 500  # records per import request: the route's maximum
 LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
-OPS = ("healthz", "search", "list", "write")  # the order of the table's rows
-RUNS = ("floor", "mixed", "search", "writes", "paced", "hooks")  # every run, in the order they are made
+OPS = ("healthz", "search", "list", "write", "import")  # the order of the table's rows
+RUNS = ("floor", "mixed", "search", "writes", "batched", "paced", "hooks")  # every run, in the order they are made
+BATCH_RECORDS = 50  # records per import request of the batched run
+BATCH_SENDERS = 10  # clients of the batched run per replica: a replica's connections (server/app.py's pool_size)
 # A paced client's period: an agent's memory operations come from its hooks and tools, a few per
 # turn, and a turn (a model call and a tool run) takes seconds; one operation every 2 s per agent is
 # a busy agent, and 50 of them offer 25 operations a second.
@@ -182,12 +188,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_replica(url: str, logs: Path) -> Replica:
+def start_replica(url: str, logs: Path, meaning: bool = False) -> Replica:
+    """A replica; without `meaning`, --no-meaning: the load gives no row a vector, and a replica with
+    the model would spend the runs backfilling them (`--meaning` measures that path on its own)."""
     port = free_port()
     log_path = logs / f"serve-{port}.log"
     argv = [
         sys.executable, "-m", "hivelore", "serve", "--db", url, "--port", str(port),
         "--requests-per-minute", "100000000", "--active-memories", "1000000",
+        "--meaning" if meaning else "--no-meaning",
     ]  # fmt: skip
     with log_path.open("wb") as out:
         # A session of its own: Ctrl-C in the terminal reaches this script, which stops it in order.
@@ -318,6 +327,7 @@ class Sample:
     op: str
     seconds: float
     status: str  # the HTTP status, or the transport error's class
+    records: int = 1  # the writes a request carried (an import's records)
 
 
 @dataclass
@@ -414,7 +424,8 @@ class Client:
             status = str(answer.status_code)
         except httpx.HTTPError as exc:
             status = type(exc).__name__
-        self.samples.append(Sample(op, time.perf_counter() - started, status))
+        records = BATCH_RECORDS if op == "import" else 1
+        self.samples.append(Sample(op, time.perf_counter() - started, status, records))
 
     def search(self) -> httpx.Request:
         return self.http.build_request(
@@ -424,22 +435,35 @@ class Client:
     def list(self) -> httpx.Request:
         return self.http.build_request("GET", "/v1/memories", params={"scope": LIST_SCOPE})
 
-    def write(self, run: str) -> httpx.Request:
+    def _lesson(self, run: str) -> dict[str, object]:
+        """A write's fields: half new keys, half updates of loaded keys."""
         self.written += 1
         if self.rng.random() < 0.5 and self.loaded.update_keys:
             key = self.rng.choice(self.loaded.update_keys)  # an upsert: a loaded lesson seen again
         else:
             key = f"bench-{run}-{self.n}-{self.written}"
-        body = {
+        return {
             "scope": WRITE_SCOPE,
             "key": key,
             "value": self.rng.choice(self.loaded.values),
             "tags": ["bench"],
             "provenance": {"agent": "claude-code", "session": f"bench-{self.n}", "repo": "acme/checkout"},
         }
+
+    def write(self, run: str) -> httpx.Request:
         # Sent as a client's outbox sends a write: with a key that makes a retry land once.
         headers = {"Idempotency-Key": str(uuid.uuid4())}
-        return self.http.build_request("POST", "/v1/memories", json=body, headers=headers)
+        return self.http.build_request("POST", "/v1/memories", json=self._lesson(run), headers=headers)
+
+    def batch(self, run: str) -> httpx.Request:
+        """BATCH_RECORDS writes in one import request (distinct keys: one record a key a request)."""
+        records: dict[str, dict[str, object]] = {}
+        while len(records) < BATCH_RECORDS:
+            lesson = self._lesson(run)
+            records[str(lesson["key"])] = lesson
+        body = {"records": list(records.values()), "space": f"org:{ORG}"}
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        return self.http.build_request("POST", "/v1/memories/import", json=body, headers=headers)
 
     def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start, pace_s: float | None) -> None:
         """Operations of `mix` until the time is up: back to back, or one every `pace_s` seconds (each
@@ -462,6 +486,8 @@ class Client:
                 self.timed(op, self.list(), due)
             elif op == "write":
                 self.timed(op, self.write(run), due)
+            elif op == "import":
+                self.timed(op, self.batch(run), due)
             else:
                 self.timed(op, self.http.build_request("GET", "/healthz"), due)
             if due is not None and pace_s is not None:
@@ -540,6 +566,10 @@ def _target(run: Run, op: str, ok: list[float], throughput: float) -> str:
     if op == "write" and run.name == "writes":
         verdict = "meets" if throughput >= TARGET_WRITES_S else "misses"
         return f">= {TARGET_WRITES_S:g} writes/s: {verdict}"
+    if op == "import":
+        records = throughput * BATCH_RECORDS
+        verdict = "meets" if records >= TARGET_WRITES_S else "misses"
+        return f"{records:,.0f} writes/s batched ({BATCH_RECORDS} a request): >= {TARGET_WRITES_S:g} {verdict}"
     return ""
 
 
@@ -605,7 +635,21 @@ def floor_line(run: Run) -> str:
         f" {run.clients} / {n / u.wall:,.0f} per s = {run.clients / (n / u.wall) * 1000:,.1f} ms;"
         f" CPU a request {demand:.2f} ms (client {u.client / n * 1000:.2f}, replicas {u.replicas / n * 1000:.2f},"
         f" PostgreSQL {u.postgres / n * 1000:.2f}) → on {cores} cores at least"
-        f" {run.clients} × {demand:.2f} / {cores} = {run.clients * demand / cores:,.1f} ms"
+        f" {run.clients} × {demand:.2f} / {cores} = {run.clients * demand / cores:,.1f} ms" + _per_record(run)
+    )
+
+
+def _per_record(run: Run) -> str:
+    """A batched run's CPU a write (a record), and the writes a second it allows on these cores."""
+    u, records = run.usage, sum(s.records for s in run.samples if s.status.startswith("2"))
+    if all(s.records == 1 for s in run.samples) or not records:
+        return ""
+    demand = (u.client + u.replicas + u.postgres) / records * 1000
+    cores = os.cpu_count() or 1
+    return (
+        f"; a write (one of {BATCH_RECORDS} records) {demand:.2f} ms (client {u.client / records * 1000:.2f},"
+        f" replicas {u.replicas / records * 1000:.2f}, PostgreSQL {u.postgres / records * 1000:.2f})"
+        f" → at most {cores * 1000 / demand:,.0f} writes/s on {cores} cores"
     )
 
 
@@ -641,14 +685,16 @@ def bench(args: argparse.Namespace, work: Path) -> int:
                 ("mixed", MIX, None),
                 ("search", (("search", 1),), None),
                 ("writes", (("write", 1),), None),
+                ("batched", (("import", 1),), None),
                 ("paced", MIX, args.pace_ms),
             ):
                 if run_name not in args.runs:
                     continue
-                log(f"{count} replica(s), {run_name}: {args.clients} clients for {args.seconds:g} s…")
-                runs.append(
-                    run_clients(run_name, mix, replicas, team, loaded, args.clients, args.seconds, args.seed, pace)
-                )
+                # Batches of 50 from every client at once queue past the replicas' 5 s wait for a connection
+                # (503): as many senders as the replicas have connections, as outboxes that send in turn.
+                clients = min(args.clients, BATCH_SENDERS * count) if run_name == "batched" else args.clients
+                log(f"{count} replica(s), {run_name}: {clients} clients for {args.seconds:g} s…")
+                runs.append(run_clients(run_name, mix, replicas, team, loaded, clients, args.seconds, args.seed, pace))
         with psycopg.connect(url, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
@@ -745,6 +791,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the runs to make, comma-separated (default all: {','.join(RUNS)}); e.g. --runs floor,writes",
     )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
+    parser.add_argument(
+        "--meaning",
+        action="store_true",
+        help="measure recall by meaning instead (benchmarks/bench_meaning.py): search and writes with and"
+        " without the model, its load time and the replicas' memory",
+    )
+    parser.add_argument(
+        "--meaning-texts",
+        type=int,
+        default=2000,
+        help="with --meaning: the rows whose vectors are computed; the others get copies (default 2,000)",
+    )
     args = parser.parse_args(argv)
     args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
     unknown = [name for name in args.runs if name not in RUNS]
@@ -760,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-server-") as work:
         try:
+            if args.meaning:
+                import bench_meaning  # it uses this module's harness
+
+                return bench_meaning.bench(args, Path(work))
             return bench(args, Path(work))
         except RuntimeError as exc:
             print(f"FAILED: {exc}", file=sys.stderr)

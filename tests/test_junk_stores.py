@@ -72,6 +72,7 @@ ARGS: dict[str, list[list[str]]] = {
     "profile promotions": [["profile", "promotions"]],
     "graph index": [["graph", "index"]],
     "graph export": [["graph", "export"]],
+    "graph push": [["graph", "push"]],
     "graph blast-radius": [["graph", "blast-radius", SYMBOL]],
     "graph path": [["graph", "path", SYMBOL, SYMBOL]],
     "graph hotspots": [["graph", "hotspots"]],

@@ -5,15 +5,12 @@ caller, hot spots, claims by developer, the conflict between two tasks, escaping
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
+from browsing import served
 from codemap_site import (
     SCRIPT_TITLE,
     ShopMap,
@@ -106,8 +103,10 @@ def test_hot_spots_rank_what_the_code_depends_on(shop_map: ShopMap) -> None:
     ("path", "params", "status", "sentence"),
     [
         ("blast.json", {"symbol": "nope"}, 404, "no symbol 'nope' in the graph of"),
-        ("blast.json", {"symbol": "checkout", "hops": 9}, 400, "hops must be between 1 and 6, not 9."),
-        ("hotspots.json", {"limit": 0}, 400, "limit must be between 1 and 100, not 0."),
+        ("blast.json", {"symbol": "checkout", "hops": 9}, 400, "hops must be a whole number from 1 to 6, not '9'."),
+        ("blast.json", {"symbol": "checkout", "hops": "three"}, 400, "hops must be a whole number from 1 to 6"),
+        ("hotspots.json", {"limit": 0}, 400, "limit must be a whole number from 1 to 100, not '0'."),
+        ("hotspots.json", {"limit": "1e3"}, 400, "limit must be a whole number from 1 to 100, not '1e3'."),
         ("path.json", {"a": "ping", "b": "nope"}, 404, "no symbol 'nope'"),
     ],
 )
@@ -160,17 +159,8 @@ def unindexed(tmp_path: Path) -> Iterator[str]:
     repo, env = make_repo(tmp_path / "checkout"), {"HIVELORE_HOME": str(tmp_path / "home")}
     app = FastAPI()
     app.include_router(router(LocalServices(repo, env), base="/dashboard"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/dashboard"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield f"{url}/dashboard"
 
 
 def test_a_repository_without_a_graph_says_how_to_build_it(unindexed: str) -> None:

@@ -4,38 +4,32 @@ drew them; the screenshot is written under the run's temporary folder (docs/imag
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browsing import chromium, click_node, needs_chromium, screenshots
 from codemap_site import (
     ShopMap,
     shop_map_fixture,  # noqa: F401 -- the `shop_map` fixture
 )
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VALIDATE = "shop/tokens.py::validate_token"
 CHECKOUT = "shop/orders.py::checkout"
 PLACE_ORDER = "shop/api.py::place_order"
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="chromium is not installed (apt-get install -y chromium; .ci/run does)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("screenshots")
-    print(f"code map screenshots: {folder}")
-    return folder
+    return screenshots(tmp_path_factory, "code map")
 
 
 @pytest.fixture(scope="module")
 def page(shop_map: ShopMap) -> Iterator[Page]:
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as browser:
         context = browser.new_context(base_url=shop_map.url, viewport={"width": 1400, "height": 900})
         opened = context.new_page()
         dialogs: list[str] = []  # an alert() from a task's title would open one
@@ -44,20 +38,10 @@ def page(shop_map: ShopMap) -> Iterator[Page]:
         opened.wait_for_selector("#map[data-ready=true]")
         yield opened
         assert dialogs == []
-        browser.close()
 
 
 def has_node(page: Page, node_id: str) -> bool:
     return page.evaluate("(id) => window.codemap.getElementById(id).length === 1", node_id)
-
-
-def click_node(page: Page, node_id: str) -> None:
-    """A real mouse click where the map drew the node."""
-    page.wait_for_function("(id) => window.codemap.getElementById(id).length === 1", arg=node_id)
-    box = page.locator("#map").bounding_box()
-    assert box is not None
-    spot = page.evaluate("(id) => window.codemap.getElementById(id).renderedPosition()", node_id)
-    page.mouse.click(box["x"] + spot["x"], box["y"] + spot["y"])
 
 
 def node_data(page: Page, node_id: str, field: str) -> object:
@@ -133,3 +117,31 @@ def test_a_conflict_is_drawn_as_the_path_between_the_tasks(page: Page) -> None:
     assert page.locator("#answer p.chain-path").inner_text() == f"{CHECKOUT} → shop/auth.py::current_user → {VALIDATE}"
     assert all(has_class(page, f"s:{s}", "on-path") for s in (CHECKOUT, "shop/auth.py::current_user", VALIDATE))
     assert not has_class(page, f"s:{PLACE_ORDER}", "on-path")  # the last path's marks are gone
+
+
+LEAF_POSITIONS = (
+    "Object.fromEntries(window.codemap.nodes().filter((n) => n.isChildless()).map((n) => [n.id(), n.position()]))"
+)
+
+
+def test_opening_a_file_moves_nothing_placed_and_a_second_click_closes_it(page: Page) -> None:
+    before = page.evaluate(LEAF_POSITIONS)
+    click_node(page, "f:shop/health.py")
+    page.wait_for_function("window.codemap.getElementById('s:shop/health.py::ping').length === 1")
+    after = page.evaluate(LEAF_POSITIONS)
+
+    placed = [node for node in before if node != "f:shop/health.py"]
+    assert placed and {n: after[n] for n in placed} == {n: before[n] for n in placed}
+
+    # Its padding, not the symbol drawn at its centre: a click there closes the file.
+    box = page.locator("#map").bounding_box()
+    edge = page.evaluate(
+        "window.codemap.getElementById('f:shop/health.py').renderedBoundingBox({ includeLabels: false })"
+    )
+    assert box is not None
+    page.mouse.click(box["x"] + edge["x1"] + 3, box["y"] + edge["y1"] + 3)
+    page.wait_for_function("window.codemap.getElementById('s:shop/health.py::ping').length === 0")
+
+    assert node_data(page, "f:shop/health.py", "open") is False
+    closed = page.evaluate(LEAF_POSITIONS)
+    assert {n: closed[n] for n in placed} == {n: before[n] for n in placed}

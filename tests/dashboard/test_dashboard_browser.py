@@ -4,39 +4,31 @@ screenshotted under the run's temporary folder (docs/images/ holds copies of the
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browsing import chromium, needs_chromium, screenshots
 from dashboard_site import (
     SCRIPT_LESSON,
     Dashboard,
     dashboard_fixture,  # noqa: F401 -- the `dashboard` fixture
 )
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="chromium is not installed (apt-get install -y chromium; .ci/run does)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("screenshots")
-    print(f"dashboard screenshots: {folder}")
-    return folder
+    return screenshots(tmp_path_factory, "dashboard")
 
 
 @pytest.fixture(scope="module")
 def page(dashboard: Dashboard) -> Iterator[Page]:
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as browser:
         context = browser.new_context(base_url=dashboard.url, viewport={"width": 1280, "height": 800})
         yield context.new_page()
-        browser.close()
 
 
 def _keys(page: Page) -> list[str]:

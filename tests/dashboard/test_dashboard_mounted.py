@@ -4,15 +4,12 @@ links, forms and redirects stay under that path. Served by uvicorn on a loopback
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
+from browsing import served
 from fastapi import FastAPI
 from harness import make_repo
 
@@ -29,17 +26,8 @@ def mounted(tmp_path: Path) -> Iterator[str]:
     service.close()
     app = FastAPI()
     app.include_router(router(LocalServices(repo, env), base="/dashboard"))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served(app) as url:
+        yield url
 
 
 def test_links_forms_and_redirects_stay_under_the_mount_point(mounted: str) -> None:

@@ -4,6 +4,7 @@ GitHub handle, shares scopes, hands out tokens; every refusal is JSON with one s
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -14,20 +15,25 @@ import psycopg
 import pytest
 from conftest import Account, Server, start_server, unique
 
-from hivelore.server.postgres import migrate
+from hivelore.server import limits
+from hivelore.server.postgres import accounts, migrate
 
 
-def error_of(response: httpx.Response) -> str:
+def error_of(response: httpx.Response, code: str | None = None) -> str:
+    """The sentence of an error answer, checked for its shape (and its `code`, if given)."""
     body = response.json()
-    assert set(body) == {"error", "request_id"}, body
+    assert set(body) == {"error", "code", "request_id"}, body
     assert body["error"].endswith(".") and "\n" not in body["error"], body["error"]
     assert "Traceback" not in body["error"] and "SELECT" not in body["error"]
+    assert re.fullmatch(r"[a-z_]+", body["code"]) and body["code"] == (code or body["code"]), body
     return body["error"]
 
 
 def test_the_server_says_it_lives_is_ready_and_describes_itself(api: httpx.Client) -> None:
     assert api.get("/healthz").json() == {"status": "ok"}
-    assert api.get("/readyz").json() == {"status": "ready", "schema": migrate.latest()}
+    ready = api.get("/readyz").json()
+    assert ready.pop("meaning") in {"off", "loading", "backfilling", "ready"}  # recall by meaning's state
+    assert ready == {"status": "ready", "schema": migrate.latest()}
     paths = api.get("/openapi.json").json()["paths"]
     assert {"/v1/me", "/v1/orgs", "/v1/tokens", "/v1/invitations/accept"} <= set(paths)
 
@@ -72,7 +78,7 @@ def test_without_a_good_token_the_answer_is_401_with_a_sentence(
 ) -> None:
     response = api.get("/v1/me", headers={"Authorization": authorization} if authorization else {})
     assert response.status_code == 401
-    assert said in error_of(response)
+    assert said in error_of(response, "unauthenticated")
     assert response.headers["www-authenticate"] == "Bearer"
 
 
@@ -189,17 +195,24 @@ def test_a_bad_token_request_says_what_is_wrong(
 def test_what_the_server_cannot_use_is_refused_in_json(api: httpx.Client, make_user: Callable[..., Account]) -> None:
     user = make_user()
     too_big = api.post("/v1/orgs", content=b"{" + b" " * 2_000_000 + b"}", headers=user.headers())
-    assert too_big.status_code == 413 and "larger than" in error_of(too_big)
+    assert too_big.status_code == 413 and "larger than" in error_of(too_big, "too_large")
     not_json = api.post("/v1/orgs", content=b"{nope", headers={**user.headers(), "Content-Type": "application/json"})
-    assert not_json.status_code == 400 and error_of(not_json)
+    assert not_json.status_code == 400 and error_of(not_json, "bad_input")
     nowhere = api.get("/v1/nowhere", headers=user.headers())
-    assert nowhere.status_code == 404 and error_of(nowhere)
+    assert nowhere.status_code == 404 and error_of(nowhere, "not_found")
+    not_a_method = api.put("/v1/me", headers=user.headers())
+    assert not_a_method.status_code == 405 and error_of(not_a_method, "method_not_allowed")
     nul = api.post("/v1/tokens", json={"kind": "rw", "name": "ci\u0000"}, headers=user.headers())
-    assert nul.status_code == 400 and "U+0000" in error_of(nul)  # the guard sees it before PostgreSQL would
+    assert nul.status_code == 400 and "U+0000" in error_of(nul, "guard_refused")  # seen before PostgreSQL would
     nul_path = api.get("/v1/orgs/a%00b", headers=user.headers())
-    assert nul_path.status_code == 400 and "cannot store" in error_of(nul_path)
+    assert nul_path.status_code == 400 and "cannot store" in error_of(nul_path, "bad_input")
     bad_name = api.post("/v1/orgs", json={"name": "Not A Name"}, headers=user.headers())
-    assert bad_name.status_code == 400 and "lowercase letters" in error_of(bad_name)
+    assert bad_name.status_code == 400 and "lowercase letters" in error_of(bad_name, "bad_input")
+    taken = api.post("/v1/orgs", json={"name": "dup-" + user.name}, headers=user.headers())
+    again = api.post("/v1/orgs", json={"name": "dup-" + user.name}, headers=user.headers())
+    assert taken.status_code == 201 and again.status_code == 409 and error_of(again, "conflict")
+    elsewhere = api.get("/v1/orgs/no-such-org-here", headers=user.headers())
+    assert elsewhere.status_code == 404 and error_of(elsewhere, "not_found")
 
 
 def test_past_the_rate_limit_the_answer_is_429_with_retry_after_and_two_replicas_share_it(
@@ -217,7 +230,7 @@ def test_past_the_rate_limit_the_answer_is_429_with_retry_after_and_two_replicas
                 statuses.append(client.get(f"{replica}/v1/me", headers=user.headers()))
         assert [r.status_code for r in statuses[:120]] == [200] * 120
         limited = statuses[120]
-        assert limited.status_code == 429 and "more than 120 requests this minute" in error_of(limited)
+        assert limited.status_code == 429 and "more than 120 requests this minute" in error_of(limited, "rate_limited")
         assert 1 <= int(limited.headers["retry-after"]) <= 60
     finally:
         second.stop()
@@ -357,3 +370,44 @@ def test_a_token_name_the_guard_refuses_is_not_stored(
     assert refused.status_code == 400 and said in error_of(refused)
     assert refused.json()["error"].startswith(("the token's name", "a token's name"))
     assert db.execute("SELECT count(*) FROM tokens WHERE user_id = %s", (user.id,)).fetchone() == (1,)
+
+
+def test_a_limited_token_lists_itself_and_the_tokens_it_could_have_made_only(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    user = make_user("lister")
+    broad = api.post("/v1/tokens", json={"kind": "ro", "name": "everything"}, headers=user.headers()).json()
+    other = _limited(api, user, name="shop", scopes=["project::shop"])
+    limited = _limited(api, user, name="acme", scopes=["repo::acme/*"], expires_in_days=30)
+    narrower = api.post("/v1/tokens", json={"kind": "ro", "name": "checkout"}, headers=limited)
+    named = api.post("/v1/tokens", json={"kind": "ro", "name": "one", "scopes": ["repo::acme/web"]}, headers=limited)
+    outliving = api.post(
+        "/v1/tokens", json={"kind": "ro", "name": "late", "scopes": ["repo::acme/web"]}, headers=user.headers()
+    )
+    assert {narrower.status_code, named.status_code, outliving.status_code} == {201}
+
+    seen = [t["name"] for t in api.get("/v1/tokens", headers=limited).json()]
+    assert seen == ["acme", "checkout", "one"]  # not the unlimited ones, not shop's, not one outliving it
+    everything = [t["name"] for t in api.get("/v1/tokens", headers=user.headers()).json()]
+    assert everything == ["", "everything", "shop", "acme", "checkout", "one", "late"]
+    assert broad["name"] == "everything" and [t["name"] for t in api.get("/v1/tokens", headers=other).json()] == [
+        "shop"
+    ]
+
+
+def test_the_token_lookup_counts_a_request_only_when_asked(
+    db: psycopg.Connection, make_user: Callable[..., Account]
+) -> None:
+    user = make_user("counted")
+    header = f"Bearer {user.token}"
+    minute = "SELECT coalesce(sum(count), 0) FROM rate_windows WHERE token_id = %s"
+    first = accounts.caller(db, header)
+    assert first.user == user.name and db.execute(minute, (first.token_id,)).fetchone() == (0,)
+    for _ in range(2):
+        assert limits.identify(db, header, limit=5) == first
+    assert db.execute(minute, (first.token_id,)).fetchone() == (2,)
+    limits.count_request(db, first.token_id, limit=5)
+    assert db.execute(minute, (first.token_id,)).fetchone() == (3,)
+    with pytest.raises(limits.RateLimited):
+        limits.identify(db, header, limit=3)
+    assert accounts.caller(db, header) == first  # the dashboard's sign-in is not refused by the count

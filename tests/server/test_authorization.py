@@ -488,6 +488,7 @@ TEAM_ENDPOINTS = (
     TeamEndpoint("POST", "/v1/team/intents/{intent}/claims", "write", "member", {"symbols": TEAM_SYMBOLS}),
     TeamEndpoint("GET", "/v1/team/intents/{intent}/claims", "read", "viewer"),
     TeamEndpoint("GET", "/v1/team/claims?repo={repo}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/replica?repo={repo}", "read", "viewer"),
     TeamEndpoint("GET", "/v1/team/file-claims?repo={repo}", "read", "viewer"),
     TeamEndpoint("POST", "/v1/team/file-claims", "write", "member", {"repo": "{repo}", "replaced": [], "claims": []}),
     TeamEndpoint("POST", "/v1/team/intents/{intent}/changes", "write", "member", {"symbols": TEAM_SYMBOLS}),
@@ -518,7 +519,25 @@ TEAM_ENDPOINTS = (
     TeamEndpoint("GET", f"/v1/team/why?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}", "read", "viewer"),
     TeamEndpoint("GET", f"/v1/team/history?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}", "read", "viewer"),
     TeamEndpoint("GET", "/v1/team/board?repo={repo}", "read", "viewer"),
+    # the repository's pushed code graph: listing the held files is a push's first step, so a push's right
+    TeamEndpoint("POST", "/v1/graph/push", "write", "member", {"repo": "{repo}", "files": "{graph}"}),
+    TeamEndpoint("GET", "/v1/graph/files?repo={repo}", "write", "member"),
+    TeamEndpoint("GET", "/v1/graph/symbols?repo={repo}&name=validate_token", "read", "viewer"),
+    TeamEndpoint("GET", f"/v1/graph/blast-radius?repo={{repo}}&symbol={TEAM_SYMBOLS[0]}&hops=2", "read", "viewer"),
+    TeamEndpoint("GET", f"/v1/graph/path?repo={{repo}}&a=refresh&b={TEAM_SYMBOLS[0]}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/graph/hotspots?repo={repo}", "read", "viewer"),
 )
+# The graph the team world's repository holds (pushed by its owner), and the file the push row sends again.
+GRAPH_FILE = {
+    "path": "shop/tokens.py", "language": "python", "hash": "h1", "parser": "3",
+    "symbols": [
+        {"id": TEAM_SYMBOLS[0], "qualname": "validate_token", "kind": "function", "line": 1, "end_line": 3,
+         "hash": "s1", "seq": 1},
+        {"id": "shop/tokens.py::refresh", "qualname": "refresh", "kind": "function", "line": 5, "end_line": 6,
+         "hash": "s2", "seq": 2},
+    ],
+    "calls": [{"caller": "shop/tokens.py::refresh", "callee": TEAM_SYMBOLS[0], "confidence": 1.0}],
+}  # fmt: skip
 
 
 def expected_team(endpoint: TeamEndpoint, kind: str, role: str | None, admitted: bool = True) -> int:
@@ -557,6 +576,7 @@ def team_world(conn: psycopg.Connection) -> TeamWorld:
     org_id, _ = accounts.role_in(conn, org, owner)
     accounts.bind_scope(conn, org_id, f"repo::{repo}", owner)
     intent = PostgresTeam(conn, org_id, owner).create_intent("dev", repo, "add JWT support").id
+    _push_graph(conn, org_id, repo)
     callers: dict[tuple[str | None, str], tuple[int, str]] = {}
     for role in ROLES:
         caller = _user(conn, role or "stranger").id
@@ -569,6 +589,15 @@ def team_world(conn: psycopg.Connection) -> TeamWorld:
         for admitted, pattern in ((True, f"repo::{repo.split('/')[0]}/*"), (False, "repo::elsewhere/*"))
     }
     return TeamWorld(org_id, repo, intent, callers, limited)
+
+
+def _push_graph(conn: psycopg.Connection, org_id: int, repo: str) -> None:
+    from hivelore.server.postgres import graph
+
+    f = GRAPH_FILE
+    symbols = [tuple(s[k] for k in ("id", "qualname", "kind", "line", "end_line", "hash", "seq")) for s in f["symbols"]]
+    calls = [(c["caller"], c["callee"], c["confidence"]) for c in f["calls"]]
+    graph.push(conn, org_id, repo, [graph.Pushed(f["path"], f["language"], f["hash"], f["parser"], symbols, calls)], [])
 
 
 def _team_rows(conn: psycopg.Connection, world: TeamWorld, user_id: int) -> tuple:
@@ -593,6 +622,8 @@ def _ask_team(
     client: httpx.Client, conn: psycopg.Connection, endpoint: TeamEndpoint, world: TeamWorld, caller: tuple[int, str]
 ) -> httpx.Response:
     def filled(item: object) -> object:
+        if item == "{graph}":
+            return [GRAPH_FILE]
         if isinstance(item, str):
             return item.replace("{repo}", world.repo).replace("{intent}", str(world.intent))
         if isinstance(item, dict):

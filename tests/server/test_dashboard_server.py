@@ -1,7 +1,7 @@
 """The dashboard on the team server (`/dash`), over HTTP against a real `hivelore serve` on loopback and
 its PostgreSQL: a session from a token given once (cookie flags, logout, revocation), CSRF on every
 action, a viewer who sees but cannot archive, a scope-limited token that lists only its scopes, a
-lesson holding `<script>` shown as text, and the task board saying it is not on the server yet."""
+lesson holding `<script>` shown as text. The task board and the code map: test_dashboard_server_team.py."""
 
 from __future__ import annotations
 
@@ -208,23 +208,3 @@ def test_logging_out_or_revoking_the_token_ends_the_session(
     assert "this token can only read" in page.text
     assert api.delete(f"/v1/tokens/{made.info.id}", headers=team.member.headers()).status_code == 204
     assert browser.get("/dash/memories").status_code == 303
-
-
-def test_the_task_board_says_the_team_store_is_not_on_the_server_yet(browser: httpx.Client, team: Team) -> None:
-    log_in(browser, team.member.token)
-    board = browser.get("/dash/tasks")
-    task = browser.get("/dash/tasks/1")
-    for page in (board, task):
-        assert page.status_code == 503 and "the task board is not on the team server yet" in page.text
-
-
-def test_the_code_map_needs_the_session_and_says_the_team_store_is_not_on_the_server_yet(
-    browser: httpx.Client, team: Team
-) -> None:
-    assert browser.get("/dash/codemap/folder.json").status_code == 303  # behind the session, as every page
-    log_in(browser, team.member.token)
-    page = browser.get("/dash/codemap")
-    answer = browser.get("/dash/codemap/folder.json")
-    assert page.status_code == 503 and "the task board is not on the team server yet" in page.text
-    assert answer.status_code == 503 and answer.json()["error"].startswith("the task board is not on the team server")
-    assert browser.get("/dash/static/vendor/cytoscape.min.js").status_code == 200

@@ -5,35 +5,27 @@ run's temporary folder."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browsing import chromium, needs_chromium, screenshots
 from conftest import Server
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 from test_dashboard_server import Team, team_fixture  # noqa: F401 -- the `team` fixture
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="chromium is not installed (apt-get install -y chromium; .ci/run does)"
-)
+pytestmark = needs_chromium
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+@pytest.fixture(scope="module", name="chromium")
+def chromium_fixture() -> Iterator[Browser]:
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("screenshots")
-    print(f"team dashboard screenshots: {folder}")
-    return folder
+    return screenshots(tmp_path_factory, "team dashboard")
 
 
 def signed_in(chromium: Browser, server: Server, token: str) -> Page:

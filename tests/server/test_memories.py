@@ -6,7 +6,9 @@ hold; and the same query gives the same order on the server as on one machine.""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -15,12 +17,16 @@ import pytest
 from conftest import Account, Server, start_server, unique
 from test_accounts import error_of
 
+from hivelore.memory import vectors
 from hivelore.memory.service import Hivelore
 from hivelore.server.postgres import accounts
+from hivelore.server.postgres import vectors as server_vectors
 from hivelore.server.postgres.tier import PostgresTier
 
 REPO = "repo::acme/checkout"
 CHAIN = ["branch::acme/checkout::main", REPO, "project::checkout", "global"]
+# Shares no word with the ECONNREFUSED 5432 lessons: only the model finds them.
+PARAPHRASE = "postgres connection refused"
 LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
 
 
@@ -209,7 +215,7 @@ def test_the_quota_counts_active_memories_only(small_quota: Server, make_user: C
         assert write(api, who, "project::shop", "k0", "an update is no new memory").status_code == 200
         over = write(api, who, "project::shop", "k3")
         assert over.status_code == 403
-        assert error_of(over) == (
+        assert error_of(over, "quota_exceeded") == (
             "your account holds 3 active memories, the most it may hold (3): archive or forget some first"
             " (archived ones do not count)."
         )
@@ -217,6 +223,34 @@ def test_the_quota_counts_active_memories_only(small_quota: Server, make_user: C
         assert write(api, who, "project::shop", "k3").status_code == 200
         revive = api.post("/v1/memories/restore", json={"scope": "project::shop", "key": "k1"}, headers=who.headers())
         assert revive.status_code == 403
+
+
+def test_a_restore_counts_against_the_quota_of_who_first_wrote_the_memory(
+    small_quota: Server, team: dict[str, Account]
+) -> None:
+    """An org's row counts against its writer's quota: a teammate restoring it must not push the
+    writer past theirs, and a teammate at their own quota may restore a row that counts against another."""
+    writer, teammate = team["member"], team["owner"]
+    with httpx.Client(base_url=small_quota.url, timeout=10) as api:
+
+        def restore(who: Account, key: str) -> httpx.Response:
+            return api.post("/v1/memories/restore", json={"scope": REPO, "key": key}, headers=who.headers())
+
+        for n in range(3):
+            assert write(api, writer, REPO, f"w{n}").status_code == 200
+        archived = api.post("/v1/memories/archive", json={"scope": REPO, "key": "w0"}, headers=teammate.headers())
+        assert archived.status_code == 200
+        assert write(api, writer, REPO, "w3").status_code == 200  # the writer's third active memory again
+
+        over = restore(teammate, "w0")  # the teammate holds none, but w0 counts against the writer
+        assert over.status_code == 403
+        assert error_of(over, "quota_exceeded").startswith(
+            f"the account of {writer.name}, who first wrote this memory, holds 3 active memories"
+        )
+        for n in range(3):
+            assert write(api, teammate, "project::own", f"t{n}").status_code == 200  # the teammate's quota is full
+        api.post("/v1/memories/archive", json={"scope": REPO, "key": "w3"}, headers=writer.headers())
+        assert restore(teammate, "w0").status_code == 200  # the writer has room again; the teammate's is not asked
 
 
 def test_import_keeps_created_derives_the_rest_and_a_second_run_changes_nothing(
@@ -248,6 +282,27 @@ def test_import_keeps_created_derives_the_rest_and_a_second_run_changes_nothing(
     assert memory["provenance"] == {"agent": "codex", "user": who.name}
 
 
+def test_imports_of_the_same_keys_in_other_orders_at_once_all_land(
+    api: httpx.Client, make_user: Callable[..., Account]
+) -> None:
+    """Each import locks its addresses in one order before it writes: two in opposite orders (and a
+    write between) once deadlocked, and PostgreSQL undid one of them (a 503)."""
+    who = make_user()
+    keys = [f"k{n:02d}" for n in range(40)]
+
+    def send(round_: int, order: list[str]) -> int:
+        records = [{"scope": "project::shop", "key": key, "value": f"{LESSON} ({round_}, {key})"} for key in order]
+        with httpx.Client(base_url=str(api.base_url), timeout=30) as client:
+            answer = client.post("/v1/memories/import", json={"records": records}, headers=who.headers())
+        return answer.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(
+            pool.map(lambda n: send(n, keys if n % 2 else keys[::-1]), range(16))  # each round, both orders
+        )
+    assert statuses == [200] * 16
+
+
 def test_the_change_feed_gives_writes_and_deletions(
     api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account]
 ) -> None:
@@ -268,11 +323,26 @@ def test_the_change_feed_gives_writes_and_deletions(
     assert [g[2] for g in rest.gone] == ["dropped"] and not rest.more
 
 
+def wait_for_meaning(api: httpx.Client, timeout_s: float = 60) -> None:
+    """Until the server's model is loaded (it loads in the background after the server starts)."""
+    deadline = time.monotonic() + timeout_s
+    while api.get("/readyz").json()["meaning"] != "ready":
+        assert time.monotonic() < deadline, "the server's model did not load"
+        time.sleep(0.1)
+
+
 def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
-    api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account], tmp_path: Path
+    api: httpx.Client,
+    db: psycopg.Connection,
+    make_user: Callable[..., Account],
+    tmp_path: Path,
+    database_url: str,
 ) -> None:
     """One data set (benchmarks/synth.py, 400 memories over several scopes, some archived, expired,
-    staged or shadowing one another), kept once in a local home and once in a user's space."""
+    staged or shadowing one another), kept once in a local home and once in a user's space. With the
+    semantic extra, both rank by meaning too (a warm local process's model; the server's, with the
+    vectors its backfill gives the rows written here), and a paraphrase sharing no word with its
+    lesson is compared as well."""
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import synth
 
@@ -284,6 +354,12 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
     who = make_user()
     PostgresTier(db, {"personal": f"user:{who.id}"}, []).store_batch("personal", memories, lambda new, old: new)
     scopes = local.scopes_in_vault()
+    meaning = api.get("/readyz").json()["meaning"] != "off"
+    if meaning:
+        embedder = vectors.Embedder()
+        local.semantic = vectors.Semantic(home / vectors.VECTORS_FILE, embedder)
+        server_vectors.backfill(lambda: psycopg.connect(database_url, autocommit=True), server_vectors.Model(embedder))
+        wait_for_meaning(api)
     queries = [
         "ECONNREFUSED",
         "tests fail",
@@ -293,6 +369,7 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         "cache",
         "redis 6379",
         "pnpm test fails with ECONNREFUSED when the db is down",
+        *([PARAPHRASE] if meaning else []),
     ]
     compared = 0
     for query in queries:
@@ -304,6 +381,11 @@ def test_the_same_query_gives_the_same_order_on_the_server_as_on_one_machine(
         assert remote == here, query
         compared += len(here)
     assert compared >= 40, "the queries find enough to compare"
+    if meaning:  # the paraphrase's lesson is found by its meaning, on both sides
+        top = api.get(
+            "/v1/memories/search", params={"q": PARAPHRASE, "scope": scopes, "limit": 3}, headers=who.headers()
+        )
+        assert any("5432" in h["memory"]["value"] for h in top.json()["hits"]), top.json()
 
 
 def test_a_word_too_long_for_postgresql_or_a_search_of_too_many_words_is_a_400_not_a_503(

@@ -35,4 +35,4 @@ def test_no_generated_request_gets_a_server_error(
     response = case.call(base_url=unlimited.url, headers=user.headers(), timeout=10)
     assert response.status_code < 500, f"{case.method} {case.formatted_path}: {response.status_code} {response.text}"
     if response.status_code >= 400:
-        assert set(response.json()) == {"error", "request_id"}, response.text
+        assert set(response.json()) == {"error", "code", "request_id"}, response.text

@@ -39,6 +39,13 @@ def serve(
     recovery_days: Annotated[
         float, typer.Option(min=0, help="Days deleted data (DELETE /v1/me/data) may be restored before it is purged.")
     ] = 7.0,
+    meaning: Annotated[
+        bool,
+        typer.Option(
+            "--meaning/--no-meaning",
+            help="Rank searches by meaning too, when the semantic extra is installed (the model: ~1 s, ~200 MB).",
+        ),
+    ] = True,
     add_user: Annotated[
         str | None, typer.Option("--add-user", help="Create this user, print their first hl_rw_ token, and exit.")
     ] = None,
@@ -66,15 +73,15 @@ def serve(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}): is PostgreSQL running, and is the URL right?", EXIT_FAILED)
     limits = Limits(requests_per_minute=requests_per_minute, active_memories=active_memories)
-    _run(url, host, port, limits, recovery_days)
+    _run(url, host, port, limits, recovery_days, meaning)
 
 
-def _run(url: str, host: str, port: int, limits: Limits, recovery_days: float) -> None:
+def _run(url: str, host: str, port: int, limits: Limits, recovery_days: float, meaning: bool) -> None:
     import uvicorn
 
     from hivelore.server import logs
     from hivelore.server.app import Settings, create_app
 
     logs.configure()
-    app = create_app(Settings(database_url=url, limits=limits, recovery_days=recovery_days))
+    app = create_app(Settings(database_url=url, limits=limits, recovery_days=recovery_days, meaning=meaning))
     uvicorn.run(app, host=host, port=port, access_log=False, log_config=None)

@@ -13,6 +13,7 @@ from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, Grap
 from hivelore.home import private_file, private_folder
 
 HOTSPOTS_KEPT = 200  # hot spots kept in graph.db; a longer list is computed each time
+HOTSPOTS_KEEP_WAIT_MS = 100  # how long keeping them waits for another process's write lock
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
 
 _SYMBOL = "id, file, qualname, kind, line, end_line, hash, present"
@@ -45,6 +46,14 @@ class Graph:
         discard(path)
         private_file(path)
         return cls(Store.open(path, root), root, max_file_bytes)
+
+    @classmethod
+    def in_memory(cls, repo: str) -> Graph:
+        """An empty graph of `repo` in memory, taken as indexed: the team server fills one with the
+        whole graph a client pushed (server/postgres/graph.py)."""
+        store = Store.in_memory(repo)
+        store.set_meta("parser", PARSER_VERSION)
+        return cls(store, repo)
 
     @classmethod
     def existing(cls, home: str, repo_root: str) -> Graph | None:
@@ -376,13 +385,19 @@ class Graph:
         return [(ids[key], rank, between) for key, rank, between in ranked]
 
     def _keep_hotspots(self, kept: dict) -> None:
-        # A cache, not a record: when another process keeps graph.db's write lock past the busy
-        # timeout (a large index), they are not kept and the next call computes them again.
+        # A cache, not a record: while another process holds graph.db's write lock (a large index),
+        # waiting the store's busy timeout for it would hold up the caller, who already has the
+        # answer; after a short wait they are not kept and the next call computes them again.
+        conn = self.store.conn
+        waited_ms = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute(f"PRAGMA busy_timeout = {HOTSPOTS_KEEP_WAIT_MS}")
         try:
             with self.store.transaction():
                 self.store.set_meta("hotspots", json.dumps(kept))
         except sqlite3.OperationalError:
             return
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(waited_ms)}")
 
     def export(self) -> dict:
         """The whole graph as JSON-ready data: present symbols, calls between them, imports."""

@@ -134,6 +134,16 @@ class Store(sqlitedb.Store):
     def open(cls, path: str, repo: str) -> Store:
         return cls(sqlitedb.connect(path, _SCHEMA, BUSY_TIMEOUT), path, repo)
 
+    @classmethod
+    def in_memory(cls, repo: str) -> Store:
+        """An empty graph in memory, of this schema: the team server fills one from a pushed graph.
+        Any thread may use it (one at a time): it is its caller's own copy."""
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        for statement in _SCHEMA.statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO meta VALUES (?, ?)", (_SCHEMA.key, _SCHEMA.version))
+        return cls(conn, ":memory:", repo)
+
     def transaction(self) -> Immediate:
         return Immediate(self.conn)
 

@@ -17,9 +17,9 @@ from typing import Protocol
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from hivelore.errors import BadInput, HiveloreError, NotFound, Unavailable
+from hivelore.dashboard.services import TeamView
+from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.team.codemap import Blast, CallPath, CodeMap, MapClaim, MapFile, MapFolder, TaskConflict
-from hivelore.team.coordination import Coordination
 
 HOPS = 3  # a blast radius's default depth: the conflict check's
 MAX_HOPS = 6
@@ -34,11 +34,13 @@ Json = dict[str, object]
 class Teams(Protocol):
     """What the map needs of a composition (routes.Services has it)."""
 
-    def coordination(self, request: Request) -> AbstractContextManager[Coordination]: ...
+    def coordination(self, request: Request) -> AbstractContextManager[TeamView]: ...
+
+    def repos(self, request: Request) -> list[str]: ...
 
 
 class NotIndexed(HiveloreError):
-    """The repository's code graph was never built."""
+    """The repository's code graph was never built (on the team server: never pushed)."""
 
 
 def colour(developer: str) -> str:
@@ -60,7 +62,7 @@ def router(services: Teams, page: Page) -> APIRouter:
     return routes
 
 
-def _answer(request: Request, services: Teams, work: Callable[[Coordination, CodeMap], Json]) -> JSONResponse:
+def _answer(request: Request, services: Teams, work: Callable[[TeamView, CodeMap], Json]) -> JSONResponse:
     """`work`'s answer as JSON, or {"error": one sentence} with its status."""
     try:
         with services.coordination(request) as team:
@@ -75,15 +77,24 @@ def _answer(request: Request, services: Teams, work: Callable[[Coordination, Cod
 def _status(exc: HiveloreError) -> int:
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Forbidden):
+        return 403
     if isinstance(exc, NotIndexed):
         return 409
     return 503 if isinstance(exc, Unavailable) else 400
 
 
-def _hops(hops: int) -> int:
-    if not 1 <= hops <= MAX_HOPS:
-        raise BadInput(f"hops must be between 1 and {MAX_HOPS}, not {hops}.")
-    return hops
+def whole_number(name: str, given: str, most: int) -> int:
+    """`given` (a query's text) as a number from 1 to `most`, else a BadInput saying so: a query is
+    text, so a word is the caller's mistake (400 with one sentence), not a schema's (422)."""
+    value = int(given) if given.strip().isdigit() else 0
+    if not 1 <= value <= most:
+        raise BadInput(f"{name} must be a whole number from 1 to {most}, not '{given}'.")
+    return value
+
+
+def _hops(hops: str) -> int:
+    return whole_number("hops", hops, MAX_HOPS)
 
 
 def _folder(services: Teams) -> Callable[..., JSONResponse]:
@@ -102,7 +113,7 @@ def _known_folder(codemap: CodeMap, path: str) -> MapFolder:
 
 def _file(services: Teams) -> Callable[..., JSONResponse]:
     def answer(request: Request, path: str) -> JSONResponse:
-        def work(_team: Coordination, codemap: CodeMap) -> Json:
+        def work(_team: TeamView, codemap: CodeMap) -> Json:
             found = codemap.file(path)
             if not found.symbols:
                 raise NotFound(f"no symbols in {path} in the graph: pick a file from the map.")
@@ -114,8 +125,8 @@ def _file(services: Teams) -> Callable[..., JSONResponse]:
 
 
 def _blast(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(request: Request, symbol: str, hops: int = HOPS) -> JSONResponse:
-        def work(team: Coordination, codemap: CodeMap) -> Json:
+    def answer(request: Request, symbol: str, hops: str = str(HOPS)) -> JSONResponse:
+        def work(team: TeamView, codemap: CodeMap) -> Json:
             return blast_json(codemap.blast_radius(team.symbol(symbol), _hops(hops)))
 
         return _answer(request, services, work)
@@ -131,11 +142,9 @@ def _path(services: Teams) -> Callable[..., JSONResponse]:
 
 
 def _hotspots(services: Teams) -> Callable[..., JSONResponse]:
-    def answer(request: Request, limit: int = HOTSPOTS) -> JSONResponse:
-        def work(_team: Coordination, codemap: CodeMap) -> Json:
-            if not 1 <= limit <= MAX_HOTSPOTS:
-                raise BadInput(f"limit must be between 1 and {MAX_HOTSPOTS}, not {limit}.")
-            ranked = codemap.hotspots(limit)
+    def answer(request: Request, limit: str = str(HOTSPOTS)) -> JSONResponse:
+        def work(_team: TeamView, codemap: CodeMap) -> Json:
+            ranked = codemap.hotspots(whole_number("limit", limit, MAX_HOTSPOTS))
             return {"hotspots": [{"id": i, "pagerank": rank, "betweenness": b} for i, rank, b in ranked]}
 
         return _answer(request, services, work)
@@ -220,17 +229,20 @@ def conflict_json(found: TaskConflict) -> Json:
 
 
 def _page(services: Teams, page: Page) -> Callable[..., HTMLResponse]:
-    def show(request: Request, symbol: str = "", a: str = "", b: str = "", hops: int = HOPS) -> HTMLResponse:
+    def show(request: Request, symbol: str = "", a: str = "", b: str = "", hops: str = str(HOPS)) -> HTMLResponse:
         values: dict[str, object] = {"active": "codemap", "symbol": symbol, "a": a, "b": b, "hops": hops}
         try:
+            values["repos"] = services.repos(request)
             with services.coordination(request) as team:
                 values["repo"] = team.repo
                 codemap = team.code_map()
                 if not codemap.indexed():
-                    return page(request, "codemap.html", code=409, missing=NOT_INDEXED.format(repo=team.repo), **values)
+                    raise NotIndexed(NOT_INDEXED.format(repo=team.repo))
                 values.update(_overview(codemap))
                 values.update(_asked(team, codemap, symbol, a, b, hops))
-        except HiveloreError as exc:  # team.db or graph.db unusable: its sentence says what to do
+        except NotIndexed as exc:  # what builds the graph: an index here, a push to the team server
+            return page(request, "codemap.html", code=409, missing=exc.sentence(), **values)
+        except HiveloreError as exc:  # team.db or graph.db unusable, no shared repository: its sentence says what to do
             return page(request, "problem.html", code=_status(exc), message=exc.sentence())
         return page(request, "codemap.html", **values)
 
@@ -248,7 +260,7 @@ def _overview(codemap: CodeMap) -> dict[str, object]:
     return {"legend": legend, "conflicts": conflicts, "root": root, "data": {"root": root, "conflicts": conflicts}}
 
 
-def _asked(team: Coordination, codemap: CodeMap, symbol: str, a: str, b: str, hops: int) -> dict[str, object]:
+def _asked(team: TeamView, codemap: CodeMap, symbol: str, a: str, b: str, hops: str) -> dict[str, object]:
     """What the forms asked, answered on the page (the script draws the same on the map)."""
     try:
         if symbol:

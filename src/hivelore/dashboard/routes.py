@@ -21,10 +21,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hivelore import __version__
 from hivelore.dashboard import codemap, csrf, views
+from hivelore.dashboard.services import TeamView
 from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
 from hivelore.memory.service import MemoryService
-from hivelore.team.coordination import Coordination
 from hivelore.team.model import STATUSES
 
 ACTIONS = ("archive", "restore", "forget", "commit")
@@ -39,11 +39,15 @@ ERROR_STATUSES: tuple[tuple[type[HiveloreError], int], ...] = ((NotFound, 404), 
 
 class Services(Protocol):
     """What a composition gives the router: context managers opening the services for one request
-    (the team server's are the request's caller's)."""
+    (the team server's are the request's caller's), and the repositories a page may pick from."""
 
     def memory(self, request: Request) -> AbstractContextManager[MemoryService]: ...
 
-    def coordination(self, request: Request) -> AbstractContextManager[Coordination]: ...
+    def coordination(self, request: Request) -> AbstractContextManager[TeamView]: ...
+
+    def repos(self, request: Request) -> list[str]:
+        """The repositories whose team the caller may pick (`?repo=`); [] where there is one to show."""
+        ...
 
 
 TEMPLATES = Environment(
@@ -205,9 +209,19 @@ def _change(service: MemoryService, action: str, scope: str, key: str, tier: str
     elif action == "forget":
         service.forget(scope, key, tier=tier)
     else:
+        _may_commit(service, scope, key)
         refused = service.commit([(scope, key)]).not_committed
-        if refused:  # the guard, the role, or no longer staged: nothing was changed
+        if refused:  # the guard, or no longer staged: nothing was changed
             raise BadInput(f"{refused[0].address} was not committed: {refused[0].reason}")
+
+
+def _may_commit(service: MemoryService, scope: str, key: str) -> None:
+    """A commit the caller's role or token does not allow is refused as such (403), before the commit's
+    report would fold that into its reasons (a 400, as for a note the guard refuses)."""
+    visible = [copy for copy in service.copies([scope], key=key) if copy.memory.is_visible()]
+    reason = service.refusal("commit", visible[0]) if visible else None
+    if reason:
+        raise Forbidden(reason)
 
 
 async def read_form(request: Request) -> dict[str, str]:
@@ -224,7 +238,8 @@ def _tasks(services: Services) -> Callable[..., HTMLResponse]:
         try:
             with services.coordination(request) as team:
                 cards, repo = team.task_board(), team.repo
-        except HiveloreError as exc:  # team.db unusable: its error says what to do
+            repos = services.repos(request)
+        except HiveloreError as exc:  # team.db unusable, no repository shared with the caller: it says what to do
             return _problem(request, exc)
         owners = sorted({card.intent.owner for card in cards})
         shown = [
@@ -235,6 +250,7 @@ def _tasks(services: Services) -> Callable[..., HTMLResponse]:
             request,
             "tasks.html",
             repo=repo,
+            repos=repos,
             by_status=by_status,
             owners=owners,
             owner=owner,

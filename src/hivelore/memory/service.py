@@ -581,12 +581,18 @@ class MemoryService:
     ) -> list[tuple[Candidate, float]]:
         """BM25's hits fused with the memories nearest in meaning (fusion.py) when this process holds
         the model; else BM25's hits unchanged."""
+        nearest = self._nearest(query, scopes, limit)
+        return pairs if nearest is None else fusion.fuse(pairs, nearest, words)
+
+    def _nearest(self, query: str, scopes: Sequence[str], limit: int) -> list[tuple[Candidate, float]] | None:
+        """The `limit` visible memories nearest to `query` in meaning, nearest first, with their cosine;
+        None when this process holds no model. The team server finds them in PostgreSQL's vectors."""
         if self.semantic is None:
-            return pairs
+            return None
         # The tiers' generations, read after `match` brought them up to date: a change lists them again.
         key = (tuple(self.roots), tuple(scopes), tuple(tier.generation() for tier in self.tiers))
         visible = self.semantic.visible(key, lambda: [c for t in self.tiers for c in t.listed(scopes)])
-        return fusion.fuse(pairs, self.semantic.rank(query, visible, limit), words)
+        return self.semantic.rank(query, visible, limit)
 
     def _rivals(self, scopes: Sequence[str], copies: Sequence[Candidate]) -> list[Candidate]:
         """The other visible copies of these copies' keys, so shadowing is decided over every copy."""

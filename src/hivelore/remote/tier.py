@@ -221,4 +221,5 @@ def _change(existing: Memory | None, after: Memory, space: str | None) -> tuple[
         "ttl_days": ttl_days,
         "provenance": provenance,
         "when": after.when,
+        "cites": dict(after.cites),
     }

@@ -18,29 +18,37 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException
 
 from hivelore import __version__, errors
+from hivelore.memory import guard
 from hivelore.server import auth, dashboard
 from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
-from hivelore.server.routes import accounts, data, health, memories, team
+from hivelore.server.postgres.vectors import Meaning
+from hivelore.server.routes import accounts, data, graph, health, memories, team
 
 log = logging.getLogger("hivelore.server")
 
-# The one table from error to HTTP status; the first class that matches wins.
-STATUSES: tuple[tuple[type[errors.HiveloreError], int], ...] = (
-    (auth.Unauthenticated, 401),
-    (auth.Forbidden, 403),
-    (QuotaExceeded, 403),
-    (RateLimited, 429),
-    (errors.Conflict, 409),
-    (errors.Unavailable, 503),
-    (errors.Busy, 429),
-    (errors.BadInput, 400),
-    (errors.NotFound, 404),
+# The one table from error to HTTP status and to the body's `code` (stable, for programs: the
+# sentence is for people and may change); the first class that matches wins. docs/server.md lists them.
+ANSWERS: tuple[tuple[type[errors.HiveloreError], int, str], ...] = (
+    (auth.Unauthenticated, 401, "unauthenticated"),
+    (QuotaExceeded, 403, "quota_exceeded"),
+    (errors.Forbidden, 403, "forbidden"),
+    (RateLimited, 429, "rate_limited"),
+    (errors.Conflict, 409, "conflict"),
+    (errors.Unavailable, 503, "unavailable"),
+    (errors.Busy, 429, "busy"),
+    (guard.GuardError, 400, "guard_refused"),
+    (errors.BadInput, 400, "bad_input"),
+    (errors.NotFound, 404, "not_found"),
 )
+# The codes of the answers no HiveloreError stands for.
+INTERNAL, INVALID, DATABASE_UNAVAILABLE, SERVER_BUSY = "internal_error", "bad_input", "database_unavailable", "busy"
+HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
 BUSY = "the server is busy: try again in a moment"
+COLLIDED = "this request met another changing the same memories and was undone: send it again"
 PURGE_EVERY_S = 3600.0  # how often a replica purges deleted data past its recovery window
 
 
@@ -50,6 +58,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     pool_size: int = 10
     recovery_days: float = 7.0  # how long deleted data may be restored (DELETE /v1/me/data)
+    meaning: bool = True  # recall by meaning when the semantic extra is installed (postgres/vectors.py)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -61,6 +70,8 @@ def create_app(settings: Settings) -> FastAPI:
         if applied:
             log.info("migrated", extra={"fields": {"versions": [m.version for m in applied]}})
         app.state.pool = open_pool(settings.database_url, settings.pool_size)
+        app.state.meaning = Meaning(settings.meaning)
+        app.state.meaning.start(app.state.pool.connection)  # in a thread: the server serves meanwhile, by BM25
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
         purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))
         try:
@@ -86,6 +97,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(data.router)
     app.include_router(team.router)
+    app.include_router(graph.router)
     dashboard.mount(app)  # the web pages at /dash, behind a session (server/dashboard.py)
     _add_error_handlers(app)
     return app
@@ -105,6 +117,7 @@ async def _purge_every(app: FastAPI, period_s: float) -> None:
 def _purge(app: FastAPI) -> None:
     with app.state.pool.connection() as conn:
         erasure.purge(conn)
+    app.state.meaning.catch_up(app.state.pool.connection)  # rows a replica without the model wrote
 
 
 class Admission:
@@ -128,7 +141,8 @@ class Admission:
             await asyncio.wait_for(slots.acquire(), CONNECT_TIMEOUT_S)
         except TimeoutError:
             rid = scope.get("state", {}).get("request_id", "-")
-            busy = JSONResponse({"error": f"{BUSY}.", "request_id": rid}, status_code=503, headers={"Retry-After": "5"})
+            body = {"error": f"{BUSY}.", "code": SERVER_BUSY, "request_id": rid}
+            busy = JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
             await busy(scope, receive, send)
             return
         try:
@@ -137,12 +151,21 @@ class Admission:
             slots.release()
 
 
-def status_of(error: errors.HiveloreError) -> int:
-    return next((status for kind, status in STATUSES if isinstance(error, kind)), 500)
+def answer_of(error: errors.HiveloreError) -> tuple[int, str]:
+    """The HTTP status and the `code` of an error the service reported."""
+    return next(((status, code) for kind, status, code in ANSWERS if isinstance(error, kind)), (500, INTERNAL))
 
 
-def _error(request: Request, status: int, sentence: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": sentence, "request_id": request_id(request)}, status_code=status, headers=headers)
+def _error(
+    request: Request, status: int, code: str, sentence: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": sentence, "code": code, "request_id": request_id(request)}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _reported(request: Request, error: errors.HiveloreError, headers: dict[str, str] | None = None) -> JSONResponse:
+    status, code = answer_of(error)
+    return _error(request, status, code, error.sentence(), headers)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -151,7 +174,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
         if isinstance(exc, auth.Unauthenticated):
             headers = {"WWW-Authenticate": "Bearer"}
-        return _error(request, status_of(exc), exc.sentence(), headers)
+        return _reported(request, exc, headers)
 
     @app.exception_handler(ValueError)
     @app.exception_handler(LookupError)
@@ -161,37 +184,46 @@ def _add_error_handlers(app: FastAPI) -> None:
         reported = errors.reported(exc)
         if reported is None:
             return await failed(request, exc)
-        return _error(request, status_of(reported), reported.sentence())
+        return _reported(request, reported)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(request, 400, _validation_sentence(exc))
+        return _error(request, 400, INVALID, _validation_sentence(exc))
 
     @app.exception_handler(HTTPException)
     async def http(request: Request, exc: HTTPException) -> JSONResponse:
         sentence = exc.detail if isinstance(exc.detail, str) else "the request was refused"
-        return _error(request, exc.status_code, sentence.rstrip(".") + ".", dict(exc.headers or {}))
+        code = HTTP_CODES.get(exc.status_code, INVALID if exc.status_code < 500 else INTERNAL)
+        return _error(request, exc.status_code, code, sentence.rstrip(".") + ".", dict(exc.headers or {}))
 
     @app.exception_handler(psycopg.OperationalError)
     @app.exception_handler(PoolTimeout)
     async def database_down(request: Request, exc: Exception) -> JSONResponse:
         first = str(exc).splitlines()[0] if str(exc) else ""
         log.warning("database unavailable", extra={"fields": {"request_id": request_id(request), "error": first}})
-        return _error(request, 503, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
+        return _error(request, 503, DATABASE_UNAVAILABLE, f"{DATABASE_DOWN}.", {"Retry-After": "5"})
+
+    @app.exception_handler(psycopg.errors.DeadlockDetected)
+    @app.exception_handler(psycopg.errors.SerializationFailure)
+    async def collided(request: Request, exc: Exception) -> JSONResponse:
+        """A deadlock or a serialization failure: PostgreSQL ended this request's transaction for
+        another's sake, and nothing of it was kept, so it may simply be sent again."""
+        log.warning("transaction rolled back", extra={"fields": {"request_id": request_id(request), "error": str(exc)}})
+        return _error(request, 503, SERVER_BUSY, f"{COLLIDED}.", {"Retry-After": "1"})
 
     @app.exception_handler(psycopg.DataError)
     async def unstorable(request: Request, exc: psycopg.DataError) -> JSONResponse:
         reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else "it is out of range"
-        return _error(request, 400, f"the request holds a value the database cannot store: {reason}.")
+        return _error(request, 400, INVALID, f"the request holds a value the database cannot store: {reason}.")
 
     @app.exception_handler(Exception)
     async def failed(request: Request, exc: Exception) -> JSONResponse:
         reported = errors.reported(exc)
         if reported is not None:
-            return _error(request, status_of(reported), reported.sentence())
+            return _reported(request, reported)
         log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id(request)}})
         sentence = f"the server failed on this request; its log has the details (request {request_id(request)})."
-        return _error(request, 500, sentence)
+        return _error(request, 500, INTERNAL, sentence)
 
 
 def _validation_sentence(exc: RequestValidationError) -> str:

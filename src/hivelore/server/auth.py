@@ -20,6 +20,7 @@ import fnmatch
 import hashlib
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -102,12 +103,26 @@ class Caller:
         if not patterns:
             return list(self.scopes)
         for pattern in patterns:
-            if pattern not in self.scopes and ("*" in pattern or not self.allows(pattern)):
+            if not self._grants(pattern):
                 raise Forbidden(
                     f"this token is limited to the scopes {', '.join(self.scopes)}; it cannot make a token "
                     f"for {pattern}: name one of its own patterns, or a scope without '*' they admit"
                 )
         return patterns
+
+    def _grants(self, pattern: str) -> bool:
+        return pattern in self.scopes or ("*" not in pattern and self.allows(pattern))
+
+    def sees_token(self, token_id: int, scopes: Sequence[str], expires: datetime | None) -> bool:
+        """Whether a listing of the user's tokens shows this token to the caller's. A token without an
+        allow-list sees them all; a limited one sees itself and the tokens it could have made (a
+        non-empty allow-list within its own, expiring no later), so a leaked limited token does not
+        tell the names, powers and reach of its owner's broader ones."""
+        if not self.scopes or token_id == self.token_id:
+            return True
+        within = bool(scopes) and all(self._grants(pattern) for pattern in scopes)
+        lasts = self.expires is None or (expires is not None and expires <= self.expires)
+        return within and lasts
 
     def may_grant_until(self, expires: datetime | None) -> datetime | None:
         """The expiry of a token this one makes: its own when none is asked for; never later."""

@@ -12,39 +12,37 @@ changes memory as that token, through the memory service the API uses (server/me
 - its user's roles: a viewer sees an organisation's memories, and is neither offered nor allowed to
   archive, restore, forget or commit them (the service's rule, CHANGE_ROLES).
 
-The task board says plainly that the team's tasks are not on the server yet (issue 14).
+The task board and the code map read the team of a repository an organisation of the caller's shares
+(a chooser when there are several), and the code graph a checkout pushed (server/board.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from urllib.parse import urlencode
 
 import psycopg
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from hivelore.dashboard import csrf
 from hivelore.dashboard.routes import mounted_at, over_tls, read_form, render_page, router
-from hivelore.errors import Unavailable
 from hivelore.memory.scope import Chain, parse
 from hivelore.memory.service import MemoryService
 from hivelore.memory.tier import Candidate, Tier
 from hivelore.server import auth, limits
+from hivelore.server.board import ServerTeam, shared_repos
 from hivelore.server.memories import TeamMemories
 from hivelore.server.postgres import accounts, sessions
-from hivelore.team.coordination import Coordination
+from hivelore.server.postgres.vectors import Meaning
 
 BASE = "/dash"
 SESSION_COOKIE = "hivelore_session"
 NOT_A_TOKEN = "that is not a hivelore token: paste one that starts with hl_rw_ or hl_ro_ (`hivelore token create`)"
 OUT_OF_DATE = "this form is out of date or came from another site: reload the page and try again."
-NO_TASKS = (
-    "the task board is not on the team server yet: the team's tasks stay in each machine's team.db until"
-    " the team store comes (issue 14); `hivelore dashboard` on a machine shows them"
-)
+SIGN_IN_FIRST = "this needs a dashboard session: log in at /dash/login with your token, then ask again"
 
 
 class SignInNeeded(Exception):
@@ -60,10 +58,12 @@ class DashboardMemories(TeamMemories):
     token that may write. Everything else is the API's service."""
 
     @classmethod
-    def open(cls, conn: psycopg.Connection, caller: auth.Caller, quota: int) -> DashboardMemories:
+    def open(
+        cls, conn: psycopg.Connection, caller: auth.Caller, quota: int, meaning: Meaning | None = None
+    ) -> DashboardMemories:
         """Read from every scope the caller's spaces hold that the token admits, narrowest first (what
         the API reads when a client names no scopes)."""
-        service = cls(conn, caller, [], quota, {"agent": "dashboard"})
+        service = cls(conn, caller, [], quota, {"agent": "dashboard"}, meaning)
         readable = service.scopes_in_vault()
         service.chain = Chain(tuple(parse(s) for s in readable) or (parse("global"),), None)
         return service
@@ -98,10 +98,21 @@ class ServerServices:
     @contextmanager
     def memory(self, request: Request) -> Iterator[MemoryService]:
         with request.app.state.pool.connection() as conn:
-            yield DashboardMemories.open(conn, request.state.caller, request.app.state.limits.active_memories)
+            state = request.app.state
+            yield DashboardMemories.open(conn, request.state.caller, state.limits.active_memories, state.meaning)
 
-    def coordination(self, request: Request) -> AbstractContextManager[Coordination]:
-        raise Unavailable(NO_TASKS)
+    @contextmanager
+    def coordination(self, request: Request) -> Iterator[ServerTeam]:
+        with request.app.state.pool.connection() as conn:
+            team = ServerTeam(conn, request.state.caller, request.query_params.get("repo", ""))
+            try:
+                yield team
+            finally:
+                team.close()
+
+    def repos(self, request: Request) -> list[str]:
+        with request.app.state.pool.connection() as conn:
+            return shared_repos(conn, request.state.caller)
 
 
 def signed_in(request: Request) -> None:
@@ -127,6 +138,8 @@ def mount(app: FastAPI) -> None:
 
 
 def _to_login(request: Request, exc: Exception) -> Response:
+    if request.url.path.endswith(".json"):  # the code map's script: a redirect to a page is no answer
+        return JSONResponse({"error": SIGN_IN_FIRST + "."}, status_code=401)
     wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     asked = {"next": wanted if request.method == "GET" else f"{BASE}/memories"}
     if isinstance(exc, SignInNeeded) and exc.ended:

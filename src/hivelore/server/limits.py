@@ -1,4 +1,7 @@
-"""Rate limits and quotas, counted in PostgreSQL so that every replica enforces the same ones."""
+"""Rate limits and quotas, counted in PostgreSQL so that every replica enforces the same ones.
+
+The token lookup is here, once: the routes find their caller with it (counted), and the dashboard's
+sign-in too (`count=False`, through `accounts.caller`)."""
 
 from __future__ import annotations
 
@@ -35,40 +38,49 @@ class RateLimited(Busy):
         self.retry_after = retry_after
 
 
-def identify(conn: psycopg.Connection, header: str | None, limit: int) -> Caller:
-    """The caller behind an Authorization header, with this request counted in its token's minute;
-    Unauthenticated, or RateLimited past `limit`.
+# Count one request of the token `live` holds (no row: count nothing) in the current minute, dropping
+# its earlier minutes: the common tail of `identify` and `count_request`.
+_COUNTED = """
+    gone AS (
+        DELETE FROM rate_windows WHERE token_id = (SELECT id FROM live) AND started < date_trunc('minute', now())
+    ), counted AS (
+        INSERT INTO rate_windows AS w (token_id, started, count)
+        SELECT id, date_trunc('minute', now()), 1 FROM live
+        ON CONFLICT (token_id, started) DO UPDATE SET count = w.count + 1
+        RETURNING count
+    )
+"""
+_RETRY_AFTER = "ceil(extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now()))"
+
+
+def identify(conn: psycopg.Connection, header: str | None, limit: int, count: bool = True) -> Caller:
+    """The caller behind an Authorization header, with this request counted in its token's minute
+    (unless `count` is false); Unauthenticated, or RateLimited past `limit`.
 
     One statement, as every request makes it: the token's row, and (when the token is live) the
     count, so two replicas counting at once both see the other's request. A revoked or expired
     token counts nothing."""
     token = bearer(header)
     row = conn.execute(
-        """
+        f"""
         WITH t AS (
             SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, u.id AS user_id, u.name
             FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = %(hash)s
         ), live AS (
-            SELECT id FROM t WHERE revoked IS NULL AND (expires IS NULL OR expires > now())
-        ), gone AS (
-            DELETE FROM rate_windows WHERE token_id = (SELECT id FROM live) AND started < date_trunc('minute', now())
-        ), counted AS (
-            INSERT INTO rate_windows AS w (token_id, started, count)
-            SELECT id, date_trunc('minute', now()), 1 FROM live
-            ON CONFLICT (token_id, started) DO UPDATE SET count = w.count + 1
-            RETURNING count
-        )
+            SELECT id FROM t WHERE %(count)s AND revoked IS NULL AND (expires IS NULL OR expires > now())
+        ), {_COUNTED}
         SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, t.user_id, t.name, now(), (SELECT count FROM counted),
-               ceil(extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now()))
+               {_RETRY_AFTER}
         FROM t
         """,
-        {"hash": digest(token)},
+        {"hash": digest(token), "count": count},
     ).fetchone()
     if row is None:
         raise Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
-    token_id, kind, scopes, revoked, expires, user_id, user, now, count, retry_after = row
+    token_id, kind, scopes, revoked, expires, user_id, user, now, counted, retry_after = row
     check_live(revoked, expires, now)
-    _refuse_past(limit, int(count), int(retry_after))
+    if count:
+        _refuse_past(limit, int(counted), int(retry_after))
     return Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
 
 
@@ -76,18 +88,10 @@ def count_request(conn: psycopg.Connection, token_id: int, limit: int) -> None:
     """Count one request of a token already known (a dashboard session's) in the current minute;
     refuse it past `limit`. One statement, as in `identify`."""
     row = conn.execute(
-        """
-        WITH gone AS (
-            DELETE FROM rate_windows WHERE token_id = %(token)s AND started < date_trunc('minute', now())
-        )
-        INSERT INTO rate_windows AS w (token_id, started, count)
-        VALUES (%(token)s, date_trunc('minute', now()), 1)
-        ON CONFLICT (token_id, started) DO UPDATE SET count = w.count + 1
-        RETURNING count, ceil(extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now()))
-        """,
+        f"WITH live AS (SELECT %(token)s::bigint AS id), {_COUNTED} SELECT (SELECT count FROM counted), {_RETRY_AFTER}",
         {"token": token_id},
     ).fetchone()
-    assert row is not None  # an INSERT … RETURNING always returns its row
+    assert row is not None  # a SELECT without FROM always returns its row
     _refuse_past(limit, int(row[0]), int(row[1]))
 
 

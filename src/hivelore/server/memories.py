@@ -24,13 +24,13 @@ What differs from one machine is who may do what, and where a write goes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import psycopg
 
 from hivelore.errors import BadInput
-from hivelore.memory import bm25, recall
+from hivelore.memory import bm25, citations, recall
 from hivelore.memory.model import Memory
 from hivelore.memory.scope import Chain, Level, Scope, parse
 from hivelore.memory.service import Budgets, MemoryService, Target, WriteResult
@@ -39,6 +39,7 @@ from hivelore.memory.transfer import ImportRecord
 from hivelore.orgswitch import OrgSwitch
 from hivelore.server import auth
 from hivelore.server.postgres.tier import PostgresTier, indexed
+from hivelore.server.postgres.vectors import Meaning
 
 PERSONAL = "personal"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")  # what a client may say of a write
@@ -118,6 +119,7 @@ class TeamMemories(MemoryService):
         scopes: Sequence[str],
         quota: int,
         provenance: dict[str, str] | None = None,
+        meaning: Meaning | None = None,
     ) -> None:
         chain = Chain(tuple(parse(s) for s in scopes) or (parse("global"),), None)
         given = provenance or {}
@@ -127,10 +129,11 @@ class TeamMemories(MemoryService):
         self.given = {k: v for k, v in given.items() if k in PROVENANCE_KEYS and v}
         parts = {m.part: f"org:{m.org_id}" for m in self.memberships}
         parts[PERSONAL] = f"user:{caller.user_id}"
-        self.tier = PostgresTier(conn, parts, self.warnings, owner=caller.user_id, quota=quota)
+        self.tier = PostgresTier(conn, parts, self.warnings, owner=caller.user_id, quota=quota, meaning=meaning)
         self.tier_names = tuple(parts)
         self.notices: list[str] = []  # where a write went, when the caller may not expect it
         self.changed_part = ""  # the space the last archive, restore or forget acted in
+        self.sent_cites: dict[str, str] = {}  # what the write under way cites (see `write`)
 
     @property
     def tiers(self) -> list[Tier]:
@@ -215,12 +218,21 @@ class TeamMemories(MemoryService):
         tier: str | None = None,
         cites: Sequence[str] = (),
         when: str | None = None,
+        cited: Mapping[str, str] | None = None,
     ) -> WriteResult:
+        """As the service's; `cited`: the code the memory cites with each one's hash, as the writer's
+        code graph resolved them (a remote write), kept as sent once their shape is checked."""
         self.check_switch(scope)
         check_indexable(key, f"{value}\n{when}" if when else value, tags)
+        self.sent_cites = citations.checked_cites(cited or {})
         return super().write(
             scope, key, value, tags=tags, kind=kind, ttl_days=ttl_days, state=state, tier=tier, cites=cites, when=when
         )
+
+    def _cited(self, value: str, kind: str, names: Sequence[str]) -> dict[str, str]:
+        """The server holds no code to resolve names against (the service's answer for names is a
+        refusal): a write keeps the cites its client resolved."""
+        return super()._cited(value, kind, names) if names else self.sent_cites
 
     def _check_record(self, record: ImportRecord) -> Memory:
         memory = super()._check_record(record)
@@ -252,6 +264,11 @@ class TeamMemories(MemoryService):
             )
         check_words("the query", (t for word in words for t in bm25.tokens(word)), "no memory holds a word that long")
         return super().search(query, scopes, limit)
+
+    def _nearest(self, query: str, scopes: Sequence[str], limit: int) -> list[tuple[Candidate, float]] | None:
+        """The rows nearest in meaning, from the vectors PostgreSQL keeps (postgres/vectors.py); the
+        service fuses them with BM25's hits by the same code as on one machine."""
+        return self.tier.nearest(scopes, query, limit)
 
     def find(self, scope: str, key: str) -> Candidate:
         """The copy of scope::key reads show."""

@@ -4,7 +4,9 @@
 document.addEventListener("DOMContentLoaded", async () => {
   const holder = document.getElementById("map");
   if (!holder || typeof cytoscape === "undefined") return;
-  const base = document.querySelector("script[data-base]").dataset.base;
+  const script = document.querySelector("script[data-base]");
+  const base = script.dataset.base;
+  const repo = script.dataset.repo ? { repo: script.dataset.repo } : {}; // the team server's chosen repository
   const data = JSON.parse(document.getElementById("codemap-data").textContent);
   const status = document.getElementById("map-status");
   const answer = document.getElementById("answer");
@@ -41,7 +43,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   const fileOf = (id) => id.split("::")[0];
 
   async function fetchJson(path, params) {
-    const response = await fetch(`${base}/codemap/${path}?${new URLSearchParams(params)}`);
+    const response = await fetch(`${base}/codemap/${path}?${new URLSearchParams({ ...params, ...repo })}`);
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || `the map answered ${response.status}`);
     return body;
@@ -91,9 +93,34 @@ document.addEventListener("DOMContentLoaded", async () => {
   }
 
   function layout() {
-    // Started afresh each time: grown from the last positions, opened folders and files overlap their neighbours.
+    // The whole map, before anything is opened: started afresh (grown from the last positions, opened folders
+    // and files would overlap their neighbours).
     cy.layout({ name: "cose", animate: false, randomize: true, fit: true, padding: 20, nodeDimensionsIncludeLabels: true,
       idealEdgeLength: () => 60, nodeRepulsion: () => 12000, nodeOverlap: 20, componentSpacing: 60, numIter: 1000 }).run();
+  }
+
+  // What an opened folder or file shows is laid out in a grid where it stood; nothing placed before moves, so
+  // the map keeps the shape the reader has learnt.
+  function placeInside(centre, added) {
+    const leaves = added.filter((n) => n.isChildless());
+    if (!leaves.length) return;
+    const columns = Math.ceil(Math.sqrt(leaves.length));
+    const rows = Math.ceil(leaves.length / columns);
+    const [w, h] = leaves[0].hasClass("symbol") ? [110, 44] : [170, 48];
+    leaves.layout({ name: "grid", fit: false, animate: false, avoidOverlap: true, condense: true, cols: columns,
+      boundingBox: { x1: centre.x - (columns * w) / 2, y1: centre.y - (rows * h) / 2, w: columns * w, h: rows * h },
+    }).run();
+    cy.fit(cy.elements(), 20);
+  }
+
+  // A second click on an opened folder or file closes it again: its contents go, and the calls drawn to them
+  // are drawn to it (they stay fetched).
+  function collapse(node) {
+    node.descendants().remove();
+    node.data("open", false);
+    redrawEdges();
+    markHot();
+    say(`${node.data("path")} closed`);
   }
 
   function markHot() {
@@ -118,12 +145,12 @@ document.addEventListener("DOMContentLoaded", async () => {
         claimColour: claimColour(child.claims),
       },
     }));
-    cy.add(nodes);
+    return cy.add(nodes);
   }
 
   async function openFolder(node) {
     if (node.data("open")) return;
-    node.data("open", true); // before the fetch: a second click while it runs must not add the children twice
+    node.data("open", "loading"); // before the fetch: a second click while it runs must not add the children twice
     say(`opening ${node.data("path")}/ …`);
     const folder = await fetchJson("folder.json", { path: node.data("path") }).catch((error) => {
       node.data("open", false);
@@ -131,9 +158,11 @@ document.addEventListener("DOMContentLoaded", async () => {
     });
     // The folder's bundles hold every call in or out of it, finer than the ones drawn so far: they replace them.
     raw = raw.filter((e) => !touches(e, node.data("path"), "/"));
-    addFolder(node.id(), folder);
+    const centre = { ...node.position() };
+    const added = addFolder(node.id(), folder);
     raw.push(...folder.bundles);
-    refresh(`${folder.path}/: ${folder.children.length} entries`);
+    node.data("open", true);
+    refresh(`${folder.path}/: ${folder.children.length} entries`, centre, added);
   }
 
   function touches(edge, path, separator) {
@@ -142,7 +171,7 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   async function openFile(node) {
     if (node.data("open")) return;
-    node.data("open", true);
+    node.data("open", "loading");
     const path = node.data("path");
     say(`opening ${path} …`);
     const file = await fetchJson("file.json", { path }).catch((error) => {
@@ -150,7 +179,8 @@ document.addEventListener("DOMContentLoaded", async () => {
       throw error;
     });
     const ids = new Set(file.symbols.map((s) => s.id));
-    cy.add(file.symbols.map((s) => ({
+    const centre = { ...node.position() };
+    const added = cy.add(file.symbols.map((s) => ({
       group: "nodes",
       classes: `symbol ${s.kind}`,
       data: { id: `s:${s.id}`, parent: s.parent && ids.has(s.parent) ? `s:${s.parent}` : node.id(), symbol: s.id,
@@ -159,13 +189,14 @@ document.addEventListener("DOMContentLoaded", async () => {
     })));
     raw = raw.filter((e) => !touches(e, path, "::"));
     raw.push(...file.calls.map((c) => ({ source: c.caller, target: c.callee, calls: 1 })));
-    refresh(`${path}: ${file.symbols.length} symbols, ${file.calls.length} calls in or out`);
+    node.data("open", true);
+    refresh(`${path}: ${file.symbols.length} symbols, ${file.calls.length} calls in or out`, centre, added);
   }
 
-  function refresh(text) {
+  function refresh(text, centre, added) {
     redrawEdges();
     markHot();
-    layout();
+    placeInside(centre, added);
     say(text);
   }
 
@@ -230,7 +261,6 @@ document.addEventListener("DOMContentLoaded", async () => {
     overlay = chains.flatMap((chain) => chain.slice(1).map((id, i) => [chain[i], id]));
     redrawEdges();
     for (const chain of chains) for (const id of chain) cy.getElementById(visible(id) || "").addClass("on-path");
-    layout();
     const blocks = chains.map((chain) => {
       const p = document.createElement("p");
       p.className = "chain-path";
@@ -261,6 +291,11 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   cy.on("tap", "node", (event) => {
     const node = event.target;
+    if (node.data("open") === "loading") return;
+    if (node.data("open") && !node.hasClass("symbol")) {
+      collapse(node);
+      return;
+    }
     const work = node.hasClass("folder") ? openFolder(node) : node.hasClass("file") ? openFile(node) :
       showBlast(node.data("symbol"), Number(document.querySelector("#blast-form [name=hops]").value));
     if (node.hasClass("symbol")) document.querySelector("#blast-form [name=symbol]").value = node.data("symbol");

@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from hivelore.errors import BadInput, Conflict, NotFound
-from hivelore.server import auth
+from hivelore.server import auth, limits
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 INVITATION_DAYS = 14
@@ -122,18 +122,9 @@ def create_token(
 
 
 def caller(conn: psycopg.Connection, header: str | None) -> auth.Caller:
-    """The caller behind an Authorization header, or Unauthenticated."""
-    token = auth.bearer(header)
-    row = conn.execute(
-        "SELECT t.id, t.kind, t.scopes, t.revoked, t.expires, u.id, u.name, now()"
-        " FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = %s",
-        (auth.digest(token),),
-    ).fetchone()
-    if row is None:
-        raise auth.Unauthenticated("this token is not known here: check HIVELORE_TOKEN, or create a token")
-    token_id, kind, scopes, revoked, expires, user_id, user, now = row
-    auth.check_live(revoked, expires, now)
-    return auth.Caller(user_id=user_id, user=user, token_id=token_id, kind=kind, scopes=tuple(scopes), expires=expires)
+    """The caller behind an Authorization header, or Unauthenticated; no request is counted (the
+    lookup is `limits.identify`'s, the one statement every request makes)."""
+    return limits.identify(conn, header, limit=0, count=False)
 
 
 def tokens_of(conn: psycopg.Connection, user_id: int) -> list[TokenInfo]:

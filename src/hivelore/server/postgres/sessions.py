@@ -19,8 +19,9 @@ ENDED = "your dashboard session has ended: log in again with your token"
 
 
 def open_session(conn: psycopg.Connection, token_id: int, hours: float = SESSION_HOURS) -> str:
-    """A new session for the token; its id, which only the browser keeps. Expired sessions are
-    deleted here (an indexed delete), so the table holds only live ones and the ones of the day."""
+    """A new session for the token; its id, which only the browser keeps. Every expired session is
+    deleted here, and one found expired when looked up (`session_caller`), so the table holds only live
+    ones and those of browsers not seen since theirs ended, until the next login."""
     session = secrets.token_urlsafe(auth.RANDOM_BYTES)
     conn.execute("DELETE FROM dashboard_sessions WHERE expires < now()")
     conn.execute(
@@ -38,7 +39,10 @@ def session_caller(conn: psycopg.Connection, session: str) -> auth.Caller:
         " WHERE s.hash = %s",
         (auth.digest(session),),
     ).fetchone()
-    if row is None or row[8]:
+    if row is None:
+        raise auth.Unauthenticated(ENDED)
+    if row[8]:  # expired: its row goes now, not at some later login (one indexed delete)
+        close_session(conn, session)
         raise auth.Unauthenticated(ENDED)
     token_id, kind, scopes, revoked, expires, user_id, user, now, _ = row
     auth.check_live(revoked, expires, now)

@@ -19,6 +19,11 @@ and N counted updates, as the vault's lock does for files. A write that makes a 
 and the read of what is there are one statement (a function of migration 0006, as are the quota's
 lock and count), then the write is one more (the row, its tombstone, the space's counters), inside
 the caller's transaction when one is open (an Idempotency-Key's).
+
+Recall by meaning (postgres/vectors.py, migration 0015): a write whose text changed drops the row's
+vector in its statement and tells the replica, which computes the new one in the background;
+`nearest` gives the visible rows nearest to a query in meaning, for the service to fuse with BM25's
+hits as a machine does (memory/fusion.py).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
 from hivelore.server.limits import QuotaExceeded
+from hivelore.server.postgres import vectors
 
 MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
@@ -107,6 +113,11 @@ def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
     return key.split(), value.split(), tags.split()
 
 
+# The part of a write's statement that drops its row's vector when the text changed: the replica
+# computes the new one in the background (postgres/vectors.py `Meaning.written`).
+_UNVECTORED = ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
+
+
 def phrase_query(phrase: bm25.Phrase) -> str:
     """A tsquery literal for one query word as FTS5 reads `"word"*` (tokens hold no quote)."""
     last = len(phrase.parts) - 1
@@ -123,11 +134,14 @@ class PostgresTier(Tier):
         warnings: list[str],
         owner: int | None = None,
         quota: int | None = None,
+        meaning: vectors.Meaning | None = None,
     ) -> None:
         """`conn` in autocommit mode; `parts` maps a part's name to its space, the winning part first.
-        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most."""
+        A row this tier creates belongs to `owner`, who may have `quota` visible rows at most.
+        `meaning`: the replica's model and vectors, for recall by meaning (None: BM25 alone)."""
         self.conn, self.parts, self.warnings = conn, parts, warnings
         self.owner, self.quota = owner, quota
+        self.meaning = meaning
         self._held: dict[bm25.Phrase, int] = {}  # rows holding a phrase, counted once a request
 
     # -- reads --------------------------------------------------------------------------------
@@ -278,6 +292,30 @@ class PostgresTier(Tier):
         chosen = set(held[:OR_WORDS])
         return [p for n, p in enumerate(phrases) if n in chosen]
 
+    def nearest(self, scopes: Sequence[str], query: str, limit: int) -> list[tuple[Candidate, float]] | None:
+        """The `limit` visible rows of these scopes nearest to `query` in meaning, with their cosine,
+        nearest first; None while the replica has no model. The vectors' copy may hold rows hidden
+        or moved since: the rows are read again, and more are asked for until `limit` are visible."""
+        model = self.meaning.model if self.meaning is not None else None
+        if model is None or self.meaning is None:
+            return None
+        vector = model.query(query)
+        wanted = 2 * limit  # some of the nearest may be hidden: one round trip mostly suffices
+        while True:
+            near = self.meaning.nearest(self.conn, self._spaces(), scopes, vector, wanted)
+            rows = {
+                id_: Candidate.of(Memory.from_dict(record), space, f"{scope}/{key}")
+                for id_, space, scope, key, record in self.conn.execute(
+                    f"SELECT id, {_COLUMNS} FROM memories WHERE id = ANY(%(ids)s) AND space = ANY(%(spaces)s)"
+                    f" AND scope = ANY(%(scopes)s) AND {_VISIBLE}",
+                    {**self._where(scopes), "ids": [id_ for id_, _ in near]},
+                )
+            }
+            found = [(rows[id_], cosine) for id_, cosine in near if id_ in rows]
+            if len(found) >= limit or len(near) < wanted:
+                return found[:limit]
+            wanted *= 4
+
     def survey(self, scopes: Sequence[str], per_scope: int) -> Survey:
         candidates = self._candidates(
             f"""
@@ -389,11 +427,12 @@ class PostgresTier(Tier):
         row = self.conn.execute("SELECT record, tokens FROM memory_locked(%s, %s, %s)", (space, scope, key)).fetchone()
         return (Memory.from_dict(row[0]), int(row[1])) if row else (None, 0)
 
-    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> None:
+    def _put(self, space: str, memory: Memory, before: Memory | None, old: int) -> int:
         """Upsert the row, drop its tombstone and count the change (`old`: the tokens the row counted
-        for before): one statement, one round trip."""
+        for before): one statement, one round trip. The tokens the row counts for now."""
         columns = columns_of(memory)
         tokens = sum(len(column) for column in columns)
+        changed = vectors.text_changed(before, memory)
         self.conn.execute(
             """
             WITH put AS (
@@ -405,6 +444,7 @@ class PostgresTier(Tier):
                     record = excluded.record, archived = excluded.archived, expires_ts = excluded.expires_ts,
                     updated_ts = excluded.updated_ts, seen_count = excluded.seen_count, terms = excluded.terms,
                     tokens = excluded.tokens, seq = nextval('memory_changes'),
+                    owner = coalesce(memories.owner, excluded.owner),
                     changed = clock_timestamp()
                 RETURNING id
             ), indexed AS (
@@ -416,6 +456,7 @@ class PostgresTier(Tier):
                 DELETE FROM memory_tombstones WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s
             )
             """
+            + (_UNVECTORED if changed else "")
             + _COUNTED,
             {
                 "space": space,
@@ -435,20 +476,46 @@ class PostgresTier(Tier):
                 "shards": SPACE_SHARDS,
             },
         )
+        if changed and self.meaning is not None:
+            self.meaning.written(space, str(memory.scope), memory.key)
+        return tokens
 
-    def _check_quota(self, before: Memory | None, after: Memory) -> None:
-        """Refuse a write that would give the owner more visible rows than the quota allows."""
+    def _check_quota(
+        self, space: str, before: Memory | None, after: Memory, used: dict[int, int] | None = None
+    ) -> None:
+        """Refuse a write that would give a row's owner more visible rows than the quota allows: the
+        writer's for a new row; for a hidden row made visible again (a restore, a write over an
+        archived copy), the user who first wrote it, whose quota it counts against (`owner`).
+
+        `used`, within one transaction, keeps each owner's count once taken: the owner's quota lock is
+        held until the transaction ends, so only this transaction's own rows change it (an import of
+        500 new rows counted the owner's rows 500 times)."""
         if self.quota is None or self.owner is None or not after.is_visible():
             return
         if before is not None and before.is_visible():
             return
-        # The owner's quota lock, then the count: one round trip (migration 0006).
-        row = self.conn.execute("SELECT memory_quota_used(%s, %s)", (self.owner, time.time())).fetchone()
-        if row and int(row[0]) >= self.quota:
+        if before is None and used is not None and self.owner in used:
+            found: tuple[int, int, str] | None = (used[self.owner], self.owner, "")
+        else:
+            # The owner's quota lock, then the count: one round trip (migration 0006). A row whose
+            # writer's account is gone becomes the reviver's (`_put`).
+            found = self.conn.execute(
+                "SELECT memory_quota_used(o.id, %(now)s), o.id, o.name FROM users o"
+                " WHERE o.id = coalesce((SELECT owner FROM memories"
+                " WHERE space = %(space)s AND scope = %(scope)s AND key = %(key)s), %(me)s)",
+                {"now": time.time(), "space": space, "scope": str(after.scope), "key": after.key, "me": self.owner},
+            ).fetchone()
+        if found is None:
+            return
+        count, owner, name = int(found[0]), int(found[1]), str(found[2])
+        if count >= self.quota:
+            whose = "your account" if owner == self.owner else f"the account of {name}, who first wrote this memory,"
             raise QuotaExceeded(
-                f"your account holds {int(row[0]):,} active memories, the most it may hold ({self.quota:,}):"
+                f"{whose} holds {count:,} active memories, the most it may hold ({self.quota:,}):"
                 " archive or forget some first (archived ones do not count)"
             )
+        if used is not None:
+            used[owner] = count + 1
 
     def store(
         self, part: str, scope: Scope, key: str, build: Build, prefer: Candidate | None = None
@@ -458,7 +525,7 @@ class PostgresTier(Tier):
             existing, old = self._lock(space, str(scope), key)
             memory = build(existing)
             if memory is not None:
-                self._check_quota(existing, memory)
+                self._check_quota(space, existing, memory)
                 self._put(space, memory, existing, old)
         return Path(space, f"{scope}/{key}"), existing, memory
 
@@ -495,16 +562,24 @@ class PostgresTier(Tier):
         return {}  # a row is always writable; what a record may hold is the service's rule
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
+        """Every address locked first, in one order (scope, key), then the rows written: two imports of
+        the same keys in other orders, or one that locked an address while another held the space's
+        counters row and waited for that address, deadlocked (PostgreSQL ended one, a 503)."""
         space, written, unchanged = self.parts[part], [], []
+        used: dict[int, int] = {}  # the quota's counts taken in this transaction
         with self._transaction():
+            held = {}
+            for address in sorted({(str(m.scope), m.key) for m in memories}):
+                held[address] = self._lock(space, *address)
             for memory in memories:
-                existing, old = self._lock(space, str(memory.scope), memory.key)
+                address = (str(memory.scope), memory.key)
+                existing, old = held[address]
                 kept = merge(memory, existing)
                 if kept is None:
                     unchanged.append(memory.address)
                 else:
-                    self._check_quota(existing, kept)
-                    self._put(space, kept, existing, old)
+                    self._check_quota(space, existing, kept, used)
+                    held[address] = (kept, self._put(space, kept, existing, old))
                     written.append(memory.address)
         return written, unchanged
 

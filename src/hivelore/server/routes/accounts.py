@@ -258,8 +258,13 @@ def create_token(body: TokenIn, who: Caller, conn: Conn) -> NewTokenOut:
 
 @router.get("/tokens")
 def list_tokens(who: Caller, conn: Conn) -> list[TokenOut]:
+    """A token limited to some scopes lists itself and the tokens it could have made (`Caller.sees_token`)."""
     who.may_manage()
-    return [TokenOut(**vars(info)) for info in accounts.tokens_of(conn, who.user_id)]
+    return [
+        TokenOut(**vars(info))
+        for info in accounts.tokens_of(conn, who.user_id)
+        if who.sees_token(info.id, info.scopes, info.expires)
+    ]
 
 
 @router.delete("/tokens/{token_id}", status_code=204)

@@ -24,5 +24,6 @@ def readyz(request: Request) -> JSONResponse | dict[str, object]:
     if lacking:
         needed = ", ".join(str(version) for version in lacking)
         sentence = f"the database lacks the migrations {needed} this server needs: restart it to migrate."
-        return JSONResponse({"error": sentence}, status_code=503)
-    return {"status": "ready", "schema": schema}
+        return JSONResponse({"error": sentence, "code": "not_ready"}, status_code=503)
+    # Recall by meaning: off, loading, backfilling or ready (postgres/vectors.py `Meaning`).
+    return {"status": "ready", "schema": schema, "meaning": request.app.state.meaning.state}

@@ -60,6 +60,11 @@ class WriteIn(BaseModel):
     space: str | None = Field(default=None, description="org:NAME or personal; by default the scope's sharing decides")
     provenance: Provenance = Field(default_factory=Provenance)
     when: str | None = Field(default=None, description="the symptoms in plain words, searched with the value")
+    cites: dict[str, str] = Field(
+        default_factory=dict,
+        description="the code it cites (symbol id or file path) with its hash, as the writer's code graph resolved"
+        " them: kept as sent (the server holds no code)",
+    )
 
 
 class Stored(BaseModel):
@@ -147,6 +152,7 @@ def _service(
         scopes,
         quota=request.app.state.limits.active_memories,
         provenance=provenance.model_dump() if provenance else None,
+        meaning=request.app.state.meaning,
     )
 
 
@@ -192,6 +198,7 @@ def write(
             state=body.state,
             tier=body.space,
             when=body.when,
+            cited=body.cites,
         )
         # WriteOut's fields, built as JSON without validating the service's own memory into models again.
         return {
