@@ -13,6 +13,9 @@ package managers, services), then every query is run through:
 - BM25: `Hivelore.search`, the product's own search path, without the model;
 - model: all-MiniLM-L6-v2 (vectors.py) alone, ranking every visible memory by cosine;
 - fusion: `Hivelore.search` with the model loaded, i.e. the product's hybrid recall (fusion.py);
+- BM25+th and fusion+th: the same with the coding thesaurus (thesaurus.py) widening a query that no
+  memory matches whole. The thesaurus is mined from the stored memories (lessons and distractors, as
+  the index holds them) when the index is rebuilt, never from the queries;
 
 first with the lessons as they are written today (no "when"), then with their "when" stored and
 indexed. It prints recall@3 and MRR@10 per set and query kind, the model's load time, the median and
@@ -22,6 +25,7 @@ Needs the semantic extra (`pip install -e '.[semantic]'`). Usage:
 
     .venv/bin/python benchmarks/bench_recall.py            # 302 + 60 lessons among 6,000 distractors
     .venv/bin/python benchmarks/bench_recall.py --small    # 16 + 8 lessons among 120: the CI run
+    .venv/bin/python benchmarks/bench_recall.py --hook-size 60000 --vectors FILE   # the prompt hook's time
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synth  # noqa: E402
 
-from hivelore.memory import vectors  # noqa: E402
+from hivelore.memory import thesaurus, vectors  # noqa: E402
 from hivelore.memory.local.frontmatter import render  # noqa: E402
 from hivelore.memory.local.vault import Vault  # noqa: E402
 from hivelore.memory.model import Memory, iso_from_epoch  # noqa: E402
@@ -182,7 +186,7 @@ def milliseconds(seconds: list[float]) -> str:
 
 def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None:
     print(f"\n{title}: recall@3 / MRR@10")
-    header = f"{'system':<8}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
+    header = f"{'system':<10}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
     print(header)
     print("-" * len(header))
     for system, outcome in results.items():
@@ -191,7 +195,7 @@ def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None
             for k in KINDS:
                 ranks = outcome.ranks[(s, k)]
                 cells.append(f" | {recall_at(ranks, 3) * 100:>12.1f}% / {mrr(ranks):.2f}")
-        print(f"{system:<8}" + "".join(cells))
+        print(f"{system:<10}" + "".join(cells))
     print("ms per query, median / p90: " + ", ".join(f"{s} {milliseconds(o.seconds)}" for s, o in results.items()))
 
 
@@ -213,29 +217,144 @@ def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, 
     try:
         started = time.perf_counter()
         service.rebuild_index()
-        print(f"  index rebuilt in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        took = time.perf_counter() - started
+        related = thesaurus.Thesaurus.open(home / thesaurus.THESAURUS_FILE)
+        words = related.conn.execute("SELECT count(DISTINCT word) FROM related").fetchone()[0] if related else 0
+        if related:
+            related.close()
+        print(f"  index rebuilt and thesaurus mined ({words:,} words) in {took:.1f} s", file=sys.stderr)
         visible = service.local.listed(service.scopes)
         started = time.perf_counter()
         computed = semantic.remember([c.memory for c in visible])
         took = time.perf_counter() - started
         print(f"  {computed:,} new vectors in {took:.1f} s ({computed / max(took, 1e-9):.0f}/s)", file=sys.stderr)
 
-        def bm25(query: str) -> list[str]:
-            return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+        def lexical(expand: bool) -> Callable[[str], list[str]]:
+            def ask(query: str) -> list[str]:
+                service.expand = expand
+                return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+
+            return ask
 
         def model(query: str) -> list[str]:
             return [c.key for c, _ in semantic.rank(query, visible, LIMIT)]
 
-        def fusion(query: str) -> list[str]:
-            service.semantic = semantic
-            try:
-                return [hit.row.key for hit in service.search(query, limit=LIMIT)]
-            finally:
-                service.semantic = None
+        def fused(expand: bool) -> Callable[[str], list[str]]:
+            def ask(query: str) -> list[str]:
+                service.semantic, service.expand = semantic, expand
+                try:
+                    return [hit.row.key for hit in service.search(query, limit=LIMIT)]
+                finally:
+                    service.semantic = None
 
-        return {name: evaluate(sets, ask) for name, ask in (("BM25", bm25), ("model", model), ("fusion", fusion))}
+            return ask
+
+        systems = (
+            ("BM25", lexical(False)),
+            ("BM25+th", lexical(True)),
+            ("model", model),
+            ("fusion", fused(False)),
+            ("fusion+th", fused(True)),
+        )
+        return {name: evaluate(sets, ask) for name, ask in systems}
     finally:
         service.close()
+
+
+def run_timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: str = "") -> tuple[float, str]:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:3])}… failed: {proc.stderr.strip()[:500]}")
+    return seconds, proc.stdout
+
+
+def server_status(hivelore: str, env: dict[str, str], cwd: Path) -> str:
+    return run_timed([hivelore, "hook-server", "status"], env, cwd)[1].strip()
+
+
+WARM_UP_S = 300.0  # the most the hook measurement waits for the server to embed what has no vector yet
+
+
+def embedded(home: Path) -> int:
+    found = vectors.VectorFile(home / vectors.VECTORS_FILE)
+    try:
+        return int(found.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+    finally:
+        found.conn.close()
+
+
+def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: Path | None) -> None:
+    """The prompt hook, as its own process, at `size` memories: answered by the hook server with the
+    model loaded (fusion), and by the hook process alone (lexical), against a bare Python start, in
+    interleaved rounds. The home's vectors.db starts as a copy of `vector_file` (vectors are computed
+    once per text: the recall run's file holds the distractors' and lessons'); the server computes
+    the rest between events, and the timed rounds begin once it says none is waiting for a vector, or
+    after WARM_UP_S (it says how many vectors the file held then)."""
+    import json
+    import sqlite3
+
+    bin_dir = Path(sys.executable).parent
+    hivelore = str(bin_dir / "hivelore")
+    launcher = bin_dir / "hivelore-hook"
+    hook = [str(launcher)] if launcher.is_file() else [hivelore, "hook"]
+    tmp = Path(tempfile.mkdtemp(prefix="hivelore-recall-hook-"))
+    try:
+        repo, home = make_repo(tmp), tmp / "home"
+        now = time.time() - time.time() % DAY
+        write_store(home, lessons, size - len(lessons), True, now)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
+        run_timed([hivelore, "index", "rebuild"], env, repo)
+        if vector_file is not None and vector_file.exists():  # the backup API: the file may be in use
+            with sqlite3.connect(vector_file) as source, sqlite3.connect(home / vectors.VECTORS_FILE) as copy:
+                source.backup(copy)
+        lesson = lessons[0]
+        payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(repo), "prompt": lesson.queries["paraphrase"]}
+
+        def prompt(session: str, alone: bool = False) -> tuple[float, str]:
+            stdin = json.dumps({**payload, "session_id": session})
+            argv = [*hook, "--agent", "claude", "--event", "UserPromptSubmit"]
+            return run_timed(argv, {**env, "HIVELORE_HOOK_SERVER": "off"} if alone else env, repo, stdin)
+
+        prompt("warm-up-0")  # answered alone; it starts the server
+        deadline = time.monotonic() + 1800
+        while "recall by meaning" not in server_status(hivelore, env, repo):
+            if time.monotonic() > deadline:
+                raise SystemExit("the hook server did not load the model within 30 minutes")
+            time.sleep(1)
+        warm_until, n = time.monotonic() + WARM_UP_S, 0
+        while time.monotonic() < warm_until:  # the server embeds what has no vector yet between events
+            n += 1
+            prompt(f"warm-up-{n}")
+            time.sleep(2)
+            if "waiting for a vector" not in server_status(hivelore, env, repo):
+                break
+        print(f"\n{embedded(home):,} vectors in the home's vectors.db when the timed rounds began ({size:,} memories)")
+        rows: dict[str, list[float]] = {
+            "bare Python": [],
+            "prompt hook, server with model": [],
+            "prompt hook alone": [],
+        }
+        said = ""
+        for round_no in range(runs):
+            rows["bare Python"].append(run_timed([sys.executable, "-c", "pass"], env, repo)[0])
+            seconds, said = prompt(f"timed-{round_no}")
+            rows["prompt hook, server with model"].append(seconds)
+            rows["prompt hook alone"].append(prompt(f"timed-alone-{round_no}", alone=True)[0])
+        bare = statistics.median(rows["bare Python"])
+        print(f"\nprompt hook at {size:,} memories ({runs} interleaved rounds; load average {os.getloadavg()[0]:.1f})")
+        for label, seconds in rows.items():
+            median = statistics.median(seconds)
+            low = min(seconds) * 1000
+            print(f"  {label:<32} median {median * 1000:7.1f} ms  min {low:7.1f} ms  {median / bare:.1f}× bare")
+        answer = json.loads(said)["hookSpecificOutput"]["additionalContext"] if said else "(silent)"
+        print(f"  server: {server_status(hivelore, env, repo)}")
+        print(f"  prompt: {lesson.queries['paraphrase']!r} (its lesson: {lesson.key})")
+        print("  answered with: " + " | ".join(answer.splitlines()[:4]))
+        run_timed([hivelore, "hook-server", "stop"], env, repo)
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--distractors", type=int, default=None, help="distractor count (default 6,000)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--vectors", type=Path, help="a vector file to reuse between runs (default: a new one)")
+    parser.add_argument(
+        "--hook-size", type=int, help="only time the prompt hook at this many memories (server with the model vs alone)"
+    )
+    parser.add_argument("--hook-runs", type=int, default=15, help="timed rounds of --hook-size (default 15)")
     args = parser.parse_args(argv)
     if not vectors.installed():
         print(f"{vectors.EXTRA_MISSING}, then run this again.", file=sys.stderr)
@@ -254,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.small:
         main_set, held_out = main_set[::19][:16], held_out[::7][:8]
         distractors = args.distractors if args.distractors is not None else 120
+    if args.hook_size:
+        measure_hook(main_set + held_out, args.hook_size, args.hook_runs, args.vectors)
+        return 0
     sets = {"main": main_set, "held-out": held_out}
     check_paraphrases(sets)
     print(f"distractors: {distractors:,} generated by synth.py (templates + vocabulary, seed 1)")

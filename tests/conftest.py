@@ -24,6 +24,9 @@ POSTGRES_ADMIN_URL = os.environ.get("HIVELORE_TEST_POSTGRES", "postgresql://post
 # Hooks run as subprocesses answer in their own process: a hook server started per test's home would
 # outlive the test. tests/test_hook_server.py turns it on and stops what it starts.
 os.environ["HIVELORE_HOOK_SERVER"] = "off"
+# A hook server started by a test leaves the model unloaded (tests/test_hook_meaning.py turns it on): each
+# server would load it, and answers by meaning differ from a hook process's own, which the tests compare.
+os.environ["HIVELORE_HOOK_MODEL"] = "off"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -139,11 +139,13 @@ HOOK_SECONDS = 5.0  # generous: a hook takes a tenth of that; this only catches 
 
 
 def hook_env(home: Path, developer: str = "") -> dict[str, str]:
-    """The test's environment with only HIVELORE_HOME and HIVELORE_HOOK_SERVER (see conftest.py) of hivelore's
-    variables (an agent running these tests may have set HIVELORE_AGENT or HIVELORE_SESSION), and
+    """The test's environment with only HIVELORE_HOME, HIVELORE_HOOK_SERVER and HIVELORE_HOOK_MODEL (see
+    conftest.py) of hivelore's variables (an agent running these tests may have set HIVELORE_AGENT or
+    HIVELORE_SESSION), and
     HIVELORE_DEVELOPER when a test plays several developers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
     env = {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": os.environ["HIVELORE_HOOK_SERVER"]}
+    env["HIVELORE_HOOK_MODEL"] = os.environ["HIVELORE_HOOK_MODEL"]
     return {**env, "HIVELORE_DEVELOPER": developer} if developer else env
 
 

@@ -8,6 +8,7 @@ rules; nudges name the scope to write into. A session is identified by agent + s
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 
 from hivelore.errors import Conflict
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from hivelore.memory import recall
     from hivelore.memory.service import Hivelore
+    from hivelore.memory.signatures import Links
     from hivelore.team.coordination import Coordination
 
     T = TypeVar("T")
@@ -116,6 +118,7 @@ def prompt(ctx: HookContext) -> str:
         said.append(_promote(ctx))
     if not event.subagent and asks_to_keep(event.prompt):
         said.append(_keep_request(ctx))
+    _warm_model(ctx)
     hits = ctx.service.related(event.prompt, exclude=ctx.shown(), limit=PROMPT_LESSONS)
     if hits:
         ctx.mark_shown([h.row.memory.address for h in hits])
@@ -132,16 +135,20 @@ def tool_failure(ctx: HookContext) -> str:
     if event.interrupted:
         return ""
     failure = _stage_failure(ctx)
+    found = _failure_signature(event.error or event.output, failure)
+    if failure is not None and found:
+        _signatures(ctx, lambda links: links.saw(event.agent, event.session_id, found))
     heard = ""
     if ctx.recording and event.action == "shell" and not event.subagent:
         heard = _record_test_run(ctx, event.error or event.output)
-    said = _failure_advice(ctx, failure)
+    said = _failure_advice(ctx, failure, found)
     return "\n\n".join(part for part in (heard, said) if part)
 
 
-def _failure_advice(ctx: HookContext, failure: Failure | None) -> str:
-    """What a failure brings up, once per failure signature and session: matching lessons, else the
-    fix that worked before, else a nudge to write one."""
+def _failure_advice(ctx: HookContext, failure: Failure | None, found: str) -> str:
+    """What a failure brings up, once per failure signature and session: the lessons linked to its
+    signature `found` (memory/signatures.py) and matching lessons, else the fix that worked before,
+    else a nudge to write one."""
     event = ctx.event
     nudge_key = f"nudge:{failure.fingerprint}" if failure else ""
     if nudge_key and nudge_key in ctx.shown():
@@ -151,7 +158,8 @@ def _failure_advice(ctx: HookContext, failure: Failure | None) -> str:
         text = f"{event.command}\n{failure.summary}\n" + "\n".join(error_lines(event.error or event.output))
     # Not excluding what this session was shown: a lesson listed at session start is the one this failure
     # is about, and saying "no stored lesson matches" would be false.
-    hits = ctx.service.related(text, limit=FAILURE_LESSONS)
+    _warm_model(ctx)
+    hits = _with_linked(_linked_lessons(ctx, found), ctx.service.related(text, limit=FAILURE_LESSONS))
     ctx.mark_shown([*([nudge_key] if nudge_key else []), *(h.row.memory.address for h in hits)])
     if hits:
         return _lesson_block("hivelore: you have hit something like this before", hits, ctx)
@@ -203,6 +211,7 @@ def post_tool(ctx: HookContext) -> str:
     event = ctx.event
     if not ctx.recording or event.subagent:
         return ""
+    _link_written_lesson(ctx)
     if event.action == "shell" and event.command:
         if not event.exit_unknown:
             ctx.recorder.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
@@ -357,6 +366,76 @@ def _stage_failure(ctx: HookContext) -> Failure | None:
     return ctx.recorder.record_failure(
         event.agent, event.session_id, event.cwd, event.tool, command, exit_code, event.error or event.output
     )
+
+
+def _warm_model(ctx: HookContext) -> None:
+    """In the hook server, once it has loaded the model (vectors.start_resident), recall by meaning too.
+    A hook process never imports the model's module, so it finds none and stays lexical and quick."""
+    vectors = sys.modules.get("hivelore.memory.vectors")
+    if vectors is not None:
+        ctx.service.semantic = vectors.resident(ctx.service.settings.home)
+
+
+def _failure_signature(error: str, failure: Failure | None) -> str:
+    """The error's class and key words (memory/signatures.py); an error that names no class (a Go or
+    Jest assertion) stands for itself by its fingerprint."""
+    from hivelore.memory.signatures import signature
+
+    found = signature(error)
+    return found or (f"fingerprint {failure.fingerprint}" if failure is not None else "")
+
+
+def _signatures(ctx: HookContext, work: Callable[[Links], T]) -> T | None:
+    """Run `work` on the home's failure-signature links; a store that cannot be used is logged, and
+    the hook goes on without it."""
+    import sqlite3
+
+    from hivelore.memory.signatures import Links
+
+    links = None
+    try:
+        links = Links(ctx.service.settings.home)
+        return work(links)
+    except sqlite3.Error as exc:
+        ctx.service.warnings.append(f"failure-signature links skipped: {exc}")
+        return None
+    finally:
+        if links is not None:
+            links.close()
+
+
+def _link_written_lesson(ctx: HookContext) -> None:
+    """A call that wrote a lesson links it to the failures this session saw before it: it fixed them."""
+    from hivelore.memory.signatures import written_lesson
+
+    event = ctx.event
+    address = written_lesson(event.tool, event.command, event.output) if not event.failed else ""
+    if address:
+        _signatures(ctx, lambda links: links.wrote(event.agent, event.session_id, address))
+
+
+def _linked_lessons(ctx: HookContext, found: str) -> list[recall.Ranked]:
+    """The committed, visible lessons linked to this failure signature, as search hits."""
+    from hivelore.errors import NotFound
+    from hivelore.memory import recall
+    from hivelore.memory.tier import Candidate
+
+    addresses = _signatures(ctx, lambda links: links.lessons(found)) if found else None
+    hits = []
+    for address in addresses or []:
+        scope, _, key = address.rpartition("::")
+        try:
+            memory = ctx.service.read(scope, key)
+        except (NotFound, ValueError):
+            continue  # forgotten, archived or renamed since: the link is simply not used
+        if memory.state == "committed":
+            hits.append(recall.Ranked(Candidate.of(memory, "", address), 1.0, 1.0))
+    return hits
+
+
+def _with_linked(linked: list[recall.Ranked], hits: list[recall.Ranked]) -> list[recall.Ranked]:
+    shown = {h.row.memory.address for h in linked}
+    return [*linked, *(h for h in hits if h.row.memory.address not in shown)][:FAILURE_LESSONS]
 
 
 def _count_call(ctx: HookContext) -> None:

@@ -4,7 +4,9 @@ answers hook events for the short-lived `hivelore hook` processes agents start.
 A hook process that answers an event itself spends most of its time importing hivelore and reading
 the stores' first pages from disk; here both are done once. Each event is answered exactly as the
 hook process would have answered it (`hooks.command.respond`), in the hook process's environment,
-folder and umask, one event at a time. The server
+folder and umask, one event at a time — except that, with the `semantic` extra, the server loads the
+model in the background and, once it is loaded, the prompt and failure hooks recall by meaning too
+(`_keep_recall`; HIVELORE_HOOK_MODEL=off at its start keeps it lexical). The server
 
 - listens on a socket file in `HIVELORE_HOME/run/`, a folder only its user may enter, or, when that
   path is too long for a socket address, on a Linux abstract socket (`wire.server_address`);
@@ -75,6 +77,8 @@ MIRROR_SYNC_S = 2.0  # how often the team server's mirrors are brought up to dat
 TEAM_WAIT_S = 4.0
 TEAM_RETRY_S = 1.0  # after a round that failed (the server away): not a busy loop
 MIRROR_BUDGET_S = 5.0  # how long one of those waits for the server
+RECALL_TICK_S = 1.0  # how often the vectors a ranking left out are computed (a batch at a time)
+THESAURUS_CHECK_S = 600.0  # how often the thesaurus is checked against the store's size
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
@@ -171,6 +175,46 @@ class HookServer:
         for client in clients.values():
             client.close()
 
+    def _keep_recall(self, model: bool) -> None:
+        """Recall by meaning where it is warm: load the model in the background (the `semantic` extra,
+        unless HIVELORE_HOOK_MODEL=off; the prompt and failure hooks use it once it is loaded), mine
+        the thesaurus again when the store changed size, and between events embed the memories a
+        ranking had to leave out."""
+        from pathlib import Path
+
+        from hivelore.memory import thesaurus, vectors
+
+        home = Path(self.home)
+        resident = vectors.start_resident(home) if model else None
+        checked = 0.0
+        while not self.leaving.wait(RECALL_TICK_S):
+            if time.monotonic() - checked >= THESAURUS_CHECK_S and (home / "index.db").exists():
+                checked = time.monotonic()
+                try:
+                    thesaurus.refresh(home / "index.db")
+                except sqlite3.Error as exc:
+                    log("-", "-", f"hook server: the thesaurus was not mined ({exc})")
+            semantic = vectors.resident(home)
+            while semantic is not None and not self.leaving.is_set() and semantic.fill():
+                pass
+            if resident is not None and resident.problem:
+                log("-", "-", f"hook server: recall stays lexical, the model did not load ({resident.problem})")
+                resident = None
+
+    def _recall_state(self) -> str:
+        from pathlib import Path
+
+        vectors = sys.modules.get("hivelore.memory.vectors")
+        if vectors is None or not vectors.installed():
+            return "recall lexical (no semantic extra)"
+        if not vectors.resident_started(Path(self.home)):
+            return "recall lexical (HIVELORE_HOOK_MODEL=off)"
+        semantic = vectors.resident(Path(self.home))
+        if semantic is None:
+            return "recall lexical (model loading)"
+        waiting = semantic.waiting()
+        return f"recall by meaning ({waiting:,} memories waiting for a vector)" if waiting else "recall by meaning"
+
     def _watch_team(self) -> None:
         """The second background thread: the replica of the team's claims and failures, by requests
         the team server answers when something changed (remote/replica.py `watch_team`). Like the
@@ -212,6 +256,15 @@ class HookServer:
         selector.register(self.listening.sock, selectors.EVENT_READ)
         requests: dict[socket.socket, Request] = {}
         threading.Thread(target=self._sync_mirrors, name="mirrors", daemon=True).start()
+        # Read now: each event replaces this process's environment with its hook's.
+        model = os.environ.get("HIVELORE_HOOK_MODEL", "on") != "off"
+        # Imported here, before any event: a module the recall thread was still importing would be
+        # found half-made by an event's `_warm_model` or by `status`. Both are cheap; the model's
+        # runtime is imported by the thread.
+        import hivelore.memory.thesaurus
+        import hivelore.memory.vectors  # noqa: F401
+
+        threading.Thread(target=self._keep_recall, args=(model,), name="recall", daemon=True).start()
         threading.Thread(target=self._watch_team, name="team", daemon=True).start()
         try:
             while True:
@@ -382,7 +435,8 @@ class HookServer:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_ns / 1e9))
         answered = f"{self.events} event{'' if self.events == 1 else 's'} answered"
         state = f", {self.mirrors_state}" if self.mirrors_state else ""
-        return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle{state}"
+        recall = self._recall_state()
+        return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle, {recall}{state}"
 
 
 def idle_seconds(environ: Mapping[str, str]) -> float:

@@ -18,7 +18,7 @@ from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.memory import citations, fusion, recall
+from hivelore.memory import citations, fusion, recall, thesaurus
 from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
@@ -35,6 +35,7 @@ from hivelore.memory.model import (
     validate_ttl_days,
 )
 from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
+from hivelore.memory.thesaurus import Thesaurus
 from hivelore.memory.tier import Candidate, Tier, Wanted, listing_order
 from hivelore.memory.transfer import ImportRecord, ImportReport
 from hivelore.privacy import strip_private
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
     from hivelore.remote.tier import RemoteTier
 
 MAX_SEARCH_LIMIT = 1000
+# A hook speaks unasked: a memory it shows for its meaning alone must be nearer the prompt or error
+# than a search's meaning hits (vectors.MIN_SIMILARITY), which the agent asked for.
+RELATED_SIMILARITY = 0.45
+MEANING_CHARS = 2_000  # of a prompt or an error, what is ranked by meaning (the model reads 256 tokens)
 MAX_RELATED_HITS = 8  # search hits looked at for memories related to a prompt or an error
 CANDIDATES_PER_SCOPE = 50  # per scope, most recent and most seen: ample for a budget of ~15 lines
 # Imported records written under one lock, one index transaction and one fsync per folder: large
@@ -128,6 +133,9 @@ class MemoryService:
         self.warnings: list[str] = []
         # Set by a warm process that loaded the model (vectors.py): searches then rank by meaning too.
         self.semantic: Semantic | None = None
+        # Widen a query no memory matches whole with the thesaurus's partners: off until it pays. On
+        # benchmarks/bench_recall.py it gained no paraphrase and cost a few vague queries (README).
+        self.expand = False
 
     @property
     def scopes(self) -> list[str]:
@@ -529,6 +537,10 @@ class MemoryService:
 
     def search(self, query: str, scopes: Iterable[str] | None = None, limit: int | None = None) -> list[recall.Ranked]:
         """Visible memories matching `query`, ranked; a key shadowed by a narrower scope is left out."""
+        return self._search(query, scopes, limit, query)
+
+    def _search(self, query: str, scopes: Iterable[str] | None, limit: int | None, meaning: str) -> list[recall.Ranked]:
+        """`search`, with the text the model ranks by (`meaning`) apart from the query's words."""
         chosen = self.scopes_for(scopes)
         if limit is not None and not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise ValueError(f"limit must be from 1 to {MAX_SEARCH_LIMIT}, not {limit}.")
@@ -538,12 +550,31 @@ class MemoryService:
             raise ValueError("the query has no words to search for.")
         # Each tier's relevance is comparable only within that tier: each is scaled to its best.
         pairs = [pair for tier in self.tiers for pair in _scaled(tier.match(chosen, words, max(limit * 5, 50)))]
-        pairs = self._with_meaning(query, words, chosen, pairs, max(limit * 5, 50))
+        pairs = self._with_thesaurus(words, chosen, pairs, max(limit * 5, 50))
+        pairs = self._with_meaning(meaning, words, chosen, pairs, max(limit * 5, 50))
         # A hit loses to a narrower copy of its key even when that copy does not match the query.
         pairs += [(c, 0.0) for c in self._rivals(chosen, [c for c, _ in pairs])]
         ranked, _ = recall.winners(recall.rank(pairs, chosen, recall.SEARCH_WEIGHTS), chosen, self.roots, self.scopes)
         hits = self._against_code([r for r in ranked if r.relevance > 0], 2 * limit)
         return hits[:limit]
+
+    def _with_thesaurus(
+        self, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
+    ) -> list[tuple[Candidate, float]]:
+        """BM25's hits widened by the thesaurus's partners of the query words (thesaurus.py), when no
+        hit holds every query word; else, or without a thesaurus, BM25's hits unchanged."""
+        found = self.thesaurus() if self.expand else None
+        if found is None or any(fusion.holds_every_word(candidate, words) for candidate, _ in pairs):
+            return pairs
+        expansions = found.expand(words)
+        if not expansions:
+            return pairs
+        extra = [p for tier in self.tiers for p in _scaled(tier.match(scopes, [w for w, _ in expansions], limit))]
+        return thesaurus.widened(pairs, extra, max(weight for _, weight in expansions))
+
+    def thesaurus(self) -> Thesaurus | None:
+        """The thesaurus mined from this store (thesaurus.py), or None where none was mined."""
+        return None
 
     def _with_meaning(
         self, query: str, words: Sequence[str], scopes: Sequence[str], pairs: list[tuple[Candidate, float]], limit: int
@@ -569,7 +600,8 @@ class MemoryService:
 
     def related(self, text: str, exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
         """Committed memories that bear on a piece of text (a prompt, an error): the best search hits
-        for its keywords that contain at least two of them (all of them when there are fewer),
+        for its keywords that contain at least two of them (all of them when there are fewer), or,
+        where the model is loaded, that are near the whole text in meaning (RELATED_SIMILARITY),
         leaving out the addresses in `exclude` (already shown). Staged ones (notes a hook captured)
         are not what anyone learnt on purpose. Empty when nothing is relevant."""
         words = recall.keywords(text)
@@ -577,12 +609,18 @@ class MemoryService:
             return []
         needed = min(2, len(words))
         excluded = set(exclude)
-        found = []
-        for hit in self.search(" ".join(words), limit=MAX_RELATED_HITS):
-            if hit.row.state != "committed" or hit.row.memory.address in excluded:
-                continue
-            if recall.word_overlap(hit.row, words) >= needed:
-                found.append(hit)
+        meaning = text[:MEANING_CHARS]
+        hits = [
+            hit
+            for hit in self._search(" ".join(words), None, MAX_RELATED_HITS, meaning)
+            if hit.row.state == "committed" and hit.row.memory.address not in excluded
+        ]
+        near = self.semantic.near(meaning, [h.row for h in hits], RELATED_SIMILARITY) if self.semantic else set()
+        found = [
+            hit
+            for hit in hits
+            if recall.word_overlap(hit.row, words) >= needed or (hit.row.origin, hit.row.place) in near
+        ]
         return found[:limit]
 
     def citing(self, names: Iterable[str], exclude: Iterable[str] = (), limit: int = 3) -> list[recall.Ranked]:
@@ -831,6 +869,8 @@ class Hivelore(MemoryService):
         self._remote: RemoteTier | None = None
         self.remote_problem: str | None = None  # why remote mode reads and writes only this machine
         self._code: Code | None = None
+        self._thesaurus: Thesaurus | None = None
+        self._thesaurus_opened = False
         self._code_opened = False  # the code graph is looked for once, on the first read that needs it
 
     def _usable(self, project_root: Path) -> bool:
@@ -940,6 +980,9 @@ class Hivelore(MemoryService):
         if self._code is not None:
             self._code.close()
         self._code, self._code_opened = None, False
+        if self._thesaurus is not None:
+            self._thesaurus.close()
+        self._thesaurus, self._thesaurus_opened = None, False
 
     def code(self) -> Code | None:
         if not self._code_opened and self.chain.git is not None:
@@ -1000,9 +1043,18 @@ class Hivelore(MemoryService):
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
-        """Re-read every file into a new index; the next read chooses the local tier again."""
+        """Re-read every file into a new index (and mine its thesaurus again); the next read chooses
+        the local tier again."""
         self.close()
-        return rebuild(self.index_path, self.vaults)
+        stats = rebuild(self.index_path, self.vaults)
+        thesaurus.build(self.index_path.with_name(thesaurus.THESAURUS_FILE), thesaurus.indexed_texts(self.index_path))
+        return stats
+
+    def thesaurus(self) -> Thesaurus | None:
+        if not self._thesaurus_opened:
+            self._thesaurus_opened = True
+            self._thesaurus = Thesaurus.open(self.index_path.with_name(thesaurus.THESAURUS_FILE))
+        return self._thesaurus
 
     def sweep(self) -> Swept:
         """Remove the temp files writers killed mid-write left in the tiers' folders (stale ones only)."""

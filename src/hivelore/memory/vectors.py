@@ -159,12 +159,17 @@ class Semantic:
     """Ranks memories by meaning: the model (loaded on first need), the vector file, and the matrix
     of the last set of memories ranked (a warm process ranks the same store again and again)."""
 
-    def __init__(self, vectors_path: Path, embedder: Embedder | None = None) -> None:
+    def __init__(self, vectors_path: Path, embedder: Embedder | None = None, fill_on_rank: bool = True) -> None:
         self._embedder = embedder
+        # False where an answer must not wait for the model to embed a store (the hook server): a
+        # ranking then leaves out the memories without a vector yet, and `fill` computes them apart.
+        self.fill_on_rank = fill_on_rank
+        self._unembedded: dict[str, str] = {}  # hash → text, left out of a ranking for want of a vector
         self.file = VectorFile(vectors_path)
         self._hashes: dict[tuple[str, str, float], str] = {}  # (origin, place, updated) → text hash
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
+        self._kept: list[int] = []
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
         self._listed_key: tuple[object, ...] = ()
         self._listed: list[Candidate] = []
@@ -203,20 +208,58 @@ class Semantic:
             found = self._hashes[where] = text_hash(memory_text(candidate.memory))
         return found
 
-    def _matrix_for(self, candidates: Sequence[Candidate]) -> Matrix:
+    def _matrix_for(self, candidates: Sequence[Candidate]) -> tuple[list[int], Matrix]:
+        """The positions of the candidates that have a vector, and their vectors as rows."""
         import numpy as np
 
         hashes = tuple(self._hash_of(c) for c in candidates)
         if hashes != self._matrix_key or self._matrix is None:
             stored = self.file.read(set(hashes))
-            missing = {h: c for h, c in zip(hashes, candidates, strict=True) if h not in stored}
-            if missing:  # written where the model was not loaded (a CLI write, a hook, an import)
-                self._compute({h: memory_text(c.memory) for h, c in missing.items()})
+            missing = {h: memory_text(c.memory) for h, c in zip(hashes, candidates, strict=True) if h not in stored}
+            if missing and self.fill_on_rank:  # written where the model was not loaded (a CLI write, an import)
+                self._compute(missing)
                 stored = self.file.read(set(hashes))
-            blob = b"".join(stored[h] for h in hashes)
-            self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(hashes), DIMENSIONS).astype(np.float32)
-            self._matrix_key = hashes
-        return self._matrix
+            else:
+                self._unembedded.update(missing)
+            self._kept = [i for i, h in enumerate(hashes) if h in stored]
+            blob = b"".join(stored[hashes[i]] for i in self._kept)
+            matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(self._kept), DIMENSIONS)
+            self._matrix, self._matrix_key = matrix.astype(np.float32), hashes
+        return self._kept, self._matrix
+
+    def fill(self, batch: int = BATCH) -> int:
+        """Compute up to `batch` of the vectors a ranking had to leave out; how many. The lock is held
+        for one batch only, so an answer waits at most that long."""
+        with self._lock:
+            chosen = dict(list(self._unembedded.items())[:batch])
+            done = self._compute(chosen) if chosen else 0
+            for h in chosen:
+                del self._unembedded[h]
+            if done:
+                self._matrix_key = ()  # the next ranking reads the new vectors
+        return done
+
+    def waiting(self) -> int:
+        """How many texts a ranking left out for want of a vector are still to be computed."""
+        return len(self._unembedded)
+
+    def near(self, query: str, candidates: Sequence[Candidate], threshold: float) -> set[tuple[str, str]]:
+        """The (origin, place) of the candidates whose stored vector is at least `threshold` from
+        the query's (cosine); a candidate without a vector is not near."""
+        import numpy as np
+
+        hashes = [self._hash_of(c) for c in candidates]
+        with self._lock:
+            stored = self.file.read(set(hashes))
+            vector = self.embedder.query(query)
+        found = set()
+        for candidate, h in zip(candidates, hashes, strict=True):
+            if (
+                h in stored
+                and float(np.frombuffer(stored[h], dtype=np.float16).astype(np.float32) @ vector) >= threshold
+            ):
+                found.add((candidate.origin, candidate.place))
+        return found
 
     def visible(self, key: tuple[object, ...], listing: Callable[[], list[Candidate]]) -> list[Candidate]:
         """The memories to rank: `listing()` again only when `key` (the tiers, their generations, the
@@ -233,9 +276,10 @@ class Semantic:
         if not candidates:
             return []
         with self._lock:
-            similarity = self._matrix_for(candidates) @ self.embedder.query(query)
+            kept, matrix = self._matrix_for(candidates)
+            similarity = matrix @ self.embedder.query(query)
         top = np.argsort(-similarity, kind="stable")[:limit]
-        return [(candidates[i], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
+        return [(candidates[kept[i]], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 
     def close(self) -> None:
         self.file.close()
@@ -257,3 +301,45 @@ class Warm:
         if found is None:
             found = self._by_file[path] = Semantic(path)
         return found
+
+
+class Resident:
+    """The model in the hook server: loaded in a background thread after the server starts, so no
+    event waits for it, and offered to the prompt and failure hooks only once it is loaded. Its
+    rankings never embed in an answer's time; `fill` computes what they left out between events."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.semantic: Semantic | None = None
+        self.problem = ""
+
+    def load(self) -> None:
+        try:
+            semantic = Semantic(self.home / VECTORS_FILE, fill_on_rank=False)
+            semantic.embedder.query("warm")  # the first run of a session costs more than a query
+        except Exception as exc:  # noqa: BLE001 -- a broken extra leaves the hooks lexical, as without it
+            self.problem = f"{type(exc).__name__}: {exc}"
+            return
+        self.semantic = semantic
+
+
+_RESIDENT: dict[Path, Resident] = {}
+
+
+def start_resident(home: Path) -> Resident | None:
+    """Load the model for this home in this process, in the background (None without the extra)."""
+    if not installed():
+        return None
+    resident = _RESIDENT[home.resolve()] = Resident(home)
+    threading.Thread(target=resident.load, name="model", daemon=True).start()
+    return resident
+
+
+def resident_started(home: Path) -> bool:
+    return home.resolve() in _RESIDENT
+
+
+def resident(home: Path) -> Semantic | None:
+    """The loaded model of this process for this home, or None (not started here, or still loading)."""
+    found = _RESIDENT.get(home.resolve())
+    return found.semantic if found is not None else None
