@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import postgres_turns
 import pytest
 from harness import make_repo
 from hypothesis import settings
@@ -27,6 +31,35 @@ os.environ["HIVELORE_HOOK_SERVER"] = "off"
 # A hook server started by a test leaves the model unloaded (tests/test_hook_meaning.py turns it on): each
 # server would load it, and answers by meaning differ from a hook process's own, which the tests compare.
 os.environ["HIVELORE_HOOK_MODEL"] = "off"
+
+TURNS_FOLDER = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run in one process)
+        config.stash[TURNS_FOLDER] = Path(tempfile.mkdtemp(prefix="hivelore-postgres-turns-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if TURNS_FOLDER in config.stash:
+        shutil.rmtree(config.stash[TURNS_FOLDER], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook, on the controller, for each worker it starts: tests/postgres_turns.py's folder."""
+    node.workerinput[postgres_turns.TURNS_KEY] = str(node.config.stash[TURNS_FOLDER])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    postgres_turns.mark_postgres_modules(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """Set-up, test and teardown within one turn at PostgreSQL (tests/postgres_turns.py)."""
+    with postgres_turns.turn(item, nextitem):
+        return (yield)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -48,6 +48,7 @@ SCOPE = "project::faults"
     shutil.which("pg_ctlcluster") is None or not CLUSTERS.is_dir(),
     reason="restarting PostgreSQL needs pg_ctlcluster (Debian's postgresql-common) on this machine",
 )
+@pytest.mark.restarts_postgres
 def test_a_postgres_restart_loses_no_acknowledged_write_and_the_server_recovers(
     unlimited: Server, make_user: Callable[..., Account], database_url: str
 ) -> None:
