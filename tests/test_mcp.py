@@ -463,6 +463,30 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
     assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
 
 
+def test_a_probe_given_up_for_initialize_before_the_sdk_ran_does_not_decide_the_era(
+    home: Path, repo: Path, cli: CLI
+) -> None:
+    """Claude Code 2.1 first probes with a 2026 `server/discover`; when the SDK is still loading it times
+    out and falls back to `initialize` on the same process. The stale probe must not reach the SDK first:
+    it would serve the 2026 era and refuse the handshake's calls ("params._meta is missing the required
+    envelope key(s)"). The probe gets no answer; the handshake and the call that follows do."""
+    prepare(home, cli)
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    }
+    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope}}
+    write = {"name": "memory_write", "arguments": {"scope": REPO, "key": KEY, "value": LESSON}}
+    call_write = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": write}
+    answered, stderr = raw_session(home, repo, [probe, *handshake(), call_write], answers=7)
+    assert 0 not in answered and "differed" not in stderr
+    assert "error" not in json.loads(answered[1]), answered[1]
+    result = json.loads(answered[7])["result"]
+    assert not result.get("isError"), result
+    assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
+
+
 CODEX_TOOLS_LIST = {"_meta": {"progressToken": 0}}  # the params of Codex 0.171's tools/list, as captured
 
 

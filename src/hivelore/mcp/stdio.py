@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 CANCELLED = "notifications/cancelled"
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # mcp.shared.inbound's, without importing the SDK
 
 
 class Front:
@@ -52,10 +53,49 @@ class Front:
         self._sent: dict[str, str] = {}  # id → the answer sent before the SDK ran
         self._open: set[str] = set()  # ids of the requests the SDK has not answered yet
         self._changed = False
+        self._passing = threading.Lock()  # the SDK's stdin: held probes and the reader's lines, in order
+        self._pipe: Callable[[bytes], object] | None = None
+        self._held: list[tuple[str | None, bytes]] = []  # (id, line) of probes kept from the SDK until it runs
+
+    def attach(self, pipe: Callable[[bytes], object]) -> None:
+        """Where the client's lines go: the SDK's stdin."""
+        self._pipe = pipe
 
     def start_sdk(self) -> None:
+        with self._passing:
+            with self._lock:
+                self.sdk_running = True
+            held, self._held = self._held, []
+            for _rid, line in held:
+                self._write(line)
+
+    def pass_on(self, raw: bytes) -> None:
+        """Give a client's line to the SDK, or keep it back. The SDK takes the era of the first request
+        it reads, for good: a 2026 probe (`server/discover` with the per-request envelope) makes it
+        refuse every later request without that envelope. A client whose probe timed out while the SDK
+        was still loading falls back to `initialize` (Claude Code 2.1 does), and the stale probe must
+        not decide the era of that handshake. So a probe waits until the SDK runs, and is dropped
+        if an `initialize` comes first: its client gave up on it."""
+        line = raw if raw.endswith(b"\n") else raw + b"\n"
+        message = _json_object(line.decode("utf-8", "replace"))
+        with self._passing:
+            if not self.sdk_running and message is not None:
+                if _enveloped(message):
+                    self._held.append((id_text(message.get("id")), line))
+                    return
+                if message.get("method") == "initialize" and self._held:
+                    self._drop_held()
+            self._write(line)
+
+    def _drop_held(self) -> None:
         with self._lock:
-            self.sdk_running = True
+            self._open.difference_update(rid for rid, _line in self._held if rid is not None)
+            self._lock.notify_all()
+        self._held = []
+
+    def _write(self, line: bytes) -> None:
+        if self._pipe is not None:
+            self._pipe(line)
 
     def receive(self, line: str) -> None:
         """A line from the client: answer it now if it is a handshake request the book knows."""
@@ -216,9 +256,10 @@ def _run(front: Front, client_in: BinaryIO, restore: Callable[[], None] | None =
 
 def _read(front: Front, client_in: BinaryIO, sdk_stdin: int) -> None:
     with open(sdk_stdin, "wb", buffering=0) as pipe:
+        front.attach(pipe.write)
         for raw in client_in:
             front.receive(raw.decode("utf-8", "replace"))
-            pipe.write(raw if raw.endswith(b"\n") else raw + b"\n")
+            front.pass_on(raw)
         front.wait_for_answers()
 
 
@@ -267,6 +308,14 @@ def _handshake_lines(version: str) -> bytes:
         *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(METHODS[1:], start=2)),
     )  # fmt: skip
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def _enveloped(message: dict) -> bool:
+    """Whether a request carries the 2026 per-request envelope (its protocol version in `_meta`), as
+    the SDK tells the eras apart; `initialize` never opens that era."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return message.get("method") != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
 def _plain(params: object) -> bool:

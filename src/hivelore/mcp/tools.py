@@ -116,8 +116,7 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         cites: list[str] | None = None,
         when: str | None = None,
     ) -> WriteOut:
-        """Save a lesson to memory (remember a fix, fact, decision or note) so the next session does not
-        rediscover it.
+        """Save a lesson to memory (remember a fix, fact, decision or note) so no session rediscovers it.
 
         scope: global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes).
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
