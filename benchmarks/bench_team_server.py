@@ -24,11 +24,18 @@ the median and p90 of each, and the ratio of the remote median to the baseline's
                  `caller_N`, run back to back, that warns about it (answered from the replica of the
                  claims dev-b's hook server keeps). Each hook is a real `hivelore hook` process.
 
+    failure told from the start of dev-a's change of `target_N` and its failing test run (the
+                 post-edit and failure hooks) to the end of the first of dev-b's pre-edit hooks on
+                 `target_N` that says it failed there (the replica of the team's recent failures).
+    replica requests a minute: both hook servers' requests for the replica (claims and failures)
+                 while nothing changes, counted in the server's access log over 30 s.
+
 The issue's 2 s target (a claim visible to a pre-edit check on another machine) is printed beside
 `visible remote` and `hooks`, never asserted.
 
     python benchmarks/bench_team_server.py            # 200 claims, 40 through the hooks
     python benchmarks/bench_team_server.py --small    # CI: 20 claims, 10 through the hooks
+    python benchmarks/bench_team_server.py --no-failures   # a build without the shared failures
 
 The database and the server are removed at the end, on failure and on Ctrl-C.
 """
@@ -199,10 +206,30 @@ class Laptop:
         tool_input = {"file_path": path, "old_string": old, "new_string": old + "  # changed"}
         return self.hook("PreToolUse", {"session_id": session, "tool_name": "Edit", "tool_input": tool_input})
 
+    def break_target(self, session: str, n: int) -> None:
+        """Change `target_N` (the file, then the post-edit hook) and run its test, which fails."""
+        module = self.repo / "shop" / f"m{n}.py"
+        module.write_text(module.read_text().replace(f"    return {n}\n", f"    return {n} + 1\n", 1))
+        edited = {"file_path": str(module), "old_string": f"    return {n}", "new_string": f"    return {n} + 1"}
+        post = {"session_id": session, "tool_name": "Edit", "tool_input": edited, "tool_response": {}}
+        self.hook("PostToolUse", post)
+        failed = (
+            "=========================== short test summary info ============================\n"
+            f"FAILED tests/test_m.py::test_target_{n} - AssertionError\n1 failed in 0.01s\n"
+        )
+        command = {"command": "pytest -q tests/test_m.py"}
+        run = {"session_id": session, "tool_name": "Bash", "tool_input": command, "error": f"Exit code 1\n{failed}"}
+        self.hook("PostToolUseFailure", run)
 
-def through_hooks(work: Path, endpoint: str, tokens: dict[str, str], rounds: int) -> list[float]:
-    """From the start of dev-a's pre-edit hook claiming `target_N` to the end of the first of dev-b's
-    pre-edit hooks on `caller_N` that warns about it."""
+
+def through_hooks(
+    work: Path, endpoint: str, tokens: dict[str, str], rounds: int, with_failures: bool
+) -> dict[str, list[float]]:
+    """`hooks`: from the start of dev-a's pre-edit hook claiming `target_N` to the end of the first
+    of dev-b's pre-edit hooks on `caller_N` that warns about it. `failures`: from the start of
+    dev-a's change of `target_N` and its failing test run to the end of the first of dev-b's
+    pre-edit hooks on `target_N` that says it failed there. `idle`: the replica's requests a minute
+    while nothing changes, from the server's access log."""
     a, b = (Laptop(work, dev, endpoint, tokens[dev], rounds) for dev in ("dev-a", "dev-b"))
     latencies: list[float] = []
     try:
@@ -221,10 +248,35 @@ def through_hooks(work: Path, endpoint: str, tokens: dict[str, str], rounds: int
                 if time.perf_counter() - started > SEEN_TIMEOUT_S:
                     raise RuntimeError(f"dev-b's pre-edit hook never saw dev-a's claim of target_{n}")
             latencies.append(time.perf_counter() - started)
+        failures = [told_of_failure(a, b, n) for n in range(rounds)] if with_failures else []
+        idle = idle_requests(work / "server.log")
     finally:
         for laptop in (a, b):
             laptop.hivelore("hook-server", "stop")
-    return latencies
+    return {"hooks": latencies, "failures": failures, "idle": idle}
+
+
+def told_of_failure(a: Laptop, b: Laptop, n: int) -> float:
+    started = time.perf_counter()
+    a.break_target("a-1", n)
+    while f"tests/test_m.py::test_target_{n}" not in b.edit(f"b-fail-{n}", n, f"    return {n}"):
+        if time.perf_counter() - started > SEEN_TIMEOUT_S:
+            raise RuntimeError(f"dev-b's pre-edit hook never heard that target_{n} failed for dev-a")
+    return time.perf_counter() - started
+
+
+IDLE_S = 30.0  # how long both hook servers are watched doing nothing
+
+
+def idle_requests(log: Path) -> list[float]:
+    """The replica's requests a minute (both hook servers together) while nothing changes."""
+    time.sleep(2.0)  # the last round's changes answered
+    offset = log.stat().st_size
+    time.sleep(IDLE_S)
+    with log.open() as lines:
+        lines.seek(offset)
+        asked = sum(1 for line in lines if '"/v1/team/replica"' in line or '"/v1/team/claims"' in line)
+    return [asked * 60 / IDLE_S]
 
 
 def line(name: str, samples: list[float], baseline: list[float] | None = None, target: str = "") -> str:
@@ -239,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--hook-claims", type=int, default=40)
     parser.add_argument("--small", action="store_true", help="20 claims, 10 through the hooks (CI)")
+    parser.add_argument(
+        "--no-failures", action="store_true", help="skip `failure told` (to measure a build that does not share them)"
+    )
     args = parser.parse_args(argv)
     claims = 20 if args.small else args.claims
     hook_claims = 10 if args.small else args.hook_claims
@@ -255,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             remote_visible = visible(remote_a, lambda: RemoteTeam(clients["dev-b"]), claims)
             for client in clients.values():
                 client.close()
-            hooks = through_hooks(Path(work), f"http://127.0.0.1:{server.port}", tokens, hook_claims)
+            endpoint = f"http://127.0.0.1:{server.port}"
+            hooks = through_hooks(Path(work), endpoint, tokens, hook_claims, not args.no_failures)
         finally:
             server.stop()
     print(f"{claims} claims, ms       median       p90   remote/local")
@@ -264,7 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         print(line(f"{name} remote", remote[name], local[name]))
     print(line("visible local", local_visible))
     print(line("visible remote", remote_visible, local_visible, f"target < {TARGET_S:g} s on another machine"))
-    print(line(f"hooks ({hook_claims})", hooks, local_visible, f"target < {TARGET_S:g} s on another machine"))
+    print(line(f"hooks ({hook_claims})", hooks["hooks"], local_visible, f"target < {TARGET_S:g} s on another machine"))
+    if hooks["failures"]:
+        print(line(f"failure told ({hook_claims})", hooks["failures"], local_visible, "failing run → pre-edit hook"))
+    print(f"replica requests a minute, two idle hook servers: {hooks['idle'][0]:.0f} (claims and failures)")
     return 0
 
 

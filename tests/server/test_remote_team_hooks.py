@@ -23,11 +23,26 @@ from harness import SHOP_FILES, make_shop
 from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.mirror import path_for
 from hivelore.remote.team import RemoteTeam
-from hivelore.remote.teamshare import ClaimsReplica, refresh_claims
+from hivelore.remote.teamshare import ClaimsReplica, FailuresReplica, TeamReplica, refresh_team
 from hivelore.server.postgres import accounts
 from hivelore.team.coordination import REPLICA_STALE_S
+from hivelore.team.store import SqliteTeam
 
 SCOPE = "repo::acme/shop"
+SESSIONS = "from shop.tokens import validate_token\n\n\ndef refresh_session(token):\n    return validate_token(token)\n"
+SHOP = {**SHOP_FILES, "shop/sessions.py": SESSIONS}
+REFRESH = "    return validate_token(token)"
+TEST_COMMAND = "pytest -q tests/test_tokens.py"
+PYTEST_FAILURE = """\
+.F                                                                       [100%]
+=================================== FAILURES ===================================
+_____________________________ test_refresh_session _____________________________
+E       AssertionError: assert 'old.jwt' != 'old.jwt'
+=========================== short test summary info ============================
+FAILED tests/test_tokens.py::test_refresh_session - AssertionError: assert 'old.jwt' != 'old.jwt'
+1 failed, 1 passed in 0.04s
+"""
+PYTEST_PASS = "..   [100%]\n2 passed in 0.03s\n"
 SEEN_WAIT_S = 20.0  # what the test waits at most; the figure itself is benchmarks/bench_team_server.py's
 VALIDATE = "    return token.split('.')[0]"
 CHECKOUT = "    return {'user': user, 'total': sum(cart)}"
@@ -71,6 +86,26 @@ class Machine:
     def claims(self, url: str) -> ClaimsReplica:
         return ClaimsReplica.beside(path_for(str(self.home), url))
 
+    def failures(self, url: str) -> FailuresReplica:
+        return FailuresReplica.beside(path_for(str(self.home), url))
+
+    def change(self, session: str, path: str, old: str, new: str) -> str:
+        """An edit as Claude Code makes it: the pre-edit hook, the file changed, the post-edit hook."""
+        said = self.edit(session, path, old)
+        changed = self.repo / path
+        changed.write_text(changed.read_text().replace(old, new))
+        tool_input = {"file_path": str(changed), "old_string": old, "new_string": new}
+        post = {"session_id": session, "tool_name": "Edit", "tool_input": tool_input, "tool_response": {}}
+        assert self.hook("PostToolUse", post) == ""
+        return said
+
+    def test_run(self, session: str, output: str, passed: bool) -> str:
+        """`pytest` run through the Bash tool: a PostToolUse when it passed, PostToolUseFailure when not."""
+        payload = {"session_id": session, "tool_name": "Bash", "tool_input": {"command": TEST_COMMAND}}
+        if passed:
+            return self.hook("PostToolUse", {**payload, "tool_response": {"stdout": output, "stderr": ""}})
+        return self.hook("PostToolUseFailure", {**payload, "error": f"Exit code 1\n{output}"})
+
 
 @pytest.fixture
 def team(db: psycopg.Connection, make_user: Callable[..., Account]) -> tuple[Account, Account]:
@@ -86,13 +121,14 @@ def team(db: psycopg.Connection, make_user: Callable[..., Account]) -> tuple[Acc
     return owner, member
 
 
-@pytest.fixture
-def machines(tmp_path: Path, server: Server, team: tuple[Account, Account]) -> Iterator[tuple[Machine, Machine]]:
+def _machines(
+    tmp_path: Path, server: Server, team: tuple[Account, Account], developers: tuple[str, str]
+) -> Iterator[tuple[Machine, Machine]]:
     made = []
-    for account, developer in zip(team, ("dev-a", "dev-b"), strict=True):
+    for account, developer in zip(team, developers, strict=True):
         home = tmp_path / developer / "home"
         home.mkdir(parents=True)
-        machine = Machine(home, make_shop(tmp_path / developer / "shop", SHOP_FILES), developer)
+        machine = Machine(home, make_shop(tmp_path / developer / "shop", SHOP), developer)
         (home / "config.json").write_text(json.dumps({"mode": "remote", "endpoint": server.url}))
         assert machine.cli("remote", "login", "--token", "-", stdin=account.token).returncode == 0
         indexed = machine.cli("graph", "index")
@@ -101,6 +137,16 @@ def machines(tmp_path: Path, server: Server, team: tuple[Account, Account]) -> I
     yield made[0], made[1]
     for machine in made:
         machine.cli("hook-server", "stop")
+
+
+@pytest.fixture
+def machines(tmp_path: Path, server: Server, team: tuple[Account, Account]) -> Iterator[tuple[Machine, Machine]]:
+    yield from _machines(tmp_path, server, team, ("dev-a", "dev-b"))
+
+
+@pytest.fixture
+def c_and_d(tmp_path: Path, server: Server, team: tuple[Account, Account]) -> Iterator[tuple[Machine, Machine]]:
+    yield from _machines(tmp_path, server, team, ("dev-c", "dev-d"))
 
 
 def wait_for(what: str, check: Callable[[], bool]) -> None:
@@ -157,6 +203,9 @@ def test_a_claim_made_by_one_machines_edit_hook_warns_the_other_machines_pre_edi
     assert card["intent"]["id"] in [t["id"] for t in json.loads(listed.stdout)]
     task = str(card["intent"]["id"])
     assert a.cli("task", "handoff", task, "tokens validate; refresh next").returncode == 0
+    with SqliteTeam.open(str(a.home)) as local:  # the hooks' task of that session stops claiming too
+        assert [i.title for i in local.intents("acme/shop", "handed_off")] == ["add JWT support"]
+        assert local.active_claims("acme/shop") == []
     resumed = b.cli("task", "resume", task, "--json")
     assert resumed.returncode == 0, resumed.stderr
     taken = json.loads(resumed.stdout)
@@ -174,15 +223,15 @@ def test_the_replica_keeps_the_claims_of_the_shared_repositories_and_says_which_
         remote = RemoteTeam(client)
         task = remote.intent_for_session("codex", "a-9", "dev-a", "acme/shop", "rotate keys")
         remote.claim(task.id, ["shop/keys.py::rotate"])
-        replica = ClaimsReplica(str(tmp_path / "claims.json"))
-        problems = refresh_claims(client, replica, ["acme/shop", "nobody/else"])
+        replica = TeamReplica(ClaimsReplica(str(tmp_path / "claims.json")), FailuresReplica(str(tmp_path / "f.json")))
+        problems, _etag = refresh_team(client, replica, ["acme/shop", "nobody/else"])
     finally:
         client.close()
     assert len(problems) == 1 and "nobody/else" in problems[0] and "org share" in problems[0]
-    claims, synced = replica.read("acme/shop")
+    claims, synced = replica.claims.read("acme/shop")
     assert [(symbol, intent.id, who) for symbol, intent, who in claims] == [("shop/keys.py::rotate", task.id, "dev-a")]
     assert synced is not None and time.time() - synced < SEEN_WAIT_S
-    assert replica.read("nobody/else") == ([], None)
+    assert replica.claims.read("nobody/else") == ([], None)
 
 
 def test_a_claim_made_while_the_server_is_away_waits_in_the_outbox_and_lands_when_it_is_back(
@@ -217,3 +266,65 @@ def test_a_claim_made_while_the_server_is_away_waits_in_the_outbox_and_lands_whe
     finally:
         a.cli("hook-server", "stop")
         own.stop()
+
+
+def test_a_failure_on_one_machine_is_told_before_an_edit_and_in_a_failing_run_on_another_until_resolved(
+    server: Server, c_and_d: tuple[Machine, Machine]
+) -> None:
+    c, d = c_and_d
+    d.prompt("d-0", "look around")  # starts dev-d's hook server, which keeps the replica
+    wait_for("dev-d's replica", lambda: d.claims(server.url).read("acme/shop")[1] is not None)
+
+    # dev-c changes refresh_session and the test run fails test_refresh_session.
+    c.prompt("c-1", "rotate refresh tokens")
+    assert c.change("c-1", "shop/sessions.py", REFRESH, REFRESH + "[::-1]") == ""
+    c.test_run("c-1", PYTEST_FAILURE, passed=False)
+
+    def failure_in_d_replica(resolved: bool) -> bool:
+        found = d.failures(server.url).read("acme/shop")
+        return any(f.attempt.developer == "dev-c" and (f.fix is not None) == resolved for f in found)
+
+    wait_for("dev-c's failure in dev-d's replica", lambda: failure_in_d_replica(False))
+
+    # dev-d, on another machine, is told before editing refresh_session: what failed, by whom, when.
+    d.prompt("d-1", "make sessions last longer")
+    said = d.edit("d-1", "shop/sessions.py", REFRESH)
+    (line,) = [line for line in said.splitlines() if "failed here before" in line]
+    assert f"`{TEST_COMMAND}` — tests/test_tokens.py::test_refresh_session, not resolved yet" in line
+    assert "(dev-c, today at " in line and 'in "rotate refresh tokens")' in line
+    assert "refresh_session is being changed by dev-c" in said  # and the claim, from the same replica
+    assert "failed here before" not in d.edit("d-1", "shop/sessions.py", REFRESH)  # once per session
+
+    # dev-d's own run fails the same test: the failure hook says a teammate hit it.
+    heard = d.test_run("d-1", PYTEST_FAILURE, passed=False)
+    assert "a teammate hit this: tests/test_tokens.py::test_refresh_session failed for dev-c today at" in heard
+    assert "not resolved yet, dev-c may know more" in heard
+
+    # dev-c's next change passes: it resolves the failure, and dev-d hears what fixed it.
+    c.change("c-1", "shop/sessions.py", REFRESH + "[::-1]", REFRESH)  # reminded of its own failure, from team.db
+    assert c.test_run("c-1", PYTEST_PASS, passed=True) == ""
+    wait_for("the fix in dev-d's replica", lambda: failure_in_d_replica(True))
+    said = d.edit("d-2", "shop/sessions.py", REFRESH)
+    (line,) = [line for line in said.splitlines() if "failed here before" in line]
+    assert "test_refresh_session, resolved later (dev-c, today at " in line
+    assert f"what fixed it: dev-c's passing `{TEST_COMMAND}` today at " in line
+    assert line.endswith(", changing refresh_session")
+
+
+def test_an_idle_hook_server_keeps_its_replica_fresh_with_a_request_the_server_holds_not_a_poll_a_second(
+    server: Server, machines: tuple[Machine, Machine]
+) -> None:
+    a, _ = machines
+    a.prompt("a-0", "look around")  # starts dev-a's hook server
+    wait_for("dev-a's replica", lambda: a.claims(server.url).read("acme/shop")[1] is not None)
+    time.sleep(1.0)  # its first answer is whole; the next ones are asked with its ETag
+    offset = server.log.stat().st_size
+    time.sleep(9.0)
+    with server.log.open() as log:
+        log.seek(offset)
+        asked = [json.loads(line) for line in log if '"/v1/team/replica"' in line]
+    # Nothing changed: each request is held about 4 s and answered 304 (a poll a second made 9).
+    assert 1 <= len(asked) <= 3, asked
+    assert all(r["status"] == 304 and r["ms"] > 3000 for r in asked), asked
+    _, synced = a.claims(server.url).read("acme/shop")
+    assert synced is not None and time.time() - synced < REPLICA_STALE_S  # a 304 is an answer: still fresh

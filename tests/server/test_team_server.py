@@ -4,11 +4,13 @@ processes writing at once leave, and a change replayed with its Idempotency-Key.
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 import psycopg
 from conftest import unique
 
+from hivelore.server.auth import digest
 from hivelore.server.postgres import accounts
 from hivelore.server.postgres.team import PostgresTeam
 from hivelore.team.testruns import TestRun
@@ -72,3 +74,85 @@ def test_an_attempt_replayed_with_its_idempotency_key_is_counted_once(
 
     assert first.status_code == again.status_code == other.status_code == 200, first.text
     assert (first.json()["count"], again.json(), other.json()["count"]) == (1, first.json(), 2)
+
+
+PASSING = TestRun("pytest", "passed", (), (), 12, 0)
+
+
+def _rate_window(db: psycopg.Connection, token: str) -> tuple[object, int]:
+    """The token's current rate-limit minute and its count of requests."""
+    row = db.execute(
+        "SELECT w.started, w.count FROM rate_windows w JOIN tokens t ON t.id = w.token_id WHERE t.hash = %s"
+        " ORDER BY w.started DESC LIMIT 1",
+        (digest(token),),
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, 0)
+
+
+def test_the_replica_holds_claims_and_failures_with_what_fixed_them_and_is_304_while_nothing_changed(
+    db: psycopg.Connection, api: httpx.Client
+) -> None:
+    org_id, user_id, token = _team(db)
+    headers = {"Authorization": f"Bearer {token}"}
+    team = PostgresTeam(db, org_id, user_id)
+    broke = team.intent_for_session("claude", "c-1", "dev-c", REPO, "rotate refresh tokens")
+    team.claim(broke.id, ["shop/sessions.py::refresh_session"])
+    team.record_change(broke.id, ["shop/sessions.py::refresh_session"])
+    failed = team.record_attempt(broke.id, "pytest -q tests/test_auth.py", FAILING)
+
+    first = api.get("/v1/team/replica", params={"repo": REPO}, headers=headers)
+    assert first.status_code == 200, first.text
+    etag = first.headers["etag"]
+    assert [(c["symbol"], c["developer"]) for c in first.json()["claims"]] == [
+        ("shop/sessions.py::refresh_session", "dev-c")
+    ]
+    (failure,) = first.json()["failures"][REPO]
+    assert failure["attempt"]["id"] == failed.id and failure["title"] == "rotate refresh tokens"
+    assert failure["attempt"]["symbols"] == ["shop/sessions.py::refresh_session"] and failure["fix"] is None
+
+    same = api.get("/v1/team/replica", params={"repo": REPO}, headers={**headers, "If-None-Match": etag})
+    assert (same.status_code, same.content, same.headers["etag"]) == (304, b"", etag)
+
+    # dev-e's passing run, after changing refresh_session, resolves it: the replica changes with it.
+    fixer = team.intent_for_session("codex", "e-1", "dev-e", REPO, "refresh keeps the session")
+    team.record_change(fixer.id, ["shop/sessions.py::refresh_session"])
+    passed = team.record_attempt(fixer.id, "pytest -q tests/test_auth.py", PASSING)
+    changed = api.get("/v1/team/replica", params={"repo": REPO}, headers={**headers, "If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+    (failure,) = changed.json()["failures"][REPO]
+    assert failure["fix"]["id"] == passed.id and failure["fix"]["developer"] == "dev-e"
+    assert failure["fix_title"] == "refresh keeps the session"
+
+
+def test_a_replica_request_waiting_for_a_change_is_answered_when_a_claim_lands_and_counts_once(
+    db: psycopg.Connection, api: httpx.Client
+) -> None:
+    org_id, user_id, token = _team(db)
+    headers = {"Authorization": f"Bearer {token}"}
+    etag = api.get("/v1/team/replica", params={"repo": REPO}, headers=headers).headers["etag"]
+    asking = {**headers, "If-None-Match": etag}
+
+    window = _rate_window(db, token)
+    started = time.monotonic()
+    idle = api.get("/v1/team/replica", params={"repo": REPO, "wait": 1.0}, headers=asking)
+    assert idle.status_code == 304 and time.monotonic() - started >= 0.7  # held (to within 0.25 s): nothing changed
+    after = _rate_window(db, token)
+    assert after[1] == (window[1] + 1 if after[0] == window[0] else 1)  # one request, however long it waited
+
+    answers: list[tuple[httpx.Response, float]] = []
+
+    def wait_for_change() -> None:
+        answer = api.get("/v1/team/replica", params={"repo": REPO, "wait": 8.0}, headers=asking)
+        answers.append((answer, time.monotonic()))
+
+    waiting = threading.Thread(target=wait_for_change)
+    waiting.start()
+    time.sleep(0.5)
+    team = PostgresTeam(db, org_id, user_id)
+    team.claim(team.intent_for_session("claude", "a-1", "dev-a", REPO, "add JWT").id, ["shop/tokens.py::validate"])
+    claimed = time.monotonic()
+    waiting.join()
+    ((answer, at),) = answers
+    assert answer.status_code == 200, answer.text
+    assert [c["symbol"] for c in answer.json()["claims"]] == ["shop/tokens.py::validate"]
+    assert at - claimed < 2.0  # answered on the change (looked at every 0.25 s), not after the 8 s wait

@@ -126,13 +126,23 @@ def prompt(ctx: HookContext) -> str:
 def tool_failure(ctx: HookContext) -> str:
     """Matching lessons ("you have hit something like this before"), else what fixed this failure
     before, else a nudge to write a lesson into the repo scope; once per failure signature and
-    session. The failure signature is staged."""
+    session. The failure signature is staged. A failing test run is recorded for the session's task,
+    and a teammate's failure of the same tests (remote mode) is said first, with what fixed it."""
     event = ctx.event
     if event.interrupted:
         return ""
     failure = _stage_failure(ctx)
+    heard = ""
     if ctx.recording and event.action == "shell" and not event.subagent:
-        _record_test_run(ctx, event.error or event.output)
+        heard = _record_test_run(ctx, event.error or event.output)
+    said = _failure_advice(ctx, failure)
+    return "\n\n".join(part for part in (heard, said) if part)
+
+
+def _failure_advice(ctx: HookContext, failure: Failure | None) -> str:
+    """What a failure brings up, once per failure signature and session: matching lessons, else the
+    fix that worked before, else a nudge to write one."""
+    event = ctx.event
     nudge_key = f"nudge:{failure.fingerprint}" if failure else ""
     if nudge_key and nudge_key in ctx.shown():
         return ""  # this session was already told about this failure
@@ -188,15 +198,18 @@ def _hold_for_result(ctx: HookContext, text: str) -> None:
 def post_tool(ctx: HookContext) -> str:
     """A call that succeeded: a shell command may resolve an earlier failure (remembered as its fix);
     identical calls are counted as friction. A shell command whose exit code is unknown (and whose
-    output does not say it failed) is not taken for a success: it resolves nothing. Silent."""
+    output does not say it failed) is not taken for a success: it resolves nothing. Silent, but for
+    a test run whose output says tests failed that a teammate's attempt failed too (remote mode)."""
     event = ctx.event
     if not ctx.recording or event.subagent:
         return ""
     if event.action == "shell" and event.command:
         if not event.exit_unknown:
             ctx.recorder.record_success(event.agent, event.session_id, event.cwd, event.tool, event.command)
-        _record_test_run(ctx, event.output)
-    elif event.action == "edit" and event.paths:
+        heard = _record_test_run(ctx, event.output)  # a run that failed with exit code 0
+        _count_call(ctx)
+        return heard
+    if event.action == "edit" and event.paths:
         _coordinate(ctx, lambda c: c.after_edit(event.paths, event.agent, event.session_id))
     _count_call(ctx)
     return ""
@@ -317,12 +330,21 @@ def _coordinate(ctx: HookContext, work: Callable[[Coordination], T], *, task: bo
             coordination.close()
 
 
-def _record_test_run(ctx: HookContext, output: str) -> None:
+def _record_test_run(ctx: HookContext, output: str) -> str:
+    """Record a test command's run for the session's task; what to say when a teammate's attempt
+    failed the same tests (remote mode), else nothing."""
     from hivelore.team import testruns
 
     event = ctx.event
-    if testruns.is_test_command(event.command):
-        _coordinate(ctx, lambda c: c.test_run(event.agent, event.session_id, event.command, output, event.exit_code))
+    if not testruns.is_test_command(event.command):
+        return ""
+
+    def record(c: Coordination) -> list[str]:
+        attempt = c.test_run(event.agent, event.session_id, event.command, output, event.exit_code)
+        return c.teammates_hit(event.agent, event.session_id, attempt)
+
+    heard = _coordinate(ctx, record)
+    return "\n".join(f"hivelore: {line}" for line in heard) if heard else ""
 
 
 def _stage_failure(ctx: HookContext) -> Failure | None:

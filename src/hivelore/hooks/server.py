@@ -12,9 +12,10 @@ folder and umask, one event at a time. The server
 - reads every connection's request at once (a selector), each within READ_WAIT_S in all, so that
   a client that sends slowly, or never, delays no one else's answer;
 - in remote mode, keeps this home's mirrors of the team server current in a background thread
-  (MIRROR_SYNC_S), sending what their outboxes hold as soon as an event was answered, and the
-  replica of the team's active claims (TEAM_SYNC_S): a hook reads the mirror and the replica and
-  never waits on the network itself;
+  (MIRROR_SYNC_S), sending what their outboxes hold as soon as an event was answered; and, in a
+  second thread, the replica of the team's active claims and recent failures, by a request the
+  team server holds until something changes (TEAM_WAIT_S): a hook reads the mirror and the replica
+  and never waits on the network itself;
 - leaves when it has been idle for `HIVELORE_HOOK_SERVER_IDLE` seconds (default 7200: two hours,
   so that a lunch break does not cost the next session start its speed), when its
   home folder is removed, when asked (`hivelore hook-server stop`), or when a hivelore source file
@@ -66,11 +67,13 @@ READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends i
 SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
 BACKLOG = 64  # connections waiting to be accepted
 MIRROR_SYNC_S = 2.0  # how often the team server's mirrors are brought up to date (remote mode)
-# How often the team's claims are asked again, in one request for every shared repository (the
-# outbox is sent at once after each event, which may have queued a claim): a claim on one machine is
-# seen by the next pre-edit check on another within about this long. With the mirror's sync, 90
-# requests a minute: under the server's 120 per token.
-TEAM_SYNC_S = 1.0
+# How long the team server holds the replica's request when nothing changed (it answers within
+# 0.25 s of a change: a claim queued on one machine, sent as soon as its event was answered, reaches
+# the replica on another well within a second). A request every 4 s, 15 a minute, and with the
+# mirror's sync 45 of the server's 120 per token. The replica's age, shown past REPLICA_STALE_S
+# (team/coordination.py), stays under it while the server answers.
+TEAM_WAIT_S = 4.0
+TEAM_RETRY_S = 1.0  # after a round that failed (the server away): not a busy loop
 MIRROR_BUDGET_S = 5.0  # how long one of those waits for the server
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
@@ -144,19 +147,19 @@ class HookServer:
         never the process's folder or environment, which each event sets for itself."""
         told: set[str] = set()
         clients: dict[str, Client] = {}  # per server, kept across rounds: its connection stays warm
-        synced = asked = 0.0  # when the memories were last synced, the claims last asked (monotonic)
+        synced = 0.0  # when the memories were last synced (monotonic)
         while not self.leaving.is_set():
-            self.wake.wait(TEAM_SYNC_S)
+            self.wake.wait(MIRROR_SYNC_S)
             self.wake.clear()
             if self.leaving.is_set() or not os.path.isdir(os.path.join(self.home, "remote")):
                 continue
             from hivelore.remote.replica import refresh_mirrors
 
             now = time.monotonic()
-            memories, claims = now - synced >= MIRROR_SYNC_S, now - asked >= TEAM_SYNC_S
-            synced, asked = (now if memories else synced), (now if claims else asked)
+            memories = now - synced >= MIRROR_SYNC_S
+            synced = now if memories else synced
             try:
-                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S, clients, memories, claims))
+                problems = set(refresh_mirrors(self.home, MIRROR_BUDGET_S, clients, memories, claims=False))
             except Exception as exc:  # noqa: BLE001 -- a bug here must not end the thread, only be logged
                 problems = {f"syncing the team server's mirror failed: {type(exc).__name__}: {exc}"}
             for problem in problems - told:
@@ -167,6 +170,30 @@ class HookServer:
             self.mirrors_state = self._mirrors_state(problems)
         for client in clients.values():
             client.close()
+
+    def _watch_team(self) -> None:
+        """The second background thread: the replica of the team's claims and failures, by requests
+        the team server answers when something changed (remote/replica.py `watch_team`). Like the
+        first, it touches only the files under `home/remote` and the network."""
+        from hivelore.remote.replica import Watch, watch_team
+
+        told: set[str] = set()
+        watches: dict[str, Watch] = {}  # per server, kept across rounds: its ETag and its connection
+        while not self.leaving.is_set():
+            if not os.path.isdir(os.path.join(self.home, "remote")):
+                self.leaving.wait(TEAM_RETRY_S)
+                continue
+            try:
+                problems = set(watch_team(self.home, MIRROR_BUDGET_S, TEAM_WAIT_S, watches))
+            except Exception as exc:  # noqa: BLE001 -- a bug here must not end the thread, only be logged
+                problems = {f"keeping the team's replica failed: {type(exc).__name__}: {exc}"}
+            for problem in problems - told:
+                log("-", "-", f"hook server: {problem}")
+            told = problems
+            if problems or not any(watch.etag for watch in watches.values()):  # nothing to wait on
+                self.leaving.wait(TEAM_RETRY_S)
+        for watch in watches.values():
+            watch.client.close()
 
     def _mirrors_state(self, problems: set[str]) -> str:
         """What `status` (and so `doctor`) says of the mirrors: synced, or why not and since when."""
@@ -185,6 +212,7 @@ class HookServer:
         selector.register(self.listening.sock, selectors.EVENT_READ)
         requests: dict[socket.socket, Request] = {}
         threading.Thread(target=self._sync_mirrors, name="mirrors", daemon=True).start()
+        threading.Thread(target=self._watch_team, name="team", daemon=True).start()
         try:
             while True:
                 ready = selector.select(self._wait(requests))

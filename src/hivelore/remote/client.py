@@ -95,6 +95,30 @@ class Client:
         self.opened = 0  # connections opened: one while the kept one lasts
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
+        self.etag: str | None = None  # the last answer's ETag header
+
+    def get_if_changed(self, path: str, etag: str | None) -> tuple[object, str | None]:
+        """A GET with `If-None-Match: etag`: (its JSON, its ETag) when the server answered it whole,
+        (None, etag) when it answered 304 (not modified). Sent once (again on a new connection when
+        the kept one was closed): the caller asks again soon."""
+        if not self.token:
+            raise errors.BadInput("no token for the team server: set HIVELORE_TOKEN or run `hivelore remote login`")
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT, "Authorization": f"Bearer {self.token}"}
+        if etag:
+            headers["If-None-Match"] = etag
+        resent = False
+        while True:
+            try:
+                status, answer, retry_after = self._once("GET", self.endpoint.base + path, None, headers)
+                break
+            except OSError as exc:
+                if isinstance(exc, Dropped) and not resent:
+                    resent = True
+                    continue
+                raise self._unreachable(exc, False) from None
+        if status == 304:
+            return None, etag
+        return _result(status, answer, retry_after), self.etag
 
     def close(self) -> None:
         with self._lock:
@@ -176,6 +200,7 @@ class Client:
             if response.will_close:
                 self._drop()
             retry = response.getheader("Retry-After")
+            self.etag = response.getheader("ETag")
             return response.status, data, float(retry) if retry and retry.isdigit() else None
 
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:

@@ -185,28 +185,17 @@ def refresh_mirrors(
     home: str, budget_s: float, clients: dict[str, Client] | None = None, memories: bool = True, claims: bool = True
 ) -> list[str]:
     """Flush the outbox, sync the mirror (if `memories`) and refresh the replica of the team's claims
-    (if `claims`, remote/teamshare.py) of every team server this home follows (the hook server's
-    background work), with the token `hivelore remote login` kept for it; what went wrong, one
-    sentence each. `clients`, per server, is kept by the caller across rounds: each round reuses the
-    client (and its connection) the last one left there."""
-    from hivelore.remote.client import Endpoint
-    from hivelore.remote.credentials import kept_token
-
-    problems = []
-    folder = os.path.join(home, "remote")
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".db")) if os.path.isdir(folder) else []
-    for name in names:
-        with Mirror.open(os.path.join(folder, name)) as mirror:
-            url = mirror.meta("endpoint")
-        token = kept_token(home, Endpoint(url)) if url else None
-        if not token:  # hooks never read HIVELORE_TOKEN: only the commands that have it sync this mirror
-            problems.append(
-                f"{url or name}: no token kept for it (HIVELORE_TOKEN is not passed to hooks), so only commands"
-                " sync it: run `hivelore remote login` to let the hook server keep it fresh"
-            )
+    and failures (if `claims`, remote/teamshare.py; the hook server keeps that one with `watch_team`
+    instead) of every team server this home follows, with the token `hivelore remote login` kept for
+    it; what went wrong, one sentence each. `clients`, per server, is kept by the caller across
+    rounds: each round reuses the client (and its connection) the last one left there."""
+    problems: list[str] = []
+    for url, token, name in _followed(home):
+        if not token:
+            problems.append(_no_token(url or name))
             continue
         kept = clients.get(url) if clients is not None else None
-        replica = Replica(home, Remote(Endpoint(url), "mirror", token, "credentials", True), budget_s, kept)
+        replica = Replica(home, _remote(url, token), budget_s, kept)
         if clients is not None and replica.owns_client:  # a new login: the old client is done with
             if kept is not None:
                 kept.close()
@@ -218,6 +207,74 @@ def refresh_mirrors(
     return problems
 
 
+@dataclass
+class Watch:
+    """The hook server's long-lived request for one team server's shared team: its own client (a
+    request may wait `wait_s` for a change, and must not hold up the outbox's) and the ETag of what
+    the replica holds."""
+
+    client: Client
+    etag: str | None = None
+
+
+def watch_team(home: str, budget_s: float, wait_s: float, watches: dict[str, Watch]) -> list[str]:
+    """One round of keeping the replica of the team's claims and failures of every team server this
+    home follows: each request answered as soon as something changed there, or after `wait_s` (split
+    between the servers); what went wrong, one sentence each. `watches`, per server, is kept by the
+    caller across rounds."""
+    from hivelore.remote.client import Endpoint
+
+    problems: list[str] = []
+    followed = [(url, token, name) for url, token, name in _followed(home) if url and token]
+    for url, token, name in followed:
+        watch = watches.get(url)
+        if watch is None or watch.client.token != token:  # first round, or a new login
+            if watch is not None:
+                watch.client.close()
+            watch = watches[url] = Watch(Client(Endpoint(url), token, timeout_s=wait_s + budget_s))
+        watch.client.retry_budget_s = budget_s
+        try:
+            path = os.path.join(home, "remote", name)
+            with Mirror.open(path) as mirror:
+                repos = teamshare.shared_repos(mirror.shared)
+            replica = teamshare.TeamReplica.beside(path)
+            found, watch.etag = teamshare.refresh_team(watch.client, replica, repos, watch.etag, wait_s / len(followed))
+            problems += found
+        except errors.HiveloreError as exc:
+            watch.etag = None
+            problems.append(exc.sentence())
+    return problems
+
+
+def _followed(home: str) -> list[tuple[str, str | None, str]]:
+    """(server, the token kept for it, its mirror's file name) of each team server this home follows."""
+    from hivelore.remote.client import Endpoint
+    from hivelore.remote.credentials import kept_token
+
+    folder = os.path.join(home, "remote")
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".db")) if os.path.isdir(folder) else []
+    found = []
+    for name in names:
+        with Mirror.open(os.path.join(folder, name)) as mirror:
+            url = mirror.meta("endpoint")
+        found.append((url or "", kept_token(home, Endpoint(url)) if url else None, name))
+    return found
+
+
+def _no_token(server: str) -> str:
+    # hooks never read HIVELORE_TOKEN: only the commands that have it sync this mirror
+    return (
+        f"{server}: no token kept for it (HIVELORE_TOKEN is not passed to hooks), so only commands"
+        " sync it: run `hivelore remote login` to let the hook server keep it fresh"
+    )
+
+
+def _remote(url: str, token: str) -> Remote:
+    from hivelore.remote.client import Endpoint
+
+    return Remote(Endpoint(url), "mirror", token, "credentials", True)
+
+
 def _refresh(replica: Replica, memories: bool, claims: bool) -> list[str]:
     try:
         flushed = replica.flush()
@@ -227,9 +284,8 @@ def _refresh(replica: Replica, memories: bool, claims: bool) -> list[str]:
             replica.sync()
         if not claims:
             return flushed.rejected
-        kept = teamshare.ClaimsReplica.beside(replica.mirror.path)
-        return flushed.rejected + teamshare.refresh_claims(
-            replica.client, kept, teamshare.shared_repos(replica.mirror.shared)
-        )
+        kept = teamshare.TeamReplica.beside(replica.mirror.path)
+        shared = teamshare.shared_repos(replica.mirror.shared)
+        return flushed.rejected + teamshare.refresh_team(replica.client, kept, shared)[0]
     except errors.HiveloreError as exc:
         return [exc.sentence()]

@@ -10,10 +10,14 @@ request with an idempotency key of its own taken from the change's, at the time 
 change replayed after a lost answer is applied once, and a claim queued while the server was away
 happened when it was made.
 
-The replica is one JSON file beside the mirror (`HIVELORE_HOME/remote/<server>.claims.json`): per
-repository the server's active claims (`GET /v1/team/claims`); its modification time is when the
-server answered. The repositories are those the mirror says an organisation of the user shares
-(`repo::OWNER/NAME`).
+The replica is two JSON files beside the mirror, both from one answer of `GET /v1/team/replica`:
+`HIVELORE_HOME/remote/<server>.claims.json`, per repository the server's active claims, whose
+modification time is when the server last answered (or said nothing changed); and
+`<server>.failures.json`, per repository its failed attempts of the last 30 days (the latest 200),
+each with its task's title and the passing attempt that resolved it. The hook server asks with the
+ETag of what it holds and the server holds the request until something changes (a long poll,
+`watch_team` in remote/replica.py). The repositories are those the mirror says an organisation of
+the user shares (`repo::OWNER/NAME`).
 
 Standard library only: the hook path imports it.
 """
@@ -25,13 +29,14 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from hivelore import atomicfile, errors
 from hivelore.home import FILE_MODE
 from hivelore.remote.client import Client
 from hivelore.remote.outbox import Change, Outbox
 from hivelore.team import wire
-from hivelore.team.model import Intent
+from hivelore.team.model import Intent, SharedFailure
 from hivelore.team.testruns import TestRun
 
 TEAM = "team"  # the outbox's change kind
@@ -72,10 +77,11 @@ def queue(outbox: Outbox, session: Session, kind: str, **fields: object) -> Chan
 @dataclass(frozen=True)
 class SharedTeam:
     """One repository's team on the team server, as a hook sees it: the outbox its changes wait in
-    and the replica of its active claims."""
+    and the replica of its active claims and recent failures."""
 
     outbox: Outbox
     claims: ClaimsReplica
+    failures: FailuresReplica
     repo: str
 
     @classmethod
@@ -86,7 +92,7 @@ class SharedTeam:
         mirror never synced yet does not know: its changes are queued, the server decides)."""
         if synced and repo not in shared_repos(shared):
             return None
-        return cls(outbox, ClaimsReplica.beside(mirror_path), repo)
+        return cls(outbox, ClaimsReplica.beside(mirror_path), FailuresReplica.beside(mirror_path), repo)
 
     def queue(self, session: Session, kind: str, **fields: object) -> Change:
         return queue(self.outbox, session, kind, **fields)
@@ -95,6 +101,10 @@ class SharedTeam:
         """The replica's claims of tasks other developers own, and when the server answered them."""
         claims, synced = self.claims.read(self.repo)
         return [c for c in claims if c[2] != developer], synced
+
+    def others_failures(self, developer: str) -> list[SharedFailure]:
+        """The replica's recent failed attempts of other developers, latest first."""
+        return [f for f in self.failures.read(self.repo) if f.attempt.developer != developer]
 
 
 def deliver(client: Client, change: Change) -> dict[str, object]:
@@ -185,34 +195,80 @@ class ClaimsReplica:
         os.utime(self.path, (synced, synced))
 
 
-def refresh_claims(client: Client, replica: ClaimsReplica, repos: Sequence[str]) -> list[str]:
-    """Ask the server for the active claims of the repositories, in one request, and keep them; what
-    went wrong, one sentence each. When the server refuses the request, each repository is asked on
-    its own, and one it refuses keeps no claims (they are not the user's to see)."""
-    from hivelore.remote.team import RemoteTeam
+class FailuresReplica:
+    """The file of the team's recent failed attempts per repository (with what resolved them), as the
+    server last answered: what a pre-edit check and a failing test run hear of a teammate's failure."""
 
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def beside(cls, mirror_path: str) -> FailuresReplica:
+        return cls(mirror_path.removesuffix(".db") + ".failures.json")
+
+    def read(self, repo: str) -> list[SharedFailure]:
+        """The repository's failed attempts, latest first ([] when none were kept)."""
+        try:
+            with open(self.path, "rb") as handle:
+                found = json.loads(handle.read()).get(repo)
+            return [wire.shared_failure(f) for f in found] if isinstance(found, list) else []
+        except (OSError, ValueError, KeyError, TypeError):
+            return []  # none yet, or unreadable: the next answer writes it whole
+
+    def write(self, answers: dict[str, list]) -> None:
+        """The repositories' failures as the server answered them (JSON-ready); the others are dropped."""
+        encoded = json.dumps(answers, ensure_ascii=False, sort_keys=True).encode()
+        try:
+            with open(self.path, "rb") as handle:
+                if handle.read() == encoded:
+                    return
+        except OSError:
+            pass
+        atomicfile.replace(self.path, encoded, permissions=FILE_MODE)
+
+
+@dataclass(frozen=True)
+class TeamReplica:
+    """What the hook server keeps of the shared repositories' team beside a mirror: their claims and
+    their recent failures, refreshed together by one request."""
+
+    claims: ClaimsReplica
+    failures: FailuresReplica
+
+    @classmethod
+    def beside(cls, mirror_path: str) -> TeamReplica:
+        return cls(ClaimsReplica.beside(mirror_path), FailuresReplica.beside(mirror_path))
+
+
+def refresh_team(
+    client: Client, replica: TeamReplica, repos: Sequence[str], etag: str | None = None, wait_s: float = 0.0
+) -> tuple[list[str], str | None]:
+    """Ask the server for the repositories' claims and recent failures (`GET /v1/team/replica`, one
+    request) and keep them; what went wrong (one sentence each) and the answer's ETag. With the ETag
+    of what the replica holds, the server answers as soon as something changed, else after `wait_s`
+    with nothing (304): the replica is then as fresh as that answer."""
     if not repos:
-        replica.write({}, time.time())
-        return []
-    team = RemoteTeam(client)
-    answers: dict[str, Claims] = {repo: [] for repo in repos}
+        replica.claims.write({}, time.time())
+        replica.failures.write({})
+        return [], None
+    path = "/v1/team/replica?" + urlencode([*(("repo", r) for r in repos), ("wait", wait_s), ("at", time.time())])
     try:
-        for symbol, intent, developer in team.active_claims_of(repos):
-            answers.setdefault(intent.repo, []).append((symbol, intent, developer))
-        replica.write(answers, time.time())
-        return []
+        answer, etag = client.get_if_changed(path, etag if wait_s > 0 or etag else None)
     except errors.Unavailable:
         raise
-    except (errors.HiveloreError, ValueError):
-        pass  # one repository the server refuses: find which, keep the others
-    problems = []
-    for repo in repos:
-        try:
-            answers[repo] = team.active_claims(repo)
-        except errors.Unavailable:
-            raise
-        except (errors.HiveloreError, ValueError) as exc:
-            del answers[repo]
-            problems.append(f"the team's claims in {repo}: {exc}")
-    replica.write(answers, time.time())
-    return problems
+    except (errors.HiveloreError, ValueError) as exc:  # the one repository asked is refused
+        replica.claims.write({}, time.time())
+        replica.failures.write({})
+        return [f"the team's claims in {repos[0]}: {exc}"], None
+    if answer is None:  # not modified
+        os.utime(replica.claims.path, None)
+        return [], etag
+    assert isinstance(answer, dict)
+    refused = dict(answer.get("refused", {}))
+    claims: dict[str, Claims] = {repo: [] for repo in repos if repo not in refused}
+    for c in answer["claims"]:
+        found = wire.intent(c["intent"])
+        claims.setdefault(found.repo, []).append((str(c["symbol"]), found, str(c["developer"])))
+    replica.failures.write({repo: f for repo, f in dict(answer["failures"]).items() if repo in claims})
+    replica.claims.write(claims, time.time())
+    return [f"the team's claims in {repo}: {why}" for repo, why in sorted(refused.items())], etag

@@ -37,10 +37,12 @@ from hivelore.team.model import (
     Intent,
     Note,
     Resume,
+    SharedFailure,
     TaskView,
     Why,
     file_claim_ids,
     find_conflicts,
+    spoken_day,
 )
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
 
@@ -53,7 +55,11 @@ HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
 MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
-REPLICA_STALE_S = 3.0  # a warning from a replica of the team's claims older than this says its age
+# A warning from a replica of the team's claims older than this says its age: the hook server's
+# request is answered at once on a change, else after 4 s (hooks/server.py TEAM_WAIT_S).
+REPLICA_STALE_S = 6.0
+Claims = list[tuple[str, Intent, str]]  # (symbol, intent, developer), as TeamStore.active_claims
+TEAMMATE_HITS = 2  # teammates' failures a failing test run is told about
 
 
 class Coordination:
@@ -135,8 +141,9 @@ class Coordination:
             "repo": self.repo,
             "replica": shared.claims.path,
             "claims": len(claims),
+            "failures": len(shared.failures.read(self.repo)),
             "synced_seconds_ago": round(time.time() - synced, 1) if synced is not None else None,
-            "kept_by": "the resident hook server (hivelore hook-server status), every second",
+            "kept_by": "the resident hook server (hivelore hook-server status): the server answers it on a change",
         }
 
     def _others_claims(self, shared: SharedTeam) -> tuple[list[tuple[str, Intent, str]], float | None]:
@@ -234,19 +241,24 @@ class Coordination:
         """The conflicts of an edit with other developers' claims: this machine's, and in remote mode
         the team's as the replica last had them; and, when that replica is older than
         REPLICA_STALE_S, how old (" (as of 4 s ago)") for the warnings its claims give."""
-        claims = self.team.active_claims(self.repo, other_than=self.developer)
-        shared, as_of, remote = self.shared, "", set()
-        if shared is not None:
-            theirs, synced = self._others_claims(shared)
-            here = {(symbol, owner) for symbol, _intent, owner in claims}
-            theirs = [c for c in theirs if (c[0], c[2]) not in here]  # shared from this machine: shown once
-            remote = {id(intent) for _symbol, intent, _owner in theirs}
-            claims += theirs
-            age = None if synced is None else time.time() - synced
-            if age is not None and age > REPLICA_STALE_S:
-                as_of = f" (as of {age:.0f} s ago)"
+        claims, theirs, synced = self._others_and_team_claims()
+        remote = {id(intent) for _symbol, intent, _owner in theirs}
+        age = None if synced is None else time.time() - synced
+        as_of = f" (as of {age:.0f} s ago)" if age is not None and age > REPLICA_STALE_S else ""
         found = find_conflicts(claims, graph, sorted({s for s in symbol_ids if s}), HOPS, paths)
         return found, as_of if any(id(c.intent) in remote for c in found) else ""
+
+    def _others_and_team_claims(self) -> tuple[Claims, Claims, float | None]:
+        """Other developers' claims: this machine's, and in remote mode the team's (those of them
+        that are also team.db's named by the server's task, the number the commands use); the
+        team's part, and when the server answered it."""
+        claims = self.team.active_claims(self.repo, other_than=self.developer)
+        shared = self.shared
+        if shared is None:
+            return claims, [], None
+        theirs, synced = self._others_claims(shared)
+        there = {(symbol, owner) for symbol, _intent, owner in theirs}
+        return [c for c in claims if (c[0], c[2]) not in there] + theirs, theirs, synced
 
     def who_knows(self, symbol_id: str) -> list[Expert]:
         """Developers ranked by their claims, attempts and decisions on the symbol and its neighbours."""
@@ -276,9 +288,7 @@ class Coordination:
         says about failed attempts, plus every active decision and other developers' claims on them
         (by the conflict check's rule: active tasks, not idle)."""
         claimed: dict[str, list[Intent]] = {}
-        shared = self.shared
-        theirs = self._others_claims(shared)[0] if shared is not None else []
-        for symbol, intent, _owner in [*self.team.active_claims(self.repo, other_than=self.developer), *theirs]:
+        for symbol, intent, _owner in self._others_and_team_claims()[0]:
             claimed.setdefault(symbol, []).append(intent)
         found = []
         for symbol in dict.fromkeys(symbols):
@@ -316,10 +326,25 @@ class Coordination:
         return self.tasks.create_intent(self.developer, self.repo, title)
 
     def done(self, task_id: int) -> Intent:
-        return self.tasks.done(task_id)
+        found = self.tasks.done(task_id)
+        for twin in self._local_twins(found):
+            self.team.done(twin.id)
+        return found
 
     def handoff(self, task_id: int, note: str) -> Note:
-        return self.tasks.handoff(task_id, note, self.developer)
+        left = self.tasks.handoff(task_id, note, self.developer)
+        for twin in self._local_twins(self.tasks.intent(task_id)):
+            self.team.handoff(twin.id, note, self.developer)
+        return left
+
+    def _local_twins(self, intent: Intent) -> list[Intent]:
+        """When a command marked a task of the team server done or handed off: the active tasks of
+        team.db that the hooks keep for the same session (same owner and title), so that they stop
+        claiming too. None when the command's task was team.db's own."""
+        if self.tasks is self.team:
+            return []
+        active = self.team.intents(self.repo, "active")
+        return [i for i in active if (i.owner, i.title) == (intent.owner, intent.title)]
 
     def resume(self, task_id: int) -> Resume:
         """Take the task over: its claims, failed attempts, active decisions and notes."""
@@ -379,7 +404,48 @@ class Coordination:
             key = f"history\0{attempt.id}"
             if self.team.mark_warned(agent, session_id, key):
                 said.append(failed_here_before(attempt))
+        said += self._teammates_failed_here(agent, session_id, symbols, history.failed)
         return said, symbols
+
+    def _teammates_failed_here(
+        self, agent: str, session_id: str, symbols: Sequence[str], here: Sequence[Attempt]
+    ) -> list[str]:
+        """Other developers' failed attempts that changed the symbols, from the replica of the team's
+        recent failures (remote mode), the latest HISTORY_ATTEMPTS: each once per session, and once
+        more when it has been resolved since. One this machine's team.db holds too is said once."""
+        shared = self.shared
+        if shared is None:
+            return []
+        edited, known = set(symbols), {_signature(a) for a in here}
+        said, now = [], time.time()
+        for failure in shared.others_failures(self.developer):
+            attempt = failure.attempt
+            if edited.isdisjoint(attempt.symbols) or _signature(attempt) in known:
+                continue
+            key = f"team-history\0{attempt.id}\0{attempt.resolved_by or ''}"
+            if self.team.mark_warned(agent, session_id, key):
+                said.append(teammate_failed_here(failure, now))
+            if len(said) == HISTORY_ATTEMPTS:
+                break
+        return said
+
+    def teammates_hit(self, agent: str, session_id: str, attempt: Attempt | None) -> list[str]:
+        """For a failing test run: the other developers' recent failures of the same tests (remote
+        mode, from the replica), each once per session (and again once resolved), with what fixed
+        them."""
+        shared = self.shared
+        names = set(attempt.failed) | set(attempt.errors) if attempt is not None else set()
+        if shared is None or not names:
+            return []
+        said, now = [], time.time()
+        for failure in shared.others_failures(self.developer):
+            hit = [name for name in failure.names if name in names]
+            key = f"team-hit\0{failure.attempt.id}\0{failure.attempt.resolved_by or ''}"
+            if hit and self.team.mark_warned(agent, session_id, key):
+                said.append(teammate_hit_this(failure, hit, now))
+            if len(said) == TEAMMATE_HITS:
+                break
+        return said
 
     def _before_edit_without_graph(
         self, agent: str, session_id: str, files: list[str], anchors: Sequence[str]
@@ -480,14 +546,53 @@ def failed_here_before(attempt: Attempt, when: str = "") -> str:
     return f"failed here before: `{attempt.command}` — {_failed(attempt)} ({who})"
 
 
+def teammate_failed_here(failure: SharedFailure, now: float) -> str:
+    """A teammate's failed attempt on code about to change, as the pre-edit hook says it: the command,
+    the failing tests, whether resolved, who and when, in which task — and what fixed it."""
+    attempt = failure.attempt
+    who = f'{attempt.developer}, {spoken_day(attempt.last_ts, now)}, in "{failure.title}"'
+    line = f"failed here before: `{attempt.command}` — {_failed(attempt)} ({who})"
+    return f"{line}; {what_fixed_it(failure, now)}" if failure.fix is not None else line
+
+
+def teammate_hit_this(failure: SharedFailure, tests: Sequence[str], now: float) -> str:
+    """A failing test run's tests that a teammate's attempt failed too, as the failure hook says it."""
+    attempt = failure.attempt
+    line = (
+        f"a teammate hit this: {_names(tests)} failed for {attempt.developer} {spoken_day(attempt.last_ts, now)}"
+        f' (`{attempt.command}`, in "{failure.title}")'
+    )
+    if failure.fix is None:
+        return f"{line}; not resolved yet, {attempt.developer} may know more"
+    return f"{line}; {what_fixed_it(failure, now)}"
+
+
+def what_fixed_it(failure: SharedFailure, now: float) -> str:
+    """The passing attempt that resolved a teammate's failure: who, when, what it changed, in which task."""
+    fix = failure.fix
+    if fix is None:
+        return "not resolved yet"
+    changed = f", changing {_names([cited_name(s) for s in fix.symbols])}" if fix.symbols else ""
+    task = f' (in "{failure.fix_title}")' if failure.fix_title and failure.fix_title != failure.title else ""
+    return f"what fixed it: {fix.developer}'s passing `{fix.command}` {spoken_day(fix.last_ts, now)}{changed}{task}"
+
+
+def _signature(attempt: Attempt) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What makes an attempt of team.db and one of the team server the same failure."""
+    return attempt.developer, tuple(sorted(attempt.failed)), tuple(sorted(attempt.errors))
+
+
 def cited_name(symbol_id: str) -> str:
     """How a lesson names a symbol: `Cart.total` for `shop/cart.py::Cart.total#2`."""
     return symbol_id.rsplit("::", 1)[-1].split("#")[0]
 
 
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def _failed(attempt: Attempt) -> str:
-    names = [*attempt.failed, *attempt.errors]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = _names([*attempt.failed, *attempt.errors])
     times = f" ({attempt.count}×)" if attempt.count > 1 else ""
     state = "resolved later" if attempt.resolved_by else "not resolved yet"
     return f"{shown or attempt.outcome}{times}, {state}"

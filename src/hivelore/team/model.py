@@ -18,6 +18,8 @@ Stdlib only: the hook path imports it.
 
 from __future__ import annotations
 
+import datetime
+import time
 from collections.abc import Iterable
 
 from hivelore.errors import Busy, NotFound, Unavailable
@@ -165,8 +167,9 @@ class Conflict(Record):
 
     @property
     def key(self) -> str:
-        """What makes two warnings the same one (for `mark_warned`)."""
-        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}"
+        """What makes two warnings the same one (for `mark_warned`): the task by its number and owner,
+        as a task of team.db and one of the team server may have the same number."""
+        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}\0{self.intent.owner}"
 
     def describe(self) -> str:
         """One line for a warning: the call path, who, and their intent; a file claim says it is one."""
@@ -252,6 +255,22 @@ class History(Record):
 
     def __init__(self, failed: list[Attempt], decisions: list[Decision]) -> None:
         self.failed, self.decisions = failed, decisions
+
+
+class SharedFailure(Record):
+    """A failed attempt of the team's, as the team server answers it for a hook server's replica: the
+    attempt, its task's title, and the passing attempt that resolved it (`fix`, with its task's
+    title), if one did."""
+
+    __slots__ = ("attempt", "title", "fix", "fix_title")
+
+    def __init__(self, attempt: Attempt, title: str, fix: Attempt | None, fix_title: str) -> None:
+        self.attempt, self.title, self.fix, self.fix_title = attempt, title, fix, fix_title
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tests that failed (or errored)."""
+        return (*self.attempt.failed, *self.attempt.errors)
 
 
 class Card(Record):
@@ -371,12 +390,14 @@ def find_conflicts(
             files[f"{FILE_CLAIM}:{found[0]}"].append((intent, owner))  # one per file and intent, whatever its lines
     if not claimed and not files:  # the usual case: nobody else is editing this repo
         return []
-    best: dict[tuple[str, int], Conflict] = {}
+    # Keyed by the task's number and owner: claims of team.db and of the team server are merged in
+    # remote mode, and a number alone can name a task of each.
+    best: dict[tuple[str, int, str], Conflict] = {}
     edited = set(paths)
     for claim, holders in [*files.items(), *claimed.items()]:
         if claimed_file(claim) in edited and (graph is None or claim in files):  # the same file
             for intent, owner in holders:
-                best[(claim, intent.id)] = Conflict(claimed_file(claim), claim, (), "same", owner, intent)
+                best[(claim, intent.id, owner)] = Conflict(claimed_file(claim), claim, (), "same", owner, intent)
     if graph is None:
         return sorted(best.values(), key=lambda c: (c.claimed, c.intent.id))
     for claim in files:  # a file claim is reached through any symbol of its file
@@ -389,9 +410,9 @@ def find_conflicts(
                 for intent, owner, *via_file in claimed[target]:
                     what = via_file[0] if via_file else target  # a file claim reached through its symbol
                     conflict = Conflict(symbol, what, path, direction, owner, intent)
-                    known = best.get((what, intent.id))
+                    known = best.get((what, intent.id, owner))
                     if known is None or conflict.distance < known.distance:
-                        best[(what, intent.id)] = conflict
+                        best[(what, intent.id, owner)] = conflict
     return sorted(best.values(), key=lambda c: (c.distance, c.claimed, c.intent.id))
 
 
@@ -417,3 +438,25 @@ def rank_experts(distance: dict[str, int], involvement: Iterable[tuple[str, str,
         for dev, score in scores.items()
     ]
     return sorted(experts, key=lambda expert: (-expert.score, expert.developer))
+
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def spoken_day(ts: float, now: float) -> str:
+    """When `ts` was, as a teammate would say it on this machine's calendar: "today at 14:02",
+    "yesterday", "on Tuesday" (within the week), else "on 3 Nov"."""
+    then, today = time.localtime(ts), time.localtime(now)
+    days = _day(today) - _day(then)
+    if days <= 0:
+        return f"today at {then.tm_hour:02d}:{then.tm_min:02d}"
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        return f"on {WEEKDAYS[then.tm_wday]}"
+    return f"on {then.tm_mday} {MONTHS[then.tm_mon - 1]}"
+
+
+def _day(moment: time.struct_time) -> int:
+    return datetime.date(moment.tm_year, moment.tm_mon, moment.tm_mday).toordinal()

@@ -8,7 +8,7 @@ Stdlib only: the hook server's client imports it.
 from __future__ import annotations
 
 from hivelore.sqlitedb import Record
-from hivelore.team.model import Attempt, Card, Claim, Decision, History, Intent, Note, Resume, Why
+from hivelore.team.model import Attempt, Card, Claim, Decision, History, Intent, Note, Resume, SharedFailure, Why
 from hivelore.team.testruns import TestRun
 
 
@@ -36,6 +36,11 @@ def note(data: dict) -> Note:
 def attempt(data: dict) -> Attempt:
     lists = {name: tuple(data[name]) for name in ("failed", "errors", "symbols", "resolves")}
     return Attempt(**{**data, **lists})
+
+
+def shared_failure(data: dict) -> SharedFailure:
+    fix = data["fix"]
+    return SharedFailure(attempt(data["attempt"]), data["title"], attempt(fix) if fix else None, data["fix_title"])
 
 
 def decision(data: dict) -> Decision:

@@ -42,6 +42,7 @@ from hivelore.team.model import (
     NoSuchIntent,
     Note,
     Resume,
+    SharedFailure,
     Why,
     command_key,
     distances,
@@ -580,6 +581,29 @@ class PostgresTeam(TeamStore):
             (self.org_id, repo, failed_only, symbols, None if limit < 0 else limit),
         ).fetchall()
         return [_attempt(row) for row in rows]
+
+    def recent_failures(self, repo: str, days: float, limit: int) -> list[SharedFailure]:
+        """The repository's failed attempts of the last `days` (the latest `limit`, latest first),
+        each with its task's title and the passing attempt that resolved it: what a hook server keeps
+        so that a pre-edit check and a failing test run hear of a teammate's failure."""
+        rows = self.conn.execute(
+            f"SELECT {_ATTEMPT}, i.title FROM team_attempts a JOIN team_intents i ON i.id = a.intent_id"
+            " WHERE i.org_id = %s AND a.repo = %s AND a.outcome != 'passed' AND a.last_ts >= %s"
+            " ORDER BY a.last_ts DESC, a.id DESC LIMIT %s",
+            (self.org_id, repo, self.clock() - days * 86_400, limit),
+        ).fetchall()
+        fixes = {row[11] for row in rows if row[11] is not None}
+        found = (
+            self.conn.execute(
+                f"SELECT {_ATTEMPT}, i.title FROM team_attempts a JOIN team_intents i ON i.id = a.intent_id"
+                " WHERE i.org_id = %s AND a.id = ANY(%s::bigint[])",
+                (self.org_id, sorted(fixes)),
+            ).fetchall()
+            if fixes
+            else []
+        )
+        fixed = {row[0]: (_attempt(row[:13]), row[13]) for row in found}
+        return [SharedFailure(_attempt(row[:13]), row[13], *fixed.get(row[11], (None, ""))) for row in rows]
 
     def task_board(self, repo: str, status: str | None = None) -> list[Card]:
         rows = self.conn.execute(

@@ -11,18 +11,25 @@ client, which holds the graph, over what these routes answer. `at` is the client
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
+import time
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
+from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
+from hivelore.errors import BadInput
 from hivelore.server import auth
 from hivelore.server import team as access
 from hivelore.server.postgres import idempotency
 from hivelore.server.postgres import team as postgres
-from hivelore.server.routes.dependencies import Caller, Conn
+from hivelore.server.routes.dependencies import Caller, Conn, caller
 from hivelore.team import wire
 from hivelore.team.model import IDLE_DAYS, Claim, NoSuchIntent
 from hivelore.team.testruns import TestRun
@@ -38,6 +45,11 @@ SymbolsQuery = Annotated[list[str], Query(alias="symbol", max_length=MAX_QUERY_S
 MAX_QUERY_REPOS = 100
 ReposQuery = Annotated[list[str], Query(alias="repo", min_length=1, max_length=MAX_QUERY_REPOS)]
 IdempotencyKey = Annotated[str | None, Header(description="a write retried with the same key is applied once")]
+REPLICA_DAYS = 30.0  # how far back the failures a hook server keeps go
+REPLICA_FAILURES = 200  # per repository: the latest, so that the replica stays small
+MAX_WAIT_S = 10.0  # of a replica request that waits for a change
+RECHECK_S = 0.25  # how often a waiting replica request looks again: a change is answered within this
+Wait = Annotated[float, Query(ge=0, le=MAX_WAIT_S, allow_inf_nan=False, description="seconds to wait for a change")]
 
 
 class SessionIn(BaseModel):
@@ -229,6 +241,66 @@ def active_claims(
         for claim in access.for_repo(conn, who, repo, access.READ, at).active_claims(repo, idle_days, other_than)
     ]
     return JSONResponse({"claims": [{"symbol": s, "intent": wire.encode(i), "developer": d} for s, i, d in found]})
+
+
+@router.get("/replica")
+async def replica(
+    request: Request,
+    repos: ReposQuery,
+    wait: Wait = 0.0,
+    at: AtQuery = None,
+    if_none_match: Annotated[str | None, Header(description="the ETag of the answer the caller holds")] = None,
+) -> Response:
+    """What a hook server keeps of the repositories' team so that its hooks never wait on the
+    network: every claim of their active tasks that are not idle (each task naming its repository),
+    and per repository its failed attempts of the last 30 days (the latest 200, with what resolved
+    them); `refused`: a repository the caller
+    may not read, with why (one alone is refused with its status).
+
+    Its ETag is its content's. Sent with `If-None-Match` of the answer the caller holds, it is 304
+    when nothing changed; with `wait` too, the request is held until something does (looked at
+    every 0.25 s) or `wait` seconds pass — a claim made elsewhere arrives at once, and a caller that
+    asks again as soon as it is answered makes one request every `wait` seconds. No connection is
+    held while it waits, and the request counts once against the token's rate limit."""
+    pool: ConnectionPool = request.app.state.pool
+    asked, started = list(dict.fromkeys(repos)), time.monotonic()
+    who: auth.Caller | None = None
+    while True:
+        moment = None if at is None else at + time.monotonic() - started
+        who, body = await run_in_threadpool(_replica_answer, request, pool, who, asked, moment)
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        if etag != if_none_match or time.monotonic() - started + RECHECK_S > wait:
+            break
+        await asyncio.sleep(RECHECK_S)
+        if await request.is_disconnected():
+            break
+    if etag == if_none_match:
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(body, media_type="application/json", headers={"ETag": etag})
+
+
+def _replica_answer(
+    request: Request, pool: ConnectionPool, who: auth.Caller | None, repos: list[str], at: float | None
+) -> tuple[auth.Caller, bytes]:
+    """The caller (found, and counted, on the first look only) and the replica's answer as JSON."""
+    with pool.connection() as conn:
+        who = who or caller(request, conn)
+        who.may_read()  # about the token: refused whole, not per repository
+        claims: list[dict[str, object]] = []
+        failures: dict[str, object] = {}
+        refused: dict[str, str] = {}
+        for repo in repos:
+            try:
+                team = access.for_repo(conn, who, repo, access.READ, at)
+            except (auth.Forbidden, BadInput) as exc:
+                if len(repos) == 1:
+                    raise
+                refused[repo] = exc.sentence()
+                continue
+            claims += [{"symbol": s, "intent": wire.encode(i), "developer": d} for s, i, d in team.active_claims(repo)]
+            failures[repo] = wire.encode(team.recent_failures(repo, REPLICA_DAYS, REPLICA_FAILURES))
+    answer = {"claims": claims, "failures": failures, "refused": refused}
+    return who, json.dumps(answer, sort_keys=True, separators=(",", ":")).encode()
 
 
 @router.get("/file-claims")
