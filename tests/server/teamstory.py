@@ -20,8 +20,9 @@ import psycopg
 from conftest import Account, unique
 from harness import PAYLOADS, SHOP_FILES, aimed, example, problems, said
 
+from hivelore.hooks.client import stop_server
 from hivelore.remote.mirror import path_for
-from hivelore.remote.teamshare import ClaimsReplica
+from hivelore.remote.teamshare import ClaimsReplica, FailuresReplica
 from hivelore.server.postgres import accounts
 
 SCOPE = "repo::acme/shop"
@@ -210,9 +211,11 @@ class Developer:
 
     def run_tests(self) -> subprocess.CompletedProcess[str]:
         """The shop's tests, run for real in this checkout (what the agent's shell call ran)."""
+        # Without this run's plugins (hypothesis, playwright …): the shop needs none, and they cost seconds.
+        env = {**self.env(), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         return subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_tokens.py"],
-            cwd=self.repo, env=self.env(), capture_output=True, text=True, timeout=120,
+            cwd=self.repo, env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
 
     def failed_run(self, session: str, output: str) -> Told:
@@ -220,6 +223,9 @@ class Developer:
 
     def claims(self, url: str) -> ClaimsReplica:
         return ClaimsReplica.beside(path_for(str(self.home), url))
+
+    def failures(self, url: str) -> FailuresReplica:
+        return FailuresReplica.beside(path_for(str(self.home), url))
 
     def outbox(self, url: str) -> Path:
         return Path(path_for(str(self.home), url).removesuffix(".db") + ".outbox")
@@ -229,7 +235,7 @@ class Developer:
         return [json.loads(p.read_text())["op"] for p in sorted(self.outbox(url).glob("*.json"))]
 
     def stop_hook_server(self) -> None:
-        self.cli("hook-server", "stop")
+        stop_server(str(self.home))  # what `hivelore hook-server stop` does, without starting a process
 
 
 def make_org(db: psycopg.Connection, make_user: Callable[..., Account], names: list[str]) -> list[Account]:
@@ -258,3 +264,7 @@ def wait_for(what: str, check: Callable[[], bool], within: float = SEEN_WAIT_S) 
 def claimed_by(replica: ClaimsReplica, symbol: str, developer: str) -> bool:
     claims, _ = replica.read(REPO)
     return any(s.endswith(symbol) and intent.owner == developer for s, intent, _who in claims)
+
+
+def failed_for(replica: FailuresReplica, test: str, developer: str) -> bool:
+    return any(test in f.attempt.failed and f.attempt.developer == developer for f in replica.read(REPO))
