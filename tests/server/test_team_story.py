@@ -138,6 +138,7 @@ def test_five_developers_on_five_machines_share_one_picture_of_who_changes_what(
     # dev-a hands the task off; dev-e's Cursor resumes it on a fifth machine.
     board = json.loads(e.cli("task", "list", "--json").stdout)
     (task,) = [t["id"] for t in board if t["title"] == "add JWT support"]
+    assert f'(task {task}: "add JWT support")' in warned  # the warning numbers the task as the server does
     handed = a.cli("task", "handoff", str(task), "validate_token checks the signature; refresh next")
     assert handed.returncode == 0, handed.stderr
     e.start_session("e-1")
@@ -152,7 +153,7 @@ def test_five_developers_on_five_machines_share_one_picture_of_who_changes_what(
     # The task is dev-e's now, on every machine: dev-b's next session is warned about dev-e.
     wait_for("dev-e's task in dev-b's replica", lambda: claimed_by(b.claims(url), "validate_token", "dev-e"))
     warned = b.before_edit("b-2", "shop/orders.py", CHECKOUT, RATE_LIMITED).text
-    assert "validate_token is being changed by dev-e" in warned and '"add JWT support"' in warned
+    assert f'validate_token is being changed by dev-e (task {task}: "add JWT support")' in warned
 
 
 def test_with_the_team_server_gone_mid_story_hooks_answer_in_budget_and_the_outbox_delivers_later(
@@ -163,10 +164,13 @@ def test_with_the_team_server_gone_mid_story_hooks_answer_in_budget_and_the_outb
     four = cast(tmp_path, own.url, team, 4)  # dev-e's resume is not part of this variant
     a, b, c, d = four
     try:
-        # Everyone's hook server is up and has synced once; the times with the server up are the baseline.
-        up = [dev.prompt(f"{dev.name}-1", f"{dev.name}'s task").seconds for dev in (a, b, c, d)]
+        # Everyone's hook server is up and has synced once; a second prompt's time, with the server up, is the
+        # baseline.
+        for dev in (a, b, c, d):
+            dev.prompt(f"{dev.name}-1", f"{dev.name}'s task")
         for dev in (b, d):
             wait_for(f"{dev.name}'s replica", lambda dev=dev: dev.claims(own.url).read(REPO)[1] is not None)
+        up = [dev.prompt(f"{dev.name}-1", "and then?").seconds for dev in (a, b, c, d)]
 
         own.stop()  # the team server's process (never PostgreSQL)
 
