@@ -231,8 +231,9 @@ class Developer:
         return Path(path_for(str(self.home), url).removesuffix(".db") + ".outbox")
 
     def queued(self, url: str) -> list[str]:
-        """The kinds of change waiting in the outbox."""
-        return [json.loads(p.read_text())["op"] for p in sorted(self.outbox(url).glob("*.json"))]
+        """What waits in the outbox, oldest first: `op`, or `team:KIND` for a team change (claim, attempt …)."""
+        changes = [json.loads(p.read_text()) for p in sorted(self.outbox(url).glob("*.json"))]
+        return [f"team:{c['body']['kind']}" if c["op"] == "team" else c["op"] for c in changes]
 
     def stop_hook_server(self) -> None:
         stop_server(str(self.home))  # what `hivelore hook-server stop` does, without starting a process

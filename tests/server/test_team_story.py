@@ -187,7 +187,8 @@ def test_with_the_team_server_gone_mid_story_hooks_answer_in_budget_and_the_outb
         assert not slow, f"hooks over {HOOK_BUDGET_S} s with the server gone: {slow} (up: {statistics.median(up):.2f})"
 
         # The claim and the attempt wait in their machines' outboxes, and `remote status` says so.
-        assert "team" in a.queued(own.url) and "team" in c.queued(own.url)
+        assert "team:claim" in a.queued(own.url)
+        assert {"team:claim", "team:change", "team:attempt"} <= set(c.queued(own.url)), c.queued(own.url)
         with ThreadPoolExecutor(2) as pool:
             statuses = list(pool.map(lambda dev: dev.cli("remote", "status", "--json"), (a, c)))
         for status in statuses:
