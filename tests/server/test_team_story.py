@@ -34,6 +34,7 @@ from teamstory import (
 
 from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.team import RemoteTeam
+from hivelore.team.model import Attempt
 
 CAST = (("dev-a", "kiro"), ("dev-b", "codex"), ("dev-c", "claude"), ("dev-d", "gemini"), ("dev-e", "cursor"))
 REFRESH_ID = "shop/tokens.py::refresh_session"
@@ -73,7 +74,7 @@ def five(tmp_path: Path, server: Server, team: list[Account]) -> Iterator[list[D
     leave(made)
 
 
-def server_history(url: str, account: Account) -> list:
+def server_history(url: str, account: Account) -> list[Attempt]:
     client = Client(Endpoint(url), account.token)
     try:
         return RemoteTeam(client).history(REPO, [REFRESH_ID]).failed
@@ -191,10 +192,10 @@ def test_with_the_team_server_gone_mid_story_hooks_answer_in_budget_and_the_outb
         assert {"team:claim", "team:change", "team:attempt"} <= set(c.queued(own.url)), c.queued(own.url)
         with ThreadPoolExecutor(2) as pool:
             statuses = list(pool.map(lambda dev: dev.cli("remote", "status", "--json"), (a, c)))
-        for status in statuses:
+        for dev, status in zip((a, c), statuses, strict=True):
             report = json.loads(status.stdout)
             assert "unreachable" in report, report
-            assert report["outbox"]["waiting"] >= 1, report
+            assert report["outbox"]["waiting"] == len(dev.queued(own.url)), report
 
         own = start_server(database_url, tmp_path / "server.log", port=port)
         for dev in (a, c):
