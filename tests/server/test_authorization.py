@@ -488,6 +488,7 @@ TEAM_ENDPOINTS = (
     TeamEndpoint("POST", "/v1/team/intents/{intent}/claims", "write", "member", {"symbols": TEAM_SYMBOLS}),
     TeamEndpoint("GET", "/v1/team/intents/{intent}/claims", "read", "viewer"),
     TeamEndpoint("GET", "/v1/team/claims?repo={repo}", "read", "viewer"),
+    TeamEndpoint("GET", "/v1/team/replica?repo={repo}", "read", "viewer"),
     TeamEndpoint("GET", "/v1/team/file-claims?repo={repo}", "read", "viewer"),
     TeamEndpoint("POST", "/v1/team/file-claims", "write", "member", {"repo": "{repo}", "replaced": [], "claims": []}),
     TeamEndpoint("POST", "/v1/team/intents/{intent}/changes", "write", "member", {"symbols": TEAM_SYMBOLS}),

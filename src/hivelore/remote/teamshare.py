@@ -260,8 +260,11 @@ def refresh_team(
         replica.claims.write({}, time.time())
         replica.failures.write({})
         return [f"the team's claims in {repos[0]}: {exc}"], None
-    if answer is None:  # not modified
-        os.utime(replica.claims.path, None)
+    if answer is None:  # not modified: the replica is as fresh as this answer
+        try:
+            os.utime(replica.claims.path, None)
+        except OSError:
+            return [], None  # the file went: the next request, without an ETag, writes it whole
         return [], etag
     assert isinstance(answer, dict)
     refused = dict(answer.get("refused", {}))
