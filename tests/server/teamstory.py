@@ -161,6 +161,8 @@ class Developer:
         self.name, self.agent, self.home, self.repo = name, agent, home, repo
 
     def env(self) -> dict[str, str]:
+        # Not this run's HIVELORE_* (an agent running the tests may set some) nor PYTEST_* (dev-c's own pytest
+        # run would take this run's options).
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HIVELORE_", "PYTEST_"))}
         return {**env, "HIVELORE_HOME": str(self.home), "HIVELORE_DEVELOPER": self.name, "HIVELORE_HOOK_SERVER": "on"}
 
