@@ -328,3 +328,8 @@ def test_an_idle_hook_server_keeps_its_replica_fresh_with_a_request_the_server_h
     assert all(r["status"] == 304 and r["ms"] > 3000 for r in asked), asked
     _, synced = a.claims(server.url).read("acme/shop")
     assert synced is not None and time.time() - synced < REPLICA_STALE_S  # a 304 is an answer: still fresh
+    doctor = a.cli("doctor", "--json")
+    assert doctor.returncode == 0, doctor.stderr
+    shown = json.loads(doctor.stdout)["team_claims"]
+    assert (shown["claims"], shown["failures"]) == (0, 0)
+    assert shown["synced_seconds_ago"] is not None and shown["synced_seconds_ago"] < REPLICA_STALE_S
