@@ -269,7 +269,7 @@ def test_a_codex_entry_an_older_install_wrote_is_upgraded_and_uninstalled_whole(
 
 
 # Read by the hook path only (`hivelore hook` and its server), never by `hivelore mcp`.
-HOOK_ONLY_VARIABLES = {"HIVELORE_HOOK_SERVER", "HIVELORE_HOOK_SERVER_IDLE", "HIVELORE_CAPTURE"}
+HOOK_ONLY_VARIABLES = {"HIVELORE_HOOK_SERVER", "HIVELORE_HOOK_SERVER_IDLE", "HIVELORE_HOOK_MODEL", "HIVELORE_CAPTURE"}
 SERVER_ONLY_VARIABLES = {"HIVELORE_DATABASE_URL"}  # read by `hivelore serve`, never by an agent's process
 READ_FROM_ENVIRONMENT = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["'](HIVELORE_[A-Z_]+)["']""")
 

@@ -311,10 +311,27 @@ def test_a_failure_on_one_machine_is_told_before_an_edit_and_in_a_failing_run_on
     assert line.endswith(", changing refresh_session")
 
 
+@pytest.fixture
+def own_server(database_url: str, tmp_path: Path) -> Iterator[Server]:
+    """A replica of its own, so that its log holds only this test's requests (the session's server also
+    answers the hook servers of other tests of this worker)."""
+    running = start_server(database_url, tmp_path / "own-server.log")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def own_machines(
+    tmp_path: Path, own_server: Server, team: tuple[Account, Account]
+) -> Iterator[tuple[Machine, Machine]]:
+    yield from _machines(tmp_path, own_server, team, ("dev-a", "dev-b"))
+
+
 def test_an_idle_hook_server_keeps_its_replica_fresh_with_a_request_the_server_holds_not_a_poll_a_second(
-    server: Server, machines: tuple[Machine, Machine]
+    own_server: Server, own_machines: tuple[Machine, Machine]
 ) -> None:
-    a, _ = machines
+    server = own_server
+    a, _ = own_machines
     a.prompt("a-0", "look around")  # starts dev-a's hook server
     wait_for("dev-a's replica", lambda: a.claims(server.url).read("acme/shop")[1] is not None)
     time.sleep(1.0)  # its first answer is whole; the next ones are asked with its ETag

@@ -1,6 +1,6 @@
 """`hivelore graph …`: the code graph and who is changing what on it. `graph index` runs on the hook path (a
 hook starts it in the background), so this module reads nothing a hook does not pass on; the commands
-that ask the team server (`task …`, `graph who-knows`, `graph why`) are in cli/tasks.py."""
+that ask the team server (`task …`, `graph who-knows`, `graph why`, `graph push`) are in cli/tasks.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
-from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.memory.service import Hivelore
 from hivelore.team.coordination import Coordination
 from hivelore.team.model import Conflict, TeamUnavailable
 
@@ -60,40 +60,6 @@ def index(
         f"indexed {root}: {stats.files:,} files ({stats.parsed:,} parsed), {stats.symbols:,} symbols, "
         f"{stats.calls:,} calls in {stats.seconds:.2f} s"
     )
-
-
-@graph_app.command("push")
-def push(as_json: JsonFlag = False) -> None:
-    """Send this checkout's code graph, as indexed, to the team server (remote mode): only what it lacks."""
-    from hivelore.remote import graph as remote_graph
-
-    with reported_errors():
-        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
-        if service.settings.mode != "remote":
-            fail('graph push sends the graph to the team server: set "mode": "remote" and its endpoint in'
-                 " config.json first (docs/server.md, remote mode).", EXIT_BAD_INPUT)  # fmt: skip
-        remote = service.remote
-        if remote is None:
-            problem = (service.remote_problem or "remote mode names no team server").rstrip(".")
-            fail(f"the team server cannot be used: {problem}.", EXIT_BAD_INPUT)
-        with Coordination.for_service(service) as c:
-            stats, sent = remote_graph.push_checkout(remote.replica.client, c)
-            repo = c.repo
-    held = sent.held
-    if as_json:
-        print_json({"repo": repo, "indexed": stats.files if stats else None, **sent.to_dict()})
-        return
-    if stats is not None:
-        print(f"indexed {stats.files:,} files first ({stats.symbols:,} symbols, {stats.calls:,} calls)")
-    if not sent.batches:
-        print(f"nothing to send: the server holds this graph of {repo}", end="")
-    else:
-        print(
-            f"sent {sent.files:,} files ({sent.symbols:,} symbols, {sent.calls:,} calls), {sent.removed:,} removed,"
-            f" in {sent.batches} requests; the server holds {repo}",
-            end="",
-        )
-    print(f": {held.get('files', 0):,} files, {held.get('symbols', 0):,} symbols, {held.get('calls', 0):,} calls")
 
 
 @graph_app.command("export")

@@ -1,4 +1,5 @@
-"""`hivelore task …` (the tasks), `hivelore graph who-knows` and `graph why`: the team's records. In
+"""`hivelore task …` (the tasks), `hivelore graph who-knows` and `graph why`: the team's records; and
+`graph push`, which sends this checkout's code graph to the team server. In
 remote mode, for a repository an organisation of yours shares, they are the team server's, asked within
 the command's network budget (team/coordination.py `Coordination.tasks`); apart from cli/graph.py,
 whose `graph index` runs on the hook path, where no token is read."""
@@ -14,7 +15,7 @@ import typer
 from rich.markup import escape
 
 from hivelore.cli.graph import JsonFlag, Symbol, graph_app, out
-from hivelore.cli.output import print_json, reported_errors
+from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, reported_errors
 from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 from hivelore.team.coordination import Coordination
 
@@ -27,6 +28,40 @@ def coordination() -> Iterator[Coordination]:
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         with Coordination.for_service(service) as found:
             yield found
+
+
+@graph_app.command("push")
+def push(as_json: JsonFlag = False) -> None:
+    """Send this checkout's code graph, as indexed, to the team server (remote mode): only what it lacks."""
+    from hivelore.remote import graph as remote_graph
+
+    with reported_errors():
+        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
+        if service.settings.mode != "remote":
+            fail('graph push sends the graph to the team server: set "mode": "remote" and its endpoint in'
+                 " config.json first (docs/server.md, remote mode).", EXIT_BAD_INPUT)  # fmt: skip
+        remote = service.remote
+        if remote is None:
+            problem = (service.remote_problem or "remote mode names no team server").rstrip(".")
+            fail(f"the team server cannot be used: {problem}.", EXIT_BAD_INPUT)
+        with Coordination.for_service(service) as c:
+            stats, sent = remote_graph.push_checkout(remote.replica.client, c)
+            repo = c.repo
+    held = sent.held
+    if as_json:
+        print_json({"repo": repo, "indexed": stats.files if stats else None, **sent.to_dict()})
+        return
+    if stats is not None:
+        print(f"indexed {stats.files:,} files first ({stats.symbols:,} symbols, {stats.calls:,} calls)")
+    if not sent.batches:
+        print(f"nothing to send: the server holds this graph of {repo}", end="")
+    else:
+        print(
+            f"sent {sent.files:,} files ({sent.symbols:,} symbols, {sent.calls:,} calls), {sent.removed:,} removed,"
+            f" in {sent.batches} requests; the server holds {repo}",
+            end="",
+        )
+    print(f": {held.get('files', 0):,} files, {held.get('symbols', 0):,} symbols, {held.get('calls', 0):,} calls")
 
 
 @graph_app.command("who-knows")

@@ -20,6 +20,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from hivelore.home import private_file
+
 SIGNATURES_FILE = "signatures.db"
 PENDING_S = 4 * 3600.0  # a lesson written this long after the failure in the same session still fixed it
 LINKS_PER_SIGNATURE = 3  # the most recent lessons linked to one signature
@@ -95,6 +97,7 @@ class Links:
     """`signatures.db`: signatures pending per session, and signatures linked to lessons."""
 
     def __init__(self, home: Path) -> None:
+        private_file(str(home / SIGNATURES_FILE))  # errors and lesson keys: as private as the memories
         self.conn = sqlite3.connect(home / SIGNATURES_FILE, timeout=2)
         self.conn.executescript(_SCHEMA)
 

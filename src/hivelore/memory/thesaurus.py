@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from itertools import combinations
 from pathlib import Path
 
+from hivelore.home import private_file
 from hivelore.memory import bm25
 from hivelore.memory.recall import STOPWORDS
 from hivelore.memory.tier import Candidate
@@ -154,6 +155,7 @@ def build(path: Path, texts: Sequence[str]) -> int:
     the old one in one step; how many words it relates."""
     partners = mine(texts)
     fresh = path.with_name(f"{path.name}.{time.time_ns()}.tmp")
+    private_file(str(fresh))  # the words of every memory: as private as the memories
     conn = sqlite3.connect(fresh)
     try:
         conn.executescript(
