@@ -45,6 +45,7 @@ from hivelore.team.model import (
     spoken_day,
 )
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
+from hivelore.team.taskview import task_view
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -305,21 +306,7 @@ class Coordination:
 
     def task(self, task_id: int) -> TaskView:
         """One task as the board shows it, read only (unlike `resume`, which takes it over)."""
-        team = self.tasks
-        claims = team.claims(task_id)
-        decisions: dict[int, Decision] = {}
-        for claim in claims:
-            for decision in team.decisions(self.repo, claim.symbol, include_superseded=True):
-                decisions[decision.id] = decision
-        ordered = sorted(decisions.values(), key=lambda d: (-d.ts, -d.id))
-        return TaskView(
-            team.intent(task_id),
-            claims,
-            team.attempts(task_id),
-            team.notes(task_id),
-            [d for d in ordered if d.active],
-            [d for d in ordered if not d.active],
-        )
+        return task_view(self.tasks, self.repo, task_id)
 
     def create_task(self, title: str) -> Intent:
         """A task started explicitly, owned by this developer."""
