@@ -236,7 +236,13 @@ document.addEventListener("DOMContentLoaded", async () => {
     return list;
   }
 
+  // A test (or a screen reader) waits for the answer it asked for, not the last one still on show.
+  function working() {
+    answer.dataset.shown = "working";
+  }
+
   async function showBlast(symbolId, hops) {
+    working();
     const blast = await fetchJson("blast.json", { symbol: symbolId, hops: hops || 3 });
     await reveal(blast.symbol);
     clearMarks();
@@ -256,6 +262,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   }
 
   async function showChains(chains, title) {
+    working();
     for (const chain of chains) for (const id of chain) await reveal(id);
     clearMarks();
     overlay = chains.flatMap((chain) => chain.slice(1).map((id, i) => [chain[i], id]));
@@ -275,6 +282,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     none: "No call path" };
 
   async function showPath(a, b) {
+    working();
     const path = await fetchJson("path.json", { a, b });
     await showChains(path.chains, TITLES[path.kind]);
     say(path.chains.length ? `${TITLES[path.kind]}: ${path.chains.map((c) => c.join(" → ")).join(" | ")}` :
@@ -286,6 +294,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     p.className = "problem";
     p.textContent = error.message;
     answer.replaceChildren(p);
+    answer.dataset.shown = "problem";
     say(error.message);
   }
 
