@@ -223,7 +223,7 @@ class Laptop:
 
 
 def through_hooks(
-    work: Path, endpoint: str, tokens: dict[str, str], rounds: int, with_failures: bool
+    work: Path, endpoint: str, url: str, tokens: dict[str, str], rounds: int, with_failures: bool
 ) -> dict[str, list[float]]:
     """`hooks`: from the start of dev-a's pre-edit hook claiming `target_N` to the end of the first
     of dev-b's pre-edit hooks on `caller_N` that warns about it. `failures`: from the start of
@@ -249,7 +249,7 @@ def through_hooks(
                     raise RuntimeError(f"dev-b's pre-edit hook never saw dev-a's claim of target_{n}")
             latencies.append(time.perf_counter() - started)
         failures = [told_of_failure(a, b, n) for n in range(rounds)] if with_failures else []
-        idle = idle_requests(work / "server.log")
+        idle = idle_requests(work / "server.log", url)
     finally:
         for laptop in (a, b):
             laptop.hivelore("hook-server", "stop")
@@ -268,15 +268,24 @@ def told_of_failure(a: Laptop, b: Laptop, n: int) -> float:
 IDLE_S = 30.0  # how long both hook servers are watched doing nothing
 
 
-def idle_requests(log: Path) -> list[float]:
-    """The replica's requests a minute (both hook servers together) while nothing changes."""
+def idle_requests(log: Path, url: str) -> list[float]:
+    """The replica's requests a minute (both hook servers together) while nothing changes, and the
+    database's transactions a minute meanwhile (the held requests looking again; PostgreSQL's
+    statistics lag by up to a second at each end of the window)."""
     time.sleep(2.0)  # the last round's changes answered
-    offset = log.stat().st_size
+    offset, committed = log.stat().st_size, transactions(url)
     time.sleep(IDLE_S)
+    looked = transactions(url) - committed
     with log.open() as lines:
         lines.seek(offset)
         asked = sum(1 for line in lines if '"/v1/team/replica"' in line or '"/v1/team/claims"' in line)
-    return [asked * 60 / IDLE_S]
+    return [asked * 60 / IDLE_S, looked * 60 / IDLE_S]
+
+
+def transactions(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+    return int(row[0]) if row else 0
 
 
 def line(name: str, samples: list[float], baseline: list[float] | None = None, target: str = "") -> str:
@@ -311,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             for client in clients.values():
                 client.close()
             endpoint = f"http://127.0.0.1:{server.port}"
-            hooks = through_hooks(Path(work), endpoint, tokens, hook_claims, not args.no_failures)
+            hooks = through_hooks(Path(work), endpoint, url, tokens, hook_claims, not args.no_failures)
         finally:
             server.stop()
     print(f"{claims} claims, ms       median       p90   remote/local")
@@ -324,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if hooks["failures"]:
         print(line(f"failure told ({hook_claims})", hooks["failures"], local_visible, "failing run → pre-edit hook"))
     print(f"replica requests a minute, two idle hook servers: {hooks['idle'][0]:.0f} (claims and failures)")
+    print(f"database transactions a minute meanwhile: {hooks['idle'][1]:.0f}")
     return 0
 
 

@@ -33,6 +33,7 @@ def test_the_server_says_it_lives_is_ready_and_describes_itself(api: httpx.Clien
     assert api.get("/healthz").json() == {"status": "ok"}
     ready = api.get("/readyz").json()
     assert ready.pop("meaning") in {"off", "loading", "backfilling", "ready"}  # recall by meaning's state
+    assert ready.pop("team_changes") == "heard"  # held replica requests woken by PostgreSQL's notifications
     assert ready == {"status": "ready", "schema": migrate.latest()}
     paths = api.get("/openapi.json").json()["paths"]
     assert {"/v1/me", "/v1/orgs", "/v1/tokens", "/v1/invitations/accept"} <= set(paths)

@@ -3,8 +3,11 @@ processes writing at once leave, and a change replayed with its Idempotency-Key.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 import psycopg
@@ -13,6 +16,7 @@ from conftest import unique
 from hivelore.server.auth import digest
 from hivelore.server.postgres import accounts
 from hivelore.server.postgres.team import PostgresTeam
+from hivelore.server.postgres.teamwatch import TeamWatch
 from hivelore.team.testruns import TestRun
 
 REPO = "acme/shop"
@@ -156,3 +160,66 @@ def test_a_replica_request_waiting_for_a_change_is_answered_when_a_claim_lands_a
     assert answer.status_code == 200, answer.text
     assert [c["symbol"] for c in answer.json()["claims"]] == ["shop/tokens.py::validate"]
     assert at - claimed < 2.0  # answered on the change (looked at every 0.25 s), not after the 8 s wait
+
+
+def test_a_change_made_straight_in_the_database_wakes_a_held_replica_request(
+    db: psycopg.Connection, api: httpx.Client
+) -> None:
+    """No replica wrote it, so only PostgreSQL's notification (migration 0019) can tell the waiting
+    request; it is answered long before the 2 s it would otherwise wait to look again."""
+    org_id, user_id, token = _team(db)
+    headers = {"Authorization": f"Bearer {token}"}
+    team = PostgresTeam(db, org_id, user_id)
+    intent = team.intent_for_session("claude", "a-1", "dev-a", REPO, "add JWT")
+    team.claim(intent.id, ["shop/tokens.py::validate"])
+    etag = api.get("/v1/team/replica", params={"repo": REPO}, headers=headers).headers["etag"]
+    answers: list[tuple[httpx.Response, float]] = []
+
+    def wait_for_change() -> None:
+        asked = api.get(
+            "/v1/team/replica", params={"repo": REPO, "wait": 8.0}, headers={**headers, "If-None-Match": etag}
+        )
+        answers.append((asked, time.monotonic()))
+
+    waiting = threading.Thread(target=wait_for_change)
+    waiting.start()
+    time.sleep(2.5)  # past the first look again after the request came in
+    db.execute("UPDATE team_intents SET status = 'done' WHERE id = %s", (intent.id,))  # as at a psql prompt
+    done = time.monotonic()
+    waiting.join()
+
+    ((answer, at),) = answers
+    assert answer.status_code == 200 and answer.json()["claims"] == []
+    assert at - done < 1.0, at - done
+
+
+def test_the_watch_hears_a_committed_change_and_not_a_rolled_back_one(
+    database_url: str, db: psycopg.Connection
+) -> None:
+    org_id, user_id, _ = _team(db)
+    intent = PostgresTeam(db, org_id, user_id).intent_for_session("codex", "b-1", "dev-b", REPO, "rate limits")
+
+    async def heard(change: Callable[[], None]) -> bool:
+        watch = TeamWatch(database_url)
+        watch.start(asyncio.get_running_loop())
+        try:
+            assert watch.listening
+            changed = watch.changed()
+            await asyncio.to_thread(change)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), 2.0)
+            return changed.is_set()
+        finally:
+            await asyncio.to_thread(watch.stop)
+
+    def rolled_back() -> None:
+        with psycopg.connect(database_url) as conn:
+            conn.execute("UPDATE team_intents SET title = 'renamed' WHERE id = %s", (intent.id,))
+            conn.rollback()
+
+    def committed() -> None:
+        with psycopg.connect(database_url) as conn:
+            conn.execute("UPDATE team_intents SET title = 'renamed' WHERE id = %s", (intent.id,))
+
+    assert asyncio.run(heard(rolled_back)) is False
+    assert asyncio.run(heard(committed)) is True

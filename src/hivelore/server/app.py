@@ -24,6 +24,7 @@ from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
+from hivelore.server.postgres.teamwatch import TeamWatch
 from hivelore.server.postgres.vectors import Meaning
 from hivelore.server.routes import accounts, data, graph, health, memories, team
 
@@ -73,11 +74,14 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.meaning = Meaning(settings.meaning)
         app.state.meaning.start(app.state.pool.connection)  # in a thread: the server serves meanwhile, by BM25
         app.state.slots = asyncio.Semaphore(settings.pool_size)  # made here: it belongs to the serving loop
+        app.state.teamwatch = TeamWatch(settings.database_url)
+        app.state.teamwatch.start(asyncio.get_running_loop())
         purging = asyncio.create_task(_purge_every(app, PURGE_EVERY_S))
         try:
             yield
         finally:
             purging.cancel()
+            app.state.teamwatch.stop()
             app.state.pool.close()
 
     app = FastAPI(

@@ -25,5 +25,11 @@ def readyz(request: Request) -> JSONResponse | dict[str, object]:
         needed = ", ".join(str(version) for version in lacking)
         sentence = f"the database lacks the migrations {needed} this server needs: restart it to migrate."
         return JSONResponse({"error": sentence, "code": "not_ready"}, status_code=503)
-    # Recall by meaning: off, loading, backfilling or ready (postgres/vectors.py `Meaning`).
-    return {"status": "ready", "schema": schema, "meaning": request.app.state.meaning.state}
+    # Recall by meaning: off, loading, backfilling or ready (postgres/vectors.py `Meaning`); the team's
+    # changes heard, or looked for every quarter second while they cannot be (postgres/teamwatch.py).
+    return {
+        "status": "ready",
+        "schema": schema,
+        "meaning": request.app.state.meaning.state,
+        "team_changes": "heard" if request.app.state.teamwatch.listening else "polled",
+    }

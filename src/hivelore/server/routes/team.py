@@ -12,6 +12,7 @@ client, which holds the graph, over what these routes answer. `at` is the client
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -29,6 +30,7 @@ from hivelore.server import auth
 from hivelore.server import team as access
 from hivelore.server.postgres import idempotency
 from hivelore.server.postgres import team as postgres
+from hivelore.server.postgres.teamwatch import TeamWatch
 from hivelore.server.routes.dependencies import Caller, Conn, caller
 from hivelore.team import wire
 from hivelore.team.model import IDLE_DAYS, Claim, NoSuchIntent
@@ -48,7 +50,8 @@ IdempotencyKey = Annotated[str | None, Header(description="a write retried with 
 REPLICA_DAYS = 30.0  # how far back the failures a hook server keeps go
 REPLICA_FAILURES = 200  # per repository: the latest, so that the replica stays small
 MAX_WAIT_S = 10.0  # of a replica request that waits for a change
-RECHECK_S = 0.25  # how often a waiting replica request looks again: a change is answered within this
+RECHECK_S = 0.25  # how often a waiting replica request looks again while this replica hears no changes
+HEARD_RECHECK_S = 2.0  # and while it does: for what no notification tells (a task going idle, a role taken away)
 Wait = Annotated[float, Query(ge=0, le=MAX_WAIT_S, allow_inf_nan=False, description="seconds to wait for a change")]
 
 
@@ -258,20 +261,26 @@ async def replica(
     may not read, with why (one alone is refused with its status).
 
     Its ETag is its content's. Sent with `If-None-Match` of the answer the caller holds, it is 304
-    when nothing changed; with `wait` too, the request is held until something does (looked at
-    every 0.25 s) or `wait` seconds pass — a claim made elsewhere arrives at once, and a caller that
-    asks again as soon as it is answered makes one request every `wait` seconds. No connection is
-    held while it waits, and the request counts once against the token's rate limit."""
+    when nothing changed; with `wait` too, the request is held until something does or `wait`
+    seconds pass — it looks again when PostgreSQL tells of a change to the team's rows (every 2 s
+    besides, and every 0.25 s while this replica cannot hear them), so a claim made elsewhere
+    arrives at once, and a caller that asks again as soon as it is answered makes one request every
+    `wait` seconds. No connection is held while it waits, and the request counts once against the
+    token's rate limit."""
     pool: ConnectionPool = request.app.state.pool
+    watch: TeamWatch = request.app.state.teamwatch
     asked, started = list(dict.fromkeys(repos)), time.monotonic()
     who: auth.Caller | None = None
     while True:
+        changed = watch.changed()
         moment = None if at is None else at + time.monotonic() - started
         who, body = await run_in_threadpool(_replica_answer, request, pool, who, asked, moment)
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        if etag != if_none_match or time.monotonic() - started + RECHECK_S > wait:
+        left = wait - (time.monotonic() - started)
+        if etag != if_none_match or left <= 0:
             break
-        await asyncio.sleep(RECHECK_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), min(left, HEARD_RECHECK_S if watch.listening else RECHECK_S))
         if await request.is_disconnected():
             break
     if etag == if_none_match:
