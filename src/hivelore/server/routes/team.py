@@ -51,7 +51,6 @@ REPLICA_DAYS = 30.0  # how far back the failures a hook server keeps go
 REPLICA_FAILURES = 200  # per repository: the latest, so that the replica stays small
 MAX_WAIT_S = 10.0  # of a replica request that waits for a change
 RECHECK_S = 0.25  # how often a waiting replica request looks again while this replica hears no changes
-HEARD_RECHECK_S = 2.0  # and while it does: for what no notification tells (a task going idle, a role taken away)
 Wait = Annotated[float, Query(ge=0, le=MAX_WAIT_S, allow_inf_nan=False, description="seconds to wait for a change")]
 
 
@@ -262,11 +261,12 @@ async def replica(
 
     Its ETag is its content's. Sent with `If-None-Match` of the answer the caller holds, it is 304
     when nothing changed; with `wait` too, the request is held until something does or `wait`
-    seconds pass — it looks again when PostgreSQL tells of a change to the team's rows (every 2 s
-    besides, and every 0.25 s while this replica cannot hear them), so a claim made elsewhere
-    arrives at once, and a caller that asks again as soon as it is answered makes one request every
-    `wait` seconds. No connection is held while it waits, and the request counts once against the
-    token's rate limit."""
+    seconds pass — it looks again when PostgreSQL tells of a change to the team's rows (every 0.25 s
+    while this replica cannot hear them), so a claim made elsewhere arrives at once, and a caller
+    that asks again as soon as it is answered makes one request every `wait` seconds. What no
+    notification tells (a task going idle, a role taken away) is seen by the next request, at most
+    `wait` (10 s) later. No connection is held while it waits, and the request counts once against
+    the token's rate limit."""
     pool: ConnectionPool = request.app.state.pool
     watch: TeamWatch = request.app.state.teamwatch
     asked, started = list(dict.fromkeys(repos)), time.monotonic()
@@ -280,7 +280,7 @@ async def replica(
         if etag != if_none_match or left <= 0:
             break
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), min(left, HEARD_RECHECK_S if watch.listening else RECHECK_S))
+            await asyncio.wait_for(changed.wait(), left if watch.listening else min(left, RECHECK_S))
         if await request.is_disconnected():
             break
     if etag == if_none_match:
