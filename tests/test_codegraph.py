@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hivelore.codegraph import Graph
+from hivelore.errors import BadInput, NotFound
 
 CORPUS = Path(__file__).parent / "fixtures" / "callgraph"
 LANGUAGES = ["python", "typescript", "javascript", "go", "rust", "java"]
@@ -652,6 +653,44 @@ def test_blast_radius_within_and_shortest_path_on_the_shop_story(tmp_path):
     assert graph.callers("shop/auth.py::current_user") == [("shop/orders.py::checkout", 1.0)]
     with pytest.raises(ValueError):
         graph.within(token, 3, "sideways")
+
+
+def test_resolve_takes_an_id_seen_or_the_name_of_exactly_one_present_symbol(tmp_path):
+    files = {
+        "shop/cart.py": "class Cart:\n    def total(self):\n        return 1\n",
+        "shop/invoice.py": "class Invoice:\n    def total(self):\n        return 2\n\n\ndef issue():\n    pass\n",
+    }
+    graph = open_graph(tmp_path, files)
+    assert graph.resolve("shop/cart.py::Cart.total") == "shop/cart.py::Cart.total"
+    assert graph.resolve("Cart.total") == "shop/cart.py::Cart.total"
+    assert graph.resolve("issue") == "shop/invoice.py::issue"
+
+    with pytest.raises(BadInput) as several:
+        graph.resolve("total")
+    assert str(several.value) == (
+        "'total' names 2 symbols (shop/cart.py::Cart.total, shop/invoice.py::Invoice.total): give the id of one."
+    )
+    with pytest.raises(NotFound) as none:
+        graph.resolve("refund", "run `hivelore graph index`")
+    assert str(none.value) == f"no symbol 'refund' in the graph of {graph.root}: run `hivelore graph index`."
+    with pytest.raises(NotFound):
+        graph.resolve("shop/cart.py::Cart.refund")
+
+    # A symbol gone from the code keeps its id (its history outlives it), not its name.
+    (tmp_path / "repo/shop/invoice.py").write_text("class Invoice:\n    pass\n")
+    graph.index()
+    assert graph.resolve("shop/invoice.py::issue") == "shop/invoice.py::issue"
+    assert graph.resolve("total") == "shop/cart.py::Cart.total"
+    with pytest.raises(NotFound):
+        graph.resolve("issue")
+
+
+def test_resolve_lists_five_candidates_and_says_there_are_more(tmp_path):
+    graph = open_graph(tmp_path, {f"m{n}.py": "def run():\n    pass\n" for n in range(7)})
+    with pytest.raises(BadInput) as several:
+        graph.resolve("run")
+    shown = ", ".join(f"m{n}.py::run" for n in range(5))
+    assert str(several.value) == f"'run' names 7 symbols ({shown}, …): give the id of one."
 
 
 def test_symbols_at_gives_the_symbols_an_edit_overlaps_innermost_first(tmp_path):

@@ -1,6 +1,7 @@
 """The team store's rows as people's and organisations' data: each row names its author (migration
 0013), a user's export holds theirs and their data deletion purges them, and an organisation's admins
-count and delete a repository's team data."""
+count and delete a repository's team data — with the code graph pushed for it, which is the
+organisation's, not the pusher's."""
 
 from __future__ import annotations
 
@@ -137,11 +138,13 @@ def test_an_admin_counts_and_deletes_a_repositorys_team_data_and_the_audit_log_s
 
     listed = api.get(f"/v1/orgs/{org}/team", headers=owner.headers()).json()
     counts = dict.fromkeys(("intents", "decisions", "attempts", "notes"), 2)
-    assert listed == sorted([{"repo": repo, **counts}, {"repo": other, **dict.fromkeys(counts, 1)}], key=str)
+    assert listed == sorted(
+        [{"repo": repo, **counts, "graph": None}, {"repo": other, **dict.fromkeys(counts, 1), "graph": None}], key=str
+    )
     assert api.get(f"/v1/orgs/{org}/team", headers=member.headers()).status_code == 403
 
     gone = api.delete(f"/v1/orgs/{org}/team", params={"repo": repo}, headers=owner.headers())
-    assert gone.json() == {"repo": repo, **counts}
+    assert gone.json() == {"repo": repo, **counts, "graph": None}
     assert [r["repo"] for r in api.get(f"/v1/orgs/{org}/team", headers=owner.headers()).json()] == [other]
     for table in ("intents", "decisions"):
         left = db.execute(f"SELECT count(*) FROM team_{table} WHERE org_id = %s AND repo = %s", (org_id, repo))
@@ -150,7 +153,7 @@ def test_an_admin_counts_and_deletes_a_repositorys_team_data_and_the_audit_log_s
     assert (line["action"], line["org"], line["target"]) == (
         "org-team-forget",
         org,
-        f"repo::{repo} team (2 tasks, 2 decisions)",
+        f"repo::{repo} team (2 tasks, 2 decisions, 0 graph files)",
     )
     bad = api.delete(f"/v1/orgs/{org}/team", params={"repo": f"repo::{repo}"}, headers=owner.headers())
     assert bad.status_code == 400 and bad.json()["error"] == "name the repository as OWNER/NAME, like acme/shop."
@@ -183,3 +186,81 @@ def test_from_the_terminal_the_export_carries_team_rows_import_skips_and_an_admi
     forgot = hivelore(tmp_path / "h", tmp_path, "org", "team-forget", org, repo, "--yes", **as_owner)
     assert forgot.stdout.strip() == f"deleted {repo}'s team data in {org}: 1 tasks, 1 decisions", forgot.stderr
     assert hivelore(tmp_path / "h", tmp_path, "org", "team", org, **as_owner).stdout.strip() == "(none)"
+
+
+def _push(api: httpx.Client, who: Account, repo: str, path: str) -> httpx.Response:
+    """A push of one file with two symbols and a call between them."""
+    symbols = [
+        {
+            "id": f"{path}::{name}",
+            "qualname": name,
+            "kind": "function",
+            "line": n,
+            "end_line": n,
+            "hash": name,
+            "seq": n,
+        }
+        for n, name in enumerate(("refresh", "rotate"), 1)
+    ]
+    calls = [{"caller": f"{path}::refresh", "callee": f"{path}::rotate", "confidence": 1.0}]
+    file = {"path": path, "language": "python", "hash": unique("h"), "parser": "1", "symbols": symbols, "calls": calls}
+    return api.post("/v1/graph/push", headers=who.headers(), json={"repo": repo, "files": [file], "removed": []})
+
+
+def _graph_rows(db: psycopg.Connection, org_id: int, repo: str) -> list[int]:
+    return [
+        db.execute(f"SELECT count(*) FROM graph_{t} WHERE org_id = %s AND repo = %s", (org_id, repo)).fetchone()[0]
+        for t in ("files", "symbols", "calls")
+    ]
+
+
+def test_the_pushed_graph_is_listed_and_forgotten_with_the_repository_and_outlives_its_pushers_data(
+    api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account], server: Server, tmp_path: Path
+) -> None:
+    owner, member = make_user("kim"), make_user("lou", email=f"{unique('lou')}@example.com")
+    repo, other = f"acme/{unique('shop')}", f"acme/{unique('cart')}"
+    org = _org(db, owner, member, repo)
+    org_id, _ = accounts.role_in(db, org, owner.id)
+    accounts.bind_scope(db, org_id, f"repo::{other}", owner.id)
+    assert _push(api, owner, repo, "auth.py").status_code == 200
+    assert _push(api, member, repo, "tokens.py").status_code == 200  # the last push: the member's
+    assert _push(api, owner, other, "cart.py").status_code == 200
+    _work(api, owner, other, "kim")
+
+    listed = {r["repo"]: r for r in api.get(f"/v1/orgs/{org}/team", headers=owner.headers()).json()}
+    assert sorted(listed) == sorted([repo, other])
+    graph = listed[repo].pop("graph")
+    assert listed[repo] == {"repo": repo, "intents": 0, "decisions": 0, "attempts": 0, "notes": 0}
+    assert (graph["files"], graph["symbols"], graph["calls"], graph["pushed_by"]) == (2, 4, 2, member.name)
+    assert listed[other]["intents"] == 1 and listed[other]["graph"]["pushed_by"] == owner.name
+    as_owner = {"HIVELORE_ENDPOINT": server.url, "HIVELORE_TOKEN": owner.token}
+    printed = hivelore(tmp_path / "h", tmp_path, "org", "team", org, **as_owner).stdout.splitlines()
+    line = next(line for line in printed if line.startswith(repo))
+    assert line.startswith(f"{repo}  0 tasks  0 decisions  0 attempts  0 notes  graph: 2 files, 4 symbols, pushed by")
+    assert f"pushed by {member.name} at 20" in line
+    pushes = [line for line in api.get("/v1/me/audit", headers=member.headers()).json()["lines"]]
+    assert [(line["action"], line["org"]) for line in pushes] == [("graph-push", org)]
+    assert pushes[0]["target"] == f"repo::{repo} graph (1 files sent, 0 removed; 2 held)"
+
+    # The member's export and data deletion leave the graph: it is the repository's, not theirs.
+    exported = api.get("/v1/me/export", headers=member.headers()).json()
+    assert set(exported) == {"records", "team"} and set(exported["team"]) == set(TABLES)
+    assert api.delete("/v1/me/data", headers=member.headers()).status_code == 200
+    db.execute("UPDATE erasures SET purge_after = now() - interval '1 second' WHERE user_id = %s", (member.id,))
+    assert api.post("/v1/me/data/restore", headers=member.headers()).status_code == 404  # it purges first
+    assert _graph_rows(db, org_id, repo) == [2, 4, 2]
+
+    forgot = hivelore(tmp_path / "h", tmp_path, "org", "team-forget", org, repo, "--yes", **as_owner)
+    assert (
+        forgot.stdout.strip() == f"deleted {repo}'s team data in {org}: 0 tasks, 0 decisions, its code graph (2 files)"
+    )
+    assert _graph_rows(db, org_id, repo) == [0, 0, 0]
+    assert _graph_rows(db, org_id, other) == [1, 2, 1]
+    assert [r["repo"] for r in api.get(f"/v1/orgs/{org}/team", headers=owner.headers()).json()] == [other]
+    line = api.get(f"/v1/orgs/{org}/audit", headers=owner.headers()).json()["lines"][0]
+    assert (line["action"], line["target"]) == (
+        "org-team-forget",
+        f"repo::{repo} team (0 tasks, 0 decisions, 2 graph files)",
+    )
+    asked = api.get("/v1/graph/hotspots", params={"repo": repo}, headers=owner.headers())
+    assert asked.status_code == 404 and "no code graph was pushed" in asked.json()["error"]

@@ -353,9 +353,18 @@ def org_team(org: str, endpoint: EndpointOption = None, as_json: JsonFlag = Fals
     assert isinstance(found, list)
     lines = [
         f"{r['repo']}  {r['intents']} tasks  {r['decisions']} decisions  {r['attempts']} attempts  {r['notes']} notes"
+        + _graph_held(r.get("graph"))
         for r in found
     ]
     _show(found, as_json, lines or ["(none)"])
+
+
+def _graph_held(graph: dict | None) -> str:
+    """The pushed code graph's part of a repository's line in `org team`."""
+    if not graph:
+        return ""
+    by = f" by {graph['pushed_by']}" if graph.get("pushed_by") else ""
+    return f"  graph: {graph['files']} files, {graph['symbols']} symbols, pushed{by} at {graph['pushed_at'][:16]}Z"
 
 
 @org_app.command("team-forget")
@@ -366,15 +375,20 @@ def org_team_forget(
     endpoint: EndpointOption = None,
 ) -> None:
     """Delete the organisation's team data of one repository (admin): its tasks, with their sessions,
-    claims, changes, attempts and notes, and its decisions."""
+    claims, changes, attempts and notes, its decisions, and the code graph pushed for it."""
     from urllib.parse import urlencode
 
     if not yes:
-        fail(f"this deletes every task and decision {org} holds for {repo}: add --yes to do it", EXIT_BAD_INPUT)
+        fail(
+            f"this deletes every task, decision and the pushed code graph {org} holds for {repo}: add --yes to do it",
+            EXIT_BAD_INPUT,
+        )
     with reported_errors():
         gone = _client(endpoint).delete(f"/v1/orgs/{segment(org)}/team?{urlencode({'repo': repo})}")
     assert isinstance(gone, dict)
-    print(f"deleted {repo}'s team data in {org}: {gone['intents']} tasks, {gone['decisions']} decisions")
+    graph = gone.get("graph")
+    code = f", its code graph ({graph['files']} files)" if graph else ""
+    print(f"deleted {repo}'s team data in {org}: {gone['intents']} tasks, {gone['decisions']} decisions{code}")
 
 
 @org_app.command("audit")

@@ -10,11 +10,13 @@ import time
 from hivelore.codegraph import filemap, queries
 from hivelore.codegraph.model import ALIAS, VALUE, IndexStats, Symbol
 from hivelore.codegraph.store import PARSER_VERSION, FileChange, GraphBusy, GraphUnavailable, Store, chunks, discard
+from hivelore.errors import BadInput, NotFound
 from hivelore.home import private_file, private_folder
 
 HOTSPOTS_KEPT = 200  # hot spots kept in graph.db; a longer list is computed each time
 HOTSPOTS_KEEP_WAIT_MS = 100  # how long keeping them waits for another process's write lock
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or vendored code, not worth a parse
+AMBIGUOUS_SHOWN = 5  # candidates a name of several symbols lists
 
 _SYMBOL = "id, file, qualname, kind, line, end_line, hash, present"
 
@@ -283,6 +285,22 @@ class Graph:
             (self.root, name, name),
         )
         return [_symbol(row) for row in rows]
+
+    def resolve(self, name: str, hint: str = "check the name") -> str:
+        """The id of the one symbol `name` names, the rule of every surface that takes a symbol: a
+        full id (`path::qualname`) the graph has seen, present or gone from the code since (its
+        attempts and decisions outlive it), or a qualified name (`Cart.total`) or plain name
+        (`total`) of exactly one present symbol. NotFound when none, ending with the caller's
+        `hint` (what to do in its setting); BadInput when several, naming up to five."""
+        if "::" in name and self.symbol(name) is not None:
+            return name
+        found = self.find(name)
+        if not found:
+            raise NotFound(f"no symbol '{name}' in the graph of {self.root}: {hint}.")
+        if len(found) > 1:
+            ids = ", ".join(s.id for s in found[:AMBIGUOUS_SHOWN]) + (", …" if len(found) > AMBIGUOUS_SHOWN else "")
+            raise BadInput(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
+        return found[0].id
 
     # -- calls --------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import psycopg
 
 from hivelore.dashboard.codemap import NotIndexed
-from hivelore.errors import BadInput, NotFound
+from hivelore.errors import NotFound
 from hivelore.server import auth
 from hivelore.server import team as access
 from hivelore.server.postgres import graph as pushed
@@ -112,13 +112,5 @@ class ServerTeam:
             self._graph.close()
 
     def symbol(self, name: str) -> str:
-        """As `Coordination.symbol`, over the pushed graph."""
-        if self.code.symbol(name) is not None:
-            return name
-        found = self.code.find(name)
-        if not found:
-            raise NotFound(f"no symbol '{name}' in the pushed graph of {self.repo}: check the name, or push again.")
-        if len(found) > 1:
-            ids = ", ".join(s.id for s in found[:5])
-            raise BadInput(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
-        return found[0].id
+        """The id of the one symbol `name` names in the pushed graph, by the graph's rule (`Graph.resolve`)."""
+        return self.code.resolve(name, pushed.PUSH_AGAIN)

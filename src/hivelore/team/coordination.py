@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
-from hivelore.errors import BadInput, NotFound
+from hivelore.errors import BadInput
 from hivelore.home import FILE_MODE
 from hivelore.memory.service import Hivelore
 from hivelore.team import wire
@@ -176,18 +176,8 @@ class Coordination:
         self.close()
 
     def symbol(self, name: str) -> str:
-        """The id of the one symbol `name` names (an id, a qualified name or a name); a LookupError
-        when none does, a ValueError when several do."""
-        if self.graph.symbol(name) is not None:
-            return name
-        found = self.graph.find(name)
-        if not found:
-            hint = "check the name, or run `hivelore graph index`"
-            raise NotFound(f"no symbol '{name}' in the graph of {self.root}: {hint}.")
-        if len(found) > 1:
-            ids = ", ".join(s.id for s in found[:5])
-            raise BadInput(f"'{name}' names {len(found)} symbols ({ids}): give the id of one.")
-        return found[0].id
+        """The id of the one symbol `name` names, by the graph's rule (`Graph.resolve`)."""
+        return self.graph.resolve(name, "check the name, or run `hivelore graph index`")
 
     def repo_path(self, path: str) -> str:
         """`path` (absolute, or relative to the repository root) as the graph names files; a

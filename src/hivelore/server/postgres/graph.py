@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -25,6 +26,8 @@ from hivelore.codegraph.graph import Graph
 from hivelore.errors import BadInput
 from hivelore.records import record
 
+PUSH_AGAIN = "check the name, or push the graph again (`hivelore graph push` in a checkout of it)"
+PUSH_ACTION = "graph-push"  # a push's line in the organisation's audit log
 CACHED_GRAPHS = 8  # per process: serialised graphs of the repositories asked about last
 
 
@@ -49,6 +52,20 @@ class Held:
 
     def to_dict(self) -> dict[str, int]:
         return {"files": self.files, "symbols": self.symbols, "calls": self.calls}
+
+
+@record
+class Summary:
+    """A repository's pushed graph as its organisation's admins see it: how much is held, when a
+    push last changed it and who made that push (the newest `graph-push` line of the audit log;
+    None when the log has none, as for a push made before pushes were audited)."""
+
+    repo: str
+    files: int
+    symbols: int
+    calls: int
+    pushed_at: datetime
+    pushed_by: str | None
 
 
 class _Cache:
@@ -103,6 +120,26 @@ def held(conn: psycopg.Connection, org_id: int, repo: str) -> Held:
     ).fetchone()
     assert row is not None  # scalar subqueries always give one row
     return Held(*row)
+
+
+def summaries(conn: psycopg.Connection, org_id: int, repo: str | None = None) -> list[Summary]:
+    """The organisation's pushed graphs (or the one of `repo`), by repository."""
+    rows = conn.execute(
+        """
+        SELECT f.repo, f.files,
+            (SELECT count(*) FROM graph_symbols s WHERE s.org_id = %(org)s AND s.repo = f.repo),
+            (SELECT count(*) FROM graph_calls c WHERE c.org_id = %(org)s AND c.repo = f.repo),
+            f.pushed,
+            (SELECT a.actor FROM audit_log a WHERE a.org_id = %(org)s AND a.action = %(action)s
+                AND starts_with(a.target, 'repo::' || f.repo || ' ') ORDER BY a.id DESC LIMIT 1)
+        FROM (
+            SELECT repo, count(*) AS files, max(pushed) AS pushed FROM graph_files
+            WHERE org_id = %(org)s AND (%(repo)s::text IS NULL OR repo = %(repo)s) GROUP BY repo
+        ) f ORDER BY f.repo
+        """,
+        {"org": org_id, "repo": repo, "action": PUSH_ACTION},
+    ).fetchall()
+    return [Summary(*row) for row in rows]
 
 
 def digest(conn: psycopg.Connection, org_id: int, repo: str) -> str | None:
@@ -226,6 +263,21 @@ def push(conn: psycopg.Connection, org_id: int, repo: str, pushed: list[Pushed],
             [(org_id, repo, p.path, a, b, c) for p in pushed for a, b, c in p.calls],
         )
     return held(conn, org_id, repo)
+
+
+def pushed_target(repo: str, held_now: Held, sent: int, removed: int) -> str:
+    """A push's audit line target: `summaries` finds a repository's last pusher by its first word."""
+    return f"repo::{repo} graph ({sent} files sent, {removed} removed; {held_now.files} held)"
+
+
+def forget(conn: psycopg.Connection, org_id: int, repo: str) -> Held:
+    """Delete the organisation's whole pushed graph of `repo`; what there was."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"graph:{org_id}:{repo}",))
+        there = held(conn, org_id, repo)
+        for table in ("graph_calls", "graph_symbols", "graph_files"):
+            conn.execute(f"DELETE FROM {table} WHERE org_id = %s AND repo = %s", (org_id, repo))
+    return there
 
 
 def _check(item: Pushed) -> None:

@@ -2,8 +2,9 @@
 the records `hivelore export` writes and `hivelore import` reads; delete their personal space's data
 (restorable within the recovery window, then purged). An organisation's (`/v1/orgs/{org}/…`): its
 admins switch memory off for a repository (orgswitch.py), list what the organisation holds and
-delete it. And the audit log of such actions, the caller's own and (for an admin) their
-organisation's. Each data-control action writes a line."""
+delete it: its memories, and per repository its team data and the code graph pushed for it. And
+the audit log of such actions, the caller's own and (for an admin) their organisation's. Each
+data-control action writes a line."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from hivelore.server import auth
 from hivelore.server.logs import request_id
 from hivelore.server.memories import memberships
 from hivelore.server.postgres import accounts, audit, erasure, holdings, switches, teamdata
+from hivelore.server.postgres import graph as pushed
 from hivelore.server.postgres.owned import owned
 from hivelore.server.routes.dependencies import Caller, Conn
 from hivelore.server.team import repo_scope
@@ -93,12 +95,31 @@ class ForgottenOut(BaseModel):
     deleted: list[str] = Field(description="the addresses deleted from the organisation's space")
 
 
+class PushedGraphOut(BaseModel):
+    files: int
+    symbols: int
+    calls: int
+    pushed_at: datetime = Field(description="when a push last changed it")
+    pushed_by: str | None = Field(description="who made the last push; null: the audit log names none")
+
+
 class RepoTeamOut(BaseModel):
     repo: str = Field(description="OWNER/NAME")
     intents: int = Field(description="tasks, each with its sessions, claims and changes")
     decisions: int
     attempts: int = Field(description="test runs recorded in its tasks")
     notes: int = Field(description="progress and handoff notes in its tasks")
+    graph: PushedGraphOut | None = Field(description="the code graph pushed for it (`hivelore graph push`); null: none")
+
+    @classmethod
+    def of(cls, team: teamdata.RepoTeam, graph: pushed.Summary | None) -> RepoTeamOut:
+        code = None
+        if graph is not None:
+            code = PushedGraphOut(
+                files=graph.files, symbols=graph.symbols, calls=graph.calls,
+                pushed_at=graph.pushed_at, pushed_by=graph.pushed_by,
+            )  # fmt: skip
+        return cls(**vars(team), graph=code)
 
 
 def _audit_out(lines: list[audit.Line]) -> AuditOut:
@@ -249,19 +270,28 @@ def org_team(org: str, who: Caller, conn: Conn) -> list[RepoTeamOut]:
     scopes sees the repositories it admits."""
     who.may_read()
     org_id = _org(conn, who, org, "admin")
-    return [RepoTeamOut(**vars(r)) for r in teamdata.per_repo(conn, org_id) if who.allows(repo_scope(r.repo))]
+    teams = {r.repo: r for r in teamdata.per_repo(conn, org_id)}
+    graphs = {g.repo: g for g in pushed.summaries(conn, org_id)}
+    return [
+        RepoTeamOut.of(teams.get(repo) or teamdata.RepoTeam(repo, 0, 0, 0, 0), graphs.get(repo))
+        for repo in sorted(teams.keys() | graphs.keys())
+        if who.allows(repo_scope(repo))
+    ]
 
 
 @router.delete("/orgs/{org}/team")
 def org_team_forget(org: str, repo: str, request: Request, who: Caller, conn: Conn) -> RepoTeamOut:
     """Delete the organisation's whole team data of one repository (tasks and what hangs on them,
-    decisions); answers what there was."""
+    decisions) and the code graph pushed for it; answers what there was."""
     who.may_manage()
     if not repo.strip() or repo.startswith("repo::"):
         raise BadInput("name the repository as OWNER/NAME, like acme/shop")
     who.may_use_scope(repo_scope(repo))
     org_id = _org(conn, who, org, "admin")
-    held = teamdata.forget_repo(conn, org_id, repo)
-    target = f"{repo_scope(repo)} team ({held.intents} tasks, {held.decisions} decisions)"
-    audit.record(conn, who.user_id, who.user, "org-team-forget", target, request_id(request), org_id)
-    return RepoTeamOut(**vars(held))
+    with conn.transaction():
+        graph = next(iter(pushed.summaries(conn, org_id, repo)), None)
+        held = teamdata.forget_repo(conn, org_id, repo)
+        files = pushed.forget(conn, org_id, repo).files
+        target = f"{repo_scope(repo)} team ({held.intents} tasks, {held.decisions} decisions, {files} graph files)"
+        audit.record(conn, who.user_id, who.user, "org-team-forget", target, request_id(request), org_id)
+    return RepoTeamOut.of(held, graph)

@@ -5,8 +5,11 @@ the call path between two symbols (or their nearest common caller), hot spots, s
 Access is the team's (server/team.py): the organisation that shares `repo::OWNER/NAME`, viewers
 read, members write; a token reads with `hl_rw_`/`hl_ro_`, writes with `hl_rw_`/`hl_wo_`, within its
 scope allow-list. The listing of held file hashes is part of a push (a `hl_wo_` token pushes), so it
-needs what a push needs. The queries load the stored graph into a `codegraph.Graph`
-(server/postgres/graph.py) and ask it, and the code map (team/codemap.py), what a machine asks its own.
+needs what a push needs. Each push request is a line of the organisation's audit log (`graph-push`):
+its admins' listing of what the organisation holds (`GET /v1/orgs/{org}/team`) names the last pusher
+from it, as the graph's rows are the repository's, not a person's. The queries load the stored graph
+into a `codegraph.Graph` (server/postgres/graph.py) and ask it, and the code map (team/codemap.py),
+what a machine asks its own.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from pydantic import BaseModel, Field
 
 from hivelore.codegraph.graph import Graph
 from hivelore.codegraph.model import Symbol
-from hivelore.errors import BadInput, NotFound
+from hivelore.errors import NotFound
 from hivelore.server import auth
 from hivelore.server import team as access
+from hivelore.server.logs import request_id
+from hivelore.server.postgres import audit, idempotency
 from hivelore.server.postgres import graph as stored
-from hivelore.server.postgres import idempotency
 from hivelore.server.routes.dependencies import Caller, Conn
 from hivelore.team.codemap import CodeMap
 
@@ -82,17 +86,6 @@ def _loaded(conn: Conn, org_id: int, repo: str) -> Graph:
     return graph
 
 
-def _symbol(graph: Graph, name: str) -> str:
-    """The id of the one present symbol `name` names (an id, a qualified name or a name)."""
-    found = graph.find(name)
-    if not found:
-        raise NotFound(f"no symbol '{name}' in the pushed graph of {graph.root}: check the name")
-    if len(found) > 1:
-        ids = ", ".join(s.id for s in found[:5])
-        raise BadInput(f"'{name}' names {len(found)} symbols ({ids}{', …' if len(found) > 5 else ''}): give an id")
-    return found[0].id
-
-
 def _described(symbol: Symbol) -> dict[str, object]:
     return {
         "id": symbol.id, "file": symbol.file, "qualname": symbol.qualname, "kind": symbol.kind,
@@ -116,11 +109,15 @@ def push(
         for f in body.files
     ]  # fmt: skip
     print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
-    answer = idempotency.once(
-        conn, who.user_id, idempotency_key, print_,
-        lambda: {"held": stored.push(conn, org_id, body.repo, pushed, body.removed).to_dict()},
-    )  # fmt: skip
-    return JSONResponse(answer)
+
+    def apply() -> dict[str, object]:
+        with conn.transaction():
+            held = stored.push(conn, org_id, body.repo, pushed, body.removed)
+            target = stored.pushed_target(body.repo, held, len(pushed), len(body.removed))
+            audit.record(conn, who.user_id, who.user, stored.PUSH_ACTION, target, request_id(request), org_id)
+        return {"held": held.to_dict()}
+
+    return JSONResponse(idempotency.once(conn, who.user_id, idempotency_key, print_, apply))
 
 
 @router.get("/files")
@@ -146,7 +143,7 @@ def blast_radius(repo: str, symbol: str, who: Caller, conn: Conn, hops: Hops = 3
     shortest chain from each down to it."""
     team = access.for_repo(conn, who, repo, access.READ, None)
     with _loaded(conn, team.org_id, repo) as graph:
-        found = CodeMap(graph, team, repo).blast_radius(_symbol(graph, symbol), hops)
+        found = CodeMap(graph, team, repo).blast_radius(graph.resolve(symbol, stored.PUSH_AGAIN), hops)
     return JSONResponse({
         "symbol": found.symbol,
         "callers": [{"symbol": s, "distance": d} for s, d in found.reached],
@@ -160,7 +157,8 @@ def path(repo: str, a: str, b: str, who: Caller, conn: Conn) -> JSONResponse:
     (two chains from their nearest common caller) or `none`."""
     team = access.for_repo(conn, who, repo, access.READ, None)
     with _loaded(conn, team.org_id, repo) as graph:
-        found = CodeMap(graph, team, repo).path(_symbol(graph, a), _symbol(graph, b))
+        source, target = (graph.resolve(name, stored.PUSH_AGAIN) for name in (a, b))
+        found = CodeMap(graph, team, repo).path(source, target)
     return JSONResponse({"kind": found.kind, "chains": found.chains})
 
 
