@@ -225,7 +225,9 @@ class Replica:
         if change.op == "forget":
             self.mirror.remove(str(answer["space"]), scope, key)
         else:
-            self.mirror.put(str(answer["space"]), Memory.from_dict(answer["memory"]), pending=False)  # type: ignore[arg-type]
+            memory = answer["memory"]
+            assert isinstance(memory, dict)
+            self.mirror.put(str(answer["space"]), Memory.from_dict(memory), pending=False)
         self.outbox.done(change)
 
 
