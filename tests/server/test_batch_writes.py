@@ -5,6 +5,7 @@ write never stopping the ones after it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -148,3 +149,47 @@ def test_the_quota_is_checked_per_write_and_an_update_after_a_refusal_still_land
         assert [r["status"] for r in answered] == [200, 200, 200, 403, 200]
         assert refusal(answered[3], "quota_exceeded").startswith("your account holds 3 active memories")
         assert answered[4]["answer"]["memory"]["value"] == "an update is no new memory"
+
+
+def quota_count(db: psycopg.Connection, user_id: int) -> tuple[int, int]:
+    """(what memory_quota_used answers now, what counting the account's active rows gives)."""
+    kept = db.execute("SELECT memory_quota_used(%s, extract(epoch FROM now()))", (user_id,)).fetchone()
+    counted = db.execute(
+        "SELECT count(*) FROM memories WHERE owner = %s AND NOT archived AND space NOT LIKE 'erased:%%'"
+        " AND (expires_ts IS NULL OR expires_ts > extract(epoch FROM now()))",
+        (user_id,),
+    ).fetchone()
+    assert kept is not None and counted is not None
+    return int(kept[0]), int(counted[0])
+
+
+def test_the_quota_count_kept_per_account_stays_the_count_of_its_active_rows(
+    api: httpx.Client, db: psycopg.Connection, member: tuple[Account, str]
+) -> None:
+    """Migration 0017 keeps each account's count in a trigger instead of counting on every write:
+    whatever changes a row — a write, an update, archive, restore, forget, an expiry, a data
+    deletion and its restore — the count is still the one a count of the rows gives."""
+    who, _ = member
+    path = {"archive": "/v1/memories/archive", "restore": "/v1/memories/restore", "forget": "/v1/memories/forget"}
+
+    def change(op: str, scope: str, key: str) -> None:
+        answer = api.post(path[op], json={"scope": scope, "key": key}, headers=who.headers())
+        assert answer.status_code == 200, answer.text
+
+    assert results(batch(api, who, *[item("project::own", f"k{n}") for n in range(4)], item(REPO, "shared")))
+    assert quota_count(db, who.id) == (5, 5)
+    assert results(batch(api, who, item("project::own", "k0", "an update counts nothing new")))
+    change("archive", "project::own", "k1")
+    change("archive", REPO, "shared")
+    assert quota_count(db, who.id) == (3, 3)
+    change("restore", "project::own", "k1")
+    change("forget", "project::own", "k2")
+    assert quota_count(db, who.id) == (3, 3)
+    brief = results(batch(api, who, item("project::own", "brief", ttl_days=0.00001)))  # under a second
+    assert brief[0]["status"] == 200
+    time.sleep(1.2)
+    assert quota_count(db, who.id) == (3, 3), "an expired memory counts no more, with no write"
+    assert api.delete("/v1/me/data", headers=who.headers()).status_code == 200
+    assert quota_count(db, who.id) == (0, 0)
+    assert api.post("/v1/me/data/restore", headers=who.headers()).status_code == 200
+    assert quota_count(db, who.id) == (3, 3)
