@@ -13,9 +13,13 @@ keep-alive httpx.Client and token) run for a fixed time:
     mixed    search (a chain of 4 scopes, realistic queries) 50%, list (one small scope) 20%,
              write 30% (half new keys, half updates of loaded keys, each with an Idempotency-Key)
     writes   writes only, to report writes/s
-    batched  the same writes as records of POST /v1/memories/import, BATCH_RECORDS a request (the
-             batch endpoint an outbox or `migrate --to remote` sends), from at most BATCH_SENDERS
-             clients a replica: records/s, labelled as such
+    batched  the same writes as records of POST /v1/memories/import, BATCH_RECORDS a request (what
+             `migrate --to remote` sends), from at most BATCH_SENDERS clients a replica: records/s,
+             labelled as such
+    writebatch  the same writes through POST /v1/memories/batch (write semantics, an idempotency key
+             each), BATCH_RECORDS a request, from at most BATCH_SENDERS clients a replica: writes/s
+    outbox   real outboxes (remote/replica.py) replayed at once, one write a request and batched,
+             alternating in the same run (bench_outbox.py): median writes/s, CPU a write, the ratio
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
 the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else
@@ -56,6 +60,7 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
+import bench_outbox
 import bench_remote_hooks
 import httpx
 import psycopg
@@ -80,9 +85,10 @@ IMPORT_BATCH = 500  # records per import request: the route's maximum
 LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
-OPS = ("healthz", "search", "list", "write", "import")  # the order of the table's rows
-RUNS = ("floor", "mixed", "search", "writes", "batched", "paced", "hooks")  # every run, in the order they are made
-BATCH_RECORDS = 50  # records per import request of the batched run
+OPS = ("healthz", "search", "list", "write", "import", "batch")  # the order of the table's rows
+RUNS = ("floor", "mixed", "search", "writes", "batched", "writebatch", "outbox", "paced", "hooks")  # in run order
+BATCH_RECORDS = 50  # records per import request of the batched run, writes per batch of the writebatch run
+OUTBOX_WRITES = 200  # writes queued in each outbox of the outbox run (60 with --small)
 BATCH_SENDERS = 10  # clients of the batched run per replica: a replica's connections (server/app.py's pool_size)
 # A paced client's period: an agent's memory operations come from its hooks and tools, a few per
 # turn, and a turn (a model call and a tool run) takes seconds; one operation every 2 s per agent is
@@ -424,7 +430,7 @@ class Client:
             status = str(answer.status_code)
         except httpx.HTTPError as exc:
             status = type(exc).__name__
-        records = BATCH_RECORDS if op == "import" else 1
+        records = BATCH_RECORDS if op in ("import", "batch") else 1
         self.samples.append(Sample(op, time.perf_counter() - started, status, records))
 
     def search(self) -> httpx.Request:
@@ -435,7 +441,7 @@ class Client:
     def list(self) -> httpx.Request:
         return self.http.build_request("GET", "/v1/memories", params={"scope": LIST_SCOPE})
 
-    def _lesson(self, run: str) -> dict[str, object]:
+    def lesson(self, run: str) -> dict[str, object]:
         """A write's fields: half new keys, half updates of loaded keys."""
         self.written += 1
         if self.rng.random() < 0.5 and self.loaded.update_keys:
@@ -453,17 +459,23 @@ class Client:
     def write(self, run: str) -> httpx.Request:
         # Sent as a client's outbox sends a write: with a key that makes a retry land once.
         headers = {"Idempotency-Key": str(uuid.uuid4())}
-        return self.http.build_request("POST", "/v1/memories", json=self._lesson(run), headers=headers)
+        return self.http.build_request("POST", "/v1/memories", json=self.lesson(run), headers=headers)
 
     def batch(self, run: str) -> httpx.Request:
         """BATCH_RECORDS writes in one import request (distinct keys: one record a key a request)."""
         records: dict[str, dict[str, object]] = {}
         while len(records) < BATCH_RECORDS:
-            lesson = self._lesson(run)
+            lesson = self.lesson(run)
             records[str(lesson["key"])] = lesson
         body = {"records": list(records.values()), "space": f"org:{ORG}"}
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         return self.http.build_request("POST", "/v1/memories/import", json=body, headers=headers)
+
+    def write_batch(self, run: str) -> httpx.Request:
+        """BATCH_RECORDS writes in one POST /v1/memories/batch, each with its idempotency key, as an
+        outbox sends them."""
+        writes = [{"write": self.lesson(run), "idempotency_key": str(uuid.uuid4())} for _ in range(BATCH_RECORDS)]
+        return self.http.build_request("POST", "/v1/memories/batch", json={"writes": writes})
 
     def loop(self, run: str, mix: Sequence[tuple[str, int]], start: Start, pace_s: float | None) -> None:
         """Operations of `mix` until the time is up: back to back, or one every `pace_s` seconds (each
@@ -488,6 +500,8 @@ class Client:
                 self.timed(op, self.write(run), due)
             elif op == "import":
                 self.timed(op, self.batch(run), due)
+            elif op == "batch":
+                self.timed(op, self.write_batch(run), due)
             else:
                 self.timed(op, self.http.build_request("GET", "/healthz"), due)
             if due is not None and pace_s is not None:
@@ -566,10 +580,11 @@ def _target(run: Run, op: str, ok: list[float], throughput: float) -> str:
     if op == "write" and run.name == "writes":
         verdict = "meets" if throughput >= TARGET_WRITES_S else "misses"
         return f">= {TARGET_WRITES_S:g} writes/s: {verdict}"
-    if op == "import":
+    if op in ("import", "batch"):
         records = throughput * BATCH_RECORDS
         verdict = "meets" if records >= TARGET_WRITES_S else "misses"
-        return f"{records:,.0f} writes/s batched ({BATCH_RECORDS} a request): >= {TARGET_WRITES_S:g} {verdict}"
+        how = "imported" if op == "import" else "written"
+        return f"{records:,.0f} writes/s {how} ({BATCH_RECORDS} a request): >= {TARGET_WRITES_S:g} {verdict}"
     return ""
 
 
@@ -672,6 +687,8 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         log(f"loaded in {loaded.seconds:.1f} s")
 
         runs = []
+        outbox_reports: list[tuple[list[bench_outbox.Round], int, int]] = []
+        outbox_writes = 60 if args.small else OUTBOX_WRITES
         if "floor" in args.runs:
             # The floor: the same clients against a route that does nothing, back to back.
             log(f"1 replica, floor (GET /healthz): {args.clients} clients for {args.seconds:g} s…")
@@ -686,15 +703,21 @@ def bench(args: argparse.Namespace, work: Path) -> int:
                 ("search", (("search", 1),), None),
                 ("writes", (("write", 1),), None),
                 ("batched", (("import", 1),), None),
+                ("writebatch", (("batch", 1),), None),
                 ("paced", MIX, args.pace_ms),
             ):
                 if run_name not in args.runs:
                     continue
                 # Batches of 50 from every client at once queue past the replicas' 5 s wait for a connection
                 # (503): as many senders as the replicas have connections, as outboxes that send in turn.
-                clients = min(args.clients, BATCH_SENDERS * count) if run_name == "batched" else args.clients
+                batches = run_name in ("batched", "writebatch")
+                clients = min(args.clients, BATCH_SENDERS * count) if batches else args.clients
                 log(f"{count} replica(s), {run_name}: {clients} clients for {args.seconds:g} s…")
                 runs.append(run_clients(run_name, mix, replicas, team, loaded, clients, args.seconds, args.seed, pace))
+            if "outbox" in args.runs:
+                senders = min(args.clients, BATCH_SENDERS * count)
+                replayed = bench_outbox.replay(replicas, team, loaded, senders, outbox_writes, work, args.seed)
+                outbox_reports.append((replayed, count, senders))
         with psycopg.connect(url, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
@@ -708,6 +731,9 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             log(f"dropped {name}")
 
     report(args, loaded, runs, end, started_load)
+    for replayed, count, senders in outbox_reports:
+        print()
+        bench_outbox.report(replayed, count, senders, outbox_writes)
     if "hooks" in args.runs:
         # The client's side: hooks in remote mode with a team server up, slow and down (its own server).
         rounds, lessons = (5, 30) if args.small else (20, 500)

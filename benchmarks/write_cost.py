@@ -14,7 +14,8 @@ benchmark sends writes one at a time (no queue, no contention) and reads the CPU
                  database's backends, a write; the replica's part minus the route's own is what
                  FastAPI, Starlette, uvicorn, pydantic and the worker-thread hop cost;
     batched      the same writes as records of POST /v1/memories/import (BATCH a request): the
-                 same CPU, a record;
+                 same CPU, a record; and as writes of POST /v1/memories/batch (BATCH a request, an
+                 idempotency key each, as an outbox sends them): the same CPU, a write;
     the quota    PostgreSQL's CPU a new write as the writer's account grows, with the quota and
                  without (two accounts, the same writes).
 
@@ -180,10 +181,11 @@ def backends(url: str) -> list[int]:
     return [pid for (pid,) in rows]
 
 
-def over_http(url: str, replica: Replica, token: str, writes: int, batch: int) -> Cost:
-    """`writes` writes from one client, one a request (`batch` 0) or `batch` records an import."""
+def over_http(url: str, replica: Replica, token: str, writes: int, batch: int, route: str = "import") -> Cost:
+    """`writes` writes from one client, one a request (`batch` 0) or `batch` a request of `route`:
+    records of an import, or writes of a batch."""
     headers = {"Authorization": f"Bearer {token}"}
-    run = "http" if not batch else f"batch{batch}"
+    run = "http" if not batch else f"{route}{batch}"
     with httpx.Client(base_url=replica.base, headers=headers, timeout=60.0) as client:
         client.get("/healthz").raise_for_status()
         client.get("/v1/me").raise_for_status()  # the replica's pool holds its connection from here
@@ -194,6 +196,14 @@ def over_http(url: str, replica: Replica, token: str, writes: int, batch: int) -
                 for n in range(writes):
                     sent = client.post("/v1/memories", json=write_body(n, run), headers={"Idempotency-Key": f"{n}"})
                     sent.raise_for_status()
+            elif route == "batch":
+                for start in range(0, writes, batch):
+                    sent = client.post("/v1/memories/batch", json={"writes": [
+                        {"write": {**write_body(n, run), "provenance": PROVENANCE}, "idempotency_key": f"{run}-{n}"}
+                        for n in range(start, min(writes, start + batch))
+                    ]})  # fmt: skip
+                    sent.raise_for_status()
+                    assert all(r["status"] == 200 for r in sent.json()["results"]), sent.text[:300]
             else:
                 for start in range(0, writes, batch):
                     records = [
@@ -207,7 +217,7 @@ def over_http(url: str, replica: Replica, token: str, writes: int, batch: int) -
     wall = used.pop("wall")
     postgres = sum(v for k, v in used.items() if k.startswith("pg"))
     parts = {"client": used["here"], "replica": used["replica"], "postgres": postgres}
-    label = "POST /v1/memories, one write a request" if not batch else f"POST /v1/memories/import, {batch} a request"
+    label = "POST /v1/memories, one write a request" if not batch else f"POST /v1/memories/{route}, {batch} a request"
     return Cost(label, writes, parts, wall)
 
 
@@ -299,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             http = [over_http(url, replica, team.clients[0].token, args.writes, 0)]
             loads.append(os.getloadavg()[0])
             http.append(over_http(url, replica, team.clients[0].token, args.writes, args.batch))
+            loads.append(os.getloadavg()[0])
+            http.append(over_http(url, replica, team.clients[0].token, args.writes, args.batch, "batch"))
             stop_replica(replica)
             replica = None
         loads.append(os.getloadavg()[0])

@@ -305,6 +305,13 @@ MEMORY_ENDPOINTS = (
         body={"records": [{"scope": "{scope}", "key": KEY, "value": "{value}"}]},
     ),
     MemoryEndpoint("GET", "/v1/memories/changes", "read", "filter", params={"since": 0}, listing="memories"),
+    MemoryEndpoint(
+        "POST",
+        "/v1/memories/batch",
+        "write",
+        "place",
+        body={"writes": [{"write": {"scope": "{scope}", "key": KEY, "value": "{value}"}, "idempotency_key": None}]},
+    ),
 )
 
 
@@ -353,7 +360,7 @@ def world(conn: psycopg.Connection) -> World:
     """Org `own` with a caller of each role (and a stranger, who owns an org of their own), each with
     a token of each kind; org `other`; someone with a personal space; and every cell's copy.
 
-    A caller's token serves the 30 cells of its role and kind (10 endpoints × 3 targets): well within
+    A caller's token serves the 33 cells of its role and kind (11 endpoints × 3 targets): well within
     the server's rate limit of 120 requests a minute."""
 
     def org(prefix: str, owner: int, repo: str) -> tuple[str, int]:
@@ -436,7 +443,11 @@ def test_each_memory_cell_gets_its_status(n: int, world: World, conn: psycopg.Co
         ).fetchall()
         space = world.spaces["own"] if shows == "org" else f"user:{caller_id}"
         assert [row[0] for row in landed] == ([space] if status == 200 else [])
-        if status == 200 and endpoint.path == "/v1/memories":
+        if status == 200 and endpoint.path == "/v1/memories/batch":
+            [result] = answer["results"]
+            assert result["status"] == 200, result
+            answer = result["answer"]
+        if status == 200 and endpoint.path in ("/v1/memories", "/v1/memories/batch"):
             assert answer["space"] == (org_space if shows == "org" else "personal")
             assert bool(answer["notices"]) == (shows == "personal"), answer
     elif endpoint.effect == "change":

@@ -5,6 +5,10 @@ third-party package. Every failure becomes one of hivelore's errors with one sen
 surface shows it as it shows any other: a refusal of the server is its own sentence; a server that
 cannot be reached is `Unavailable`, saying which and how to check.
 
+An error the server answered carries its HTTP `status` and the body's `code` (server/app.py's table):
+the status alone does not tell a full quota from a role's refusal (both 403), nor the token's rate
+limit from a busy server (both 429), and the callers decide by the code.
+
 Retries, within `retry_budget_s` in all: a 429 or a 503 (the server did nothing) after the server's
 `Retry-After`; a connection refused (nothing was sent), and a read whose answer was lost, a few times
 with a growing pause. A change whose answer was lost is not sent again: whether it was applied is unknown,
@@ -40,11 +44,26 @@ USER_AGENT = "hivelore-client"
 
 
 class Refused(errors.BadInput):
-    """The server refused the request (401 or 403): its sentence says why."""
+    """The server refused the request (a 4xx other than 404, 409 and 429): its sentence says why, its
+    `code` which refusal it is (`guard_refused`, `forbidden`, `quota_exceeded`, `unauthenticated` …;
+    empty from a server older than the codes)."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, code: str = "") -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.code = status, code
+
+    @property
+    def about_token(self) -> bool:
+        """The token was refused, not the request: a new login lets it through."""
+        return self.code == "unauthenticated" or not self.code and self.status == 401
+
+
+class QuotaReached(Refused):
+    """The account holds as many memories as it may (`quota_exceeded`): fewer at once may still fit."""
+
+
+class RateLimited(errors.Busy):
+    """The token's requests this minute are used up (`rate_limited`), rather than the server busy."""
 
 
 class Dropped(ConnectionResetError):
@@ -96,6 +115,7 @@ class Client:
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
         self.etag: str | None = None  # the last answer's ETag header
+        self._missing: set[str] = set()  # routes this server answered 404 or 405 to: older than they are
 
     def get_if_changed(self, path: str, etag: str | None) -> tuple[object, str | None]:
         """A GET with `If-None-Match: etag`: (its JSON, its ETag) when the server answered it whole,
@@ -124,11 +144,22 @@ class Client:
         with self._lock:
             self._drop()
 
+    def missing(self, path: str) -> None:
+        """The server has no `path` (it is older than the route): asked no more while this client lasts."""
+        self._missing.add(path)
+
+    def lacks(self, path: str) -> bool:
+        return path in self._missing
+
     def get(self, path: str) -> object:
         return self.request("GET", path)
 
-    def post(self, path: str, body: object = None, idempotency_key: str | None = None) -> object:
-        return self.request("POST", path, body, idempotency_key=idempotency_key)
+    def post(
+        self, path: str, body: object = None, idempotency_key: str | None = None, replayable: bool = False
+    ) -> object:
+        """`replayable`: the body makes the request safe to send again without a key of its own (a
+        batch whose every write carries its own idempotency key)."""
+        return self.request("POST", path, body, idempotency_key=idempotency_key, replayable=replayable)
 
     def put(self, path: str, body: object = None) -> object:
         return self.request("PUT", path, body)
@@ -146,10 +177,11 @@ class Client:
         body: object = None,
         authenticated: bool = True,
         idempotency_key: str | None = None,
+        replayable: bool = False,
     ) -> object:
         """The JSON the server answered (None for 204), retried within the budget; or an error. A
-        change sent with an `idempotency_key` is sent again when its answer was lost: the server
-        applies it once."""
+        change sent with an `idempotency_key` (or `replayable`) is sent again when its answer was
+        lost: the server applies it once."""
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if idempotency_key:
             headers["Idempotency-Key"] = idempotency_key
@@ -162,7 +194,7 @@ class Client:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         deadline, pause, attempts, resent = time.monotonic() + self.retry_budget_s, 0.25, 0, False
-        safe = method == "GET" or idempotency_key is not None
+        safe = method == "GET" or idempotency_key is not None or replayable
         while True:
             try:
                 status, answer, retry_after = self._once(method, self.endpoint.base + path, payload, headers)
@@ -256,22 +288,33 @@ def _result(status: int, answer: bytes, retry_after: float | None) -> object:
         data = None
     if 200 <= status < 300:
         return data
-    sentence = data.get("error") if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+    raise error_of(status, data, retry_after)
+
+
+def error_of(status: int, data: object, retry_after: float | None = None) -> errors.HiveloreError:
+    """The error a refusal of the server stands for: by its `code` where the status alone says too
+    little, else by the status. `data`: the answer's JSON (a batch answers each write's as its own)."""
+    body = data if isinstance(data, dict) else {}
+    sentence = body.get("error") if isinstance(body.get("error"), str) else None
+    code = str(body["code"]) if sentence is not None and isinstance(body.get("code"), str) else ""
     if sentence is None and status in (404, 413):  # not hivelore's answer: about the route, not the request
-        raise errors.Unavailable(
+        return errors.Unavailable(
             f"the team server answered {status} without hivelore's sentence (a proxy in the way, or an address"
             " that is not a hivelore server)",
             "check the address and the proxy, then try again",
         )
     sentence = (sentence or f"the team server answered {status}").rstrip(".")
-    if status in (401, 403):
-        raise Refused(sentence, status)
+    waited = f" (retry after {retry_after:.0f} s)" if retry_after else ""
+    if code == "quota_exceeded":
+        return QuotaReached(sentence, status, code)
+    if code == "rate_limited":
+        return RateLimited(sentence + waited)
     if status == 404:
-        raise errors.NotFound(sentence)
+        return errors.NotFound(sentence)
     if status == 409:
-        raise errors.Conflict(sentence)
+        return errors.Conflict(sentence)
     if status == 429:
-        raise errors.Busy(sentence + (f" (retry after {retry_after:.0f} s)" if retry_after else ""))
+        return errors.Busy(sentence + waited)
     if status >= 500:
-        raise errors.Unavailable(f"the team server failed: {sentence}", "try again later")
-    raise errors.BadInput(sentence)
+        return errors.Unavailable(f"the team server failed: {sentence}", "try again later")
+    return Refused(sentence, status, code)

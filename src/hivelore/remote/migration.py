@@ -9,9 +9,10 @@ Then `migrate` sends the plan through the server's import (`POST /v1/memories/im
 every record through the guard again, keeps `created` and derives `updated` and `seen_count` itself;
 a record equal to what the server holds changes nothing, so a second run is a no-op. Requests are
 paced below the rate limit and a 429 is waited out as its `Retry-After` says. A refused record is
-reported with the server's reason and the rest go on. A refused request (the quota, a role) is split
-in halves until the records that still fit are in; the first record refused alone stops the run,
-and the report says what was copied and what was not.
+reported with the server's reason and the rest go on. A request refused for the quota (the answer's
+code `quota_exceeded`) is split in halves until the records that still fit are in; the first record
+refused alone stops the run, and the report says what was copied and what was not. Any other refusal
+of the whole request (a read-only token, a role) stops the run at once: no half of it would fare better.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from hivelore import errors
 from hivelore.memory.model import Memory
 from hivelore.memory.tier import Tier
-from hivelore.remote.client import Client, Refused
+from hivelore.remote.client import Client, QuotaReached, Refused
 from hivelore.remote.mirror import origin_of
 from hivelore.remote.tier import PERSONAL, RemoteTier
 
@@ -182,11 +183,11 @@ class _Run:
         self.last: float | None = None
 
     def send(self, memories: list[Memory]) -> None:
-        """Import `memories`; a refusal of the whole request splits it, down to the one record refused."""
+        """Import `memories`; a refusal for the quota splits it, down to the one record refused."""
         try:
             answer = self._post(memories)
         except Refused as exc:
-            if exc.status != 403 or len(memories) == 1:
+            if not _fewer_may_fit(exc) or len(memories) == 1:
                 raise
             half = len(memories) // 2
             self.send(memories[:half])
@@ -209,6 +210,12 @@ class _Run:
         if not isinstance(answer, dict):
             raise errors.Unavailable("the team server's import answered something that is not a report")
         return answer
+
+
+def _fewer_may_fit(exc: Refused) -> bool:
+    """Whether part of a refused request may still go in: the quota's refusal (a server older than
+    the codes says only 403, which then stands for it, as it always did here)."""
+    return isinstance(exc, QuotaReached) or not exc.code and exc.status == 403
 
 
 def _refusal(memories: Sequence[Memory], reason: str) -> tuple[str, str]:

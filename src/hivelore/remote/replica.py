@@ -2,6 +2,14 @@
 (remote/outbox.py), and the two moves between them and the server — `flush` sends what the outbox
 holds, in order; `sync` brings the mirror up to the server's change feed.
 
+Writes waiting one after another go in batches (`POST /v1/memories/batch`, up to BATCH of them and
+BATCH_BYTES of JSON a request); an archive, a restore, a forget or a team change goes alone, in its
+place, so nothing overtakes what was made before it. The server answers each write of a batch as it
+would answer it alone: a refused one is set aside with its sentence and the writes after it are
+applied — order only matters between changes of one memory, and a refused write changed nothing
+there. A server older than the batch route (404 or 405 to it) gets the writes one by one, as does a
+batch refused whole for any reason but the token (each write then gets its own verdict).
+
 Who moves them: a command (`hivelore search`, `write`, MCP …) before it reads, within a budget of a
 few seconds; and the resident hook server, in the background (hooks/server.py MIRROR_SYNC_S). A hook itself
 never waits on the network: it reads the mirror as the last sync left it.
@@ -10,6 +18,7 @@ never waits on the network: it reads the mirror as the last sync left it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -18,13 +27,17 @@ from urllib.parse import urlencode
 from hivelore import errors, orgswitch
 from hivelore.memory.model import Memory
 from hivelore.remote import teamshare
-from hivelore.remote.client import Client, Refused
+from hivelore.remote.client import Client, Refused, error_of
 from hivelore.remote.credentials import Remote
 from hivelore.remote.mirror import Mirror, path_for
 from hivelore.remote.outbox import Change, Outbox
 
 FRESH_S = 2.0  # a mirror synced this recently is not synced again before a read
 MAX_PAGES = 200  # of the change feed in one sync (1,000 changes each)
+BATCH_PATH = "/v1/memories/batch"
+BATCH = 100  # writes a batch: the most the server takes (server/routes/memories.py MAX_BATCH)
+BATCH_BYTES = 900_000  # of JSON a batch: the server refuses a body over 1 MiB
+NO_ROUTE = (404, 405)  # what a server older than a route answers to it
 PATHS = {
     "write": "/v1/memories",
     "archive": "/v1/memories/archive",
@@ -115,29 +128,59 @@ class Replica:
         answer. A change never overtakes an older one: the older would land last and its value win.
         An older one the server refuses is set aside as `flush` does; one it does not answer stops
         here (raised), and `change` waits behind it."""
-        for older in self.outbox.waiting():
-            if older.name >= change.name:
-                break
-            self._settle(older)
+        older = [c for c in self.outbox.waiting() if c.name < change.name]
+        for group in batches(older):
+            self._settle_group(group)
         return self._deliver(change)
 
     def flush(self) -> Flushed:
-        """Send what the outbox holds, oldest first. A refusal sets the change aside (waiting would
-        not help); a server that does not answer stops the flush, the rest waits for the next one."""
+        """Send what the outbox holds, oldest first, writes in batches. A refusal sets the change aside
+        (waiting would not help); a server that does not answer stops the flush, the rest waits for the
+        next one."""
         report = Flushed()
-        waiting = self.outbox.waiting()
-        for n, change in enumerate(waiting):
+        for group in batches(self.outbox.waiting()):
             try:
-                refusal = self._settle(change)
+                settled = self._settle_group(group)
             except (errors.Unavailable, errors.Busy) as exc:
-                report.waiting = len(waiting) - n
+                report.waiting = len(self.outbox.waiting())
                 report.held = exc.sentence()
                 break
-            if refusal is None:
-                report.sent += 1
-            else:
-                report.rejected.append(refusal)
+            report.sent += settled.count(None)
+            report.rejected += [refusal for refusal in settled if refusal is not None]
         return report
+
+    def _settle_group(self, group: list[Change]) -> list[str | None]:
+        """Settle the changes of one batch (or one change alone), in order: per change, None when the
+        server took it, its sentence when it refused it. A server that does not answer, or refuses the
+        token, is raised: the changes not settled wait."""
+        if len(group) == 1 or self.client.lacks(BATCH_PATH):
+            return [self._settle(change) for change in group]
+        body = {"writes": [{"write": c.body, "idempotency_key": c.key} for c in group]}
+        try:
+            answer = self.client.post(BATCH_PATH, body, replayable=True)
+        except (errors.Unavailable, errors.Busy):
+            raise
+        except errors.HiveloreError as exc:
+            if isinstance(exc, Refused) and exc.about_token:  # a new login lets the changes through
+                raise Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN) from None
+            if isinstance(exc, errors.NotFound) or isinstance(exc, Refused) and exc.status in NO_ROUTE:
+                self.client.missing(BATCH_PATH)  # a server older than the batch route
+            return [self._settle(change) for change in group]
+        assert isinstance(answer, dict)
+        return [self._settled(change, result) for change, result in zip(group, answer["results"], strict=True)]
+
+    def _settled(self, change: Change, result: dict[str, object]) -> str | None:
+        """One write of a batch as the server answered it."""
+        status, answer = result["status"], result.get("answer")
+        assert isinstance(status, int)
+        if status != 200:
+            refusal = error_of(status, result)
+            if isinstance(refusal, errors.Unavailable | errors.Busy):  # it waits, with those after it
+                raise refusal
+            return self._set_aside(change, refusal)
+        assert isinstance(answer, dict)
+        self._apply(change, answer)
+        return None
 
     def _settle(self, change: Change) -> str | None:
         """Send a waiting change: None when the server took it; its sentence when it refused it (the
@@ -148,7 +191,7 @@ class Replica:
         except (errors.Unavailable, errors.Busy):
             raise
         except Refused as exc:
-            if exc.status == 401:  # about the token: a new login lets the change through
+            if exc.about_token:  # a new login lets the change through
                 raise Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN) from None
             return self._set_aside(change, exc)
         except errors.HiveloreError as exc:
@@ -171,14 +214,40 @@ class Replica:
             return delivered
         answer = self.client.post(PATHS[change.op], change.body, idempotency_key=change.key)
         assert isinstance(answer, dict)
+        self._apply(change, answer)
+        return answer
+
+    def _apply(self, change: Change, answer: dict[str, object]) -> None:
+        """The server took `change` and answered `answer`: the mirror holds what it holds now, and the
+        outbox no longer the change."""
         scope, key = str(change.body["scope"]), str(change.body["key"])
         self.mirror.drop_pending(scope, key)
         if change.op == "forget":
             self.mirror.remove(str(answer["space"]), scope, key)
         else:
-            self.mirror.put(str(answer["space"]), Memory.from_dict(answer["memory"]), pending=False)
+            memory = answer["memory"]
+            assert isinstance(memory, dict)
+            self.mirror.put(str(answer["space"]), Memory.from_dict(memory), pending=False)
         self.outbox.done(change)
-        return answer
+
+
+def batches(changes: list[Change]) -> list[list[Change]]:
+    """`changes` in order, cut into what goes in one request each: runs of writes, at most BATCH of
+    them and BATCH_BYTES of JSON; every other change alone."""
+    found: list[list[Change]] = []
+    size = 0
+    for change in changes:
+        length = len(json.dumps(change.body)) + 64  # the envelope: its key and the field names
+        last = found[-1] if found else None
+        fits = last is not None and last[0].op == "write" and len(last) < BATCH and size + length <= BATCH_BYTES
+        if change.op == "write" and fits:
+            assert last is not None
+            last.append(change)
+            size += length
+        else:
+            found.append([change])
+            size = length
+    return found
 
 
 def refresh_mirrors(

@@ -111,7 +111,7 @@ def look(home: str, found: Remote, budget_s: float) -> TeamStatus:
     except Unavailable as exc:  # what waits on this machine is worth showing while the server is away
         status.unreachable = exc.sentence()
     except Refused as exc:
-        if exc.status != 401:
+        if not exc.about_token:
             raise
         status.refused = Held(f"the team server refused the token ({exc.sentence().rstrip('.')})", LOGIN).sentence()
     orgs = status.me.get("orgs") if status.me else None

@@ -18,9 +18,9 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException
 
 from hivelore import __version__, errors
-from hivelore.memory import guard
 from hivelore.server import auth, dashboard
-from hivelore.server.limits import Limits, QuotaExceeded, RateLimited
+from hivelore.server.answers import INTERNAL, answer_of
+from hivelore.server.limits import Limits, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
 from hivelore.server.postgres.pool import CONNECT_TIMEOUT_S, open_pool
@@ -30,22 +30,8 @@ from hivelore.server.routes import accounts, data, graph, health, memories, team
 
 log = logging.getLogger("hivelore.server")
 
-# The one table from error to HTTP status and to the body's `code` (stable, for programs: the
-# sentence is for people and may change); the first class that matches wins. docs/server.md lists them.
-ANSWERS: tuple[tuple[type[errors.HiveloreError], int, str], ...] = (
-    (auth.Unauthenticated, 401, "unauthenticated"),
-    (QuotaExceeded, 403, "quota_exceeded"),
-    (errors.Forbidden, 403, "forbidden"),
-    (RateLimited, 429, "rate_limited"),
-    (errors.Conflict, 409, "conflict"),
-    (errors.Unavailable, 503, "unavailable"),
-    (errors.Busy, 429, "busy"),
-    (guard.GuardError, 400, "guard_refused"),
-    (errors.BadInput, 400, "bad_input"),
-    (errors.NotFound, 404, "not_found"),
-)
 # The codes of the answers no HiveloreError stands for.
-INTERNAL, INVALID, DATABASE_UNAVAILABLE, SERVER_BUSY = "internal_error", "bad_input", "database_unavailable", "busy"
+INVALID, DATABASE_UNAVAILABLE, SERVER_BUSY = "bad_input", "database_unavailable", "busy"
 HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
 BUSY = "the server is busy: try again in a moment"
@@ -153,11 +139,6 @@ class Admission:
             await self.app(scope, receive, send)
         finally:
             slots.release()
-
-
-def answer_of(error: errors.HiveloreError) -> tuple[int, str]:
-    """The HTTP status and the `code` of an error the service reported."""
-    return next(((status, code) for kind, status, code in ANSWERS if isinstance(error, kind)), (500, INTERNAL))
 
 
 def _error(

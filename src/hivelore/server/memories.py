@@ -120,12 +120,15 @@ class TeamMemories(MemoryService):
         quota: int,
         provenance: dict[str, str] | None = None,
         meaning: Meaning | None = None,
+        known: Sequence[Membership] | None = None,
     ) -> None:
+        """`known`: the caller's memberships, when the request read them already (a batch reads them
+        once for all its writes); else read here."""
         chain = Chain(tuple(parse(s) for s in scopes) or (parse("global"),), None)
         given = provenance or {}
         super().__init__(chain, BUDGETS, agent=given.get("agent", ""), session=given.get("session", ""))
         self.caller = caller
-        self.memberships = memberships(conn, caller.user_id)
+        self.memberships = list(known) if known is not None else memberships(conn, caller.user_id)
         self.given = {k: v for k, v in given.items() if k in PROVENANCE_KEYS and v}
         parts = {m.part: f"org:{m.org_id}" for m in self.memberships}
         parts[PERSONAL] = f"user:{caller.user_id}"

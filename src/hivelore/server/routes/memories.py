@@ -10,14 +10,15 @@ applied once however often they are retried.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
 
 import psycopg
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from hivelore import errors
 from hivelore.errors import BadInput
 from hivelore.memory.model import Memory, now_iso
 from hivelore.memory.scope import Chain, parse
@@ -25,7 +26,9 @@ from hivelore.memory.transfer import ImportRecord
 from hivelore.records import replace
 from hivelore.schemas import MemoryOut
 from hivelore.server import auth
-from hivelore.server.memories import PROVENANCE_KEYS, TeamMemories
+from hivelore.server.answers import answer_of
+from hivelore.server.logs import request_id
+from hivelore.server.memories import PROVENANCE_KEYS, Membership, TeamMemories, memberships
 from hivelore.server.postgres import idempotency
 from hivelore.server.routes.data import SwitchOut
 from hivelore.server.routes.dependencies import Caller, Conn
@@ -33,6 +36,8 @@ from hivelore.server.routes.dependencies import Caller, Conn
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 MAX_IMPORT = 500  # records per import request
+MAX_BATCH = 100  # writes per batch request: each is its own transaction, all on one pooled connection
+WRITE_PATH = router.prefix  # what a write's idempotency fingerprint names, single or in a batch
 MAX_CHANGES = 1000  # rows per page of the change feed
 Scopes = Annotated[list[str] | None, Query(alias="scope", description="scopes to read, narrowest first")]
 ChainScopes = Annotated[
@@ -76,6 +81,29 @@ class WriteOut(Stored):
     created: bool
     revived: bool
     notices: list[str]
+
+
+class BatchWriteIn(BaseModel):
+    write: dict[str, Any] = Field(description="what `POST /v1/memories` takes (checked per write, not per batch)")
+    idempotency_key: str | None = Field(
+        default=None, description="as the Idempotency-Key header of a single write: the same key, the same write"
+    )
+
+
+class BatchIn(BaseModel):
+    writes: list[BatchWriteIn] = Field(description=f"at most {MAX_BATCH}, applied in order")
+
+
+class BatchResultOut(BaseModel):
+    status: int = Field(description="the HTTP status this write would have had alone")
+    answer: WriteOut | None = Field(default=None, description="with status 200: what a single write answers")
+    error: str | None = Field(default=None, description="otherwise: one sentence, as a single write's error")
+    code: str | None = Field(default=None, description="otherwise: the error's code (docs/server.md)")
+    request_id: str | None = None
+
+
+class BatchOut(BaseModel):
+    results: list[BatchResultOut] = Field(description="one per write, in the order sent")
 
 
 class AddressIn(BaseModel):
@@ -144,7 +172,12 @@ class ChangesOut(BaseModel):
 
 
 def _service(
-    request: Request, conn: Conn, who: auth.Caller, scopes: list[str], provenance: Provenance | None = None
+    request: Request,
+    conn: Conn,
+    who: auth.Caller,
+    scopes: list[str],
+    provenance: Provenance | None = None,
+    spaces: Sequence[Membership] | None = None,
 ) -> TeamMemories:
     return TeamMemories(
         conn,
@@ -153,6 +186,7 @@ def _service(
         quota=request.app.state.limits.active_memories,
         provenance=provenance.model_dump() if provenance else None,
         meaning=request.app.state.meaning,
+        known=spaces,
     )
 
 
@@ -184,10 +218,72 @@ def write(
     body: WriteIn, request: Request, who: Caller, conn: Conn, idempotency_key: IdempotencyKey = None
 ) -> JSONResponse:
     who.may_write()
+    return JSONResponse(_written(request, conn, who, body, idempotency_key))
+
+
+@router.post("/batch", response_model=BatchOut)
+def write_batch(body: BatchIn, request: Request, who: Caller, conn: Conn) -> JSONResponse:
+    """Each write as `POST /v1/memories` would answer it alone, in order: one refused (the guard, a
+    scope, the quota) answers its status and sentence, and the writes after it go on. Each is its own
+    transaction, so a batch cut short (the server or the database gone) kept the writes before the cut,
+    and a client that sends it again with the same keys gets their first answers, writing nothing twice."""
+    who.may_write()
+    if len(body.writes) > MAX_BATCH:
+        raise BadInput(f"a batch holds at most {MAX_BATCH} writes, not {len(body.writes)}: send the rest in another")
+    spaces = memberships(conn, who.user_id)  # once a batch: what each write's service starts from
+    results = [_batch_result(request, conn, who, item, spaces) for item in body.writes]
+    return JSONResponse({"results": results})
+
+
+def _batch_result(
+    request: Request,
+    conn: psycopg.Connection,
+    who: auth.Caller,
+    item: BatchWriteIn,
+    spaces: Sequence[Membership],
+) -> dict[str, object]:
+    try:
+        write_in = WriteIn.model_validate(item.write)
+    except ValidationError as exc:
+        return _failure(request, BadInput(_invalid(exc)))
+    try:
+        return {"status": 200, "answer": _written(request, conn, who, write_in, item.idempotency_key, spaces)}
+    except psycopg.DataError as exc:  # a value out of the database's range, as app.py answers it alone
+        reason = str(exc).strip().splitlines()[0].rstrip(".") if str(exc).strip() else "it is out of range"
+        return _failure(request, BadInput(f"the write holds a value the database cannot store: {reason}"))
+    except (errors.HiveloreError, ValueError, LookupError) as exc:
+        reported = errors.reported(exc)
+        if reported is None or isinstance(reported, errors.Unavailable | errors.Busy):
+            raise  # a bug, or the database: the whole batch is answered as a single write would be
+        return _failure(request, reported)
+
+
+def _failure(request: Request, error: errors.HiveloreError) -> dict[str, object]:
+    """One write's error, as app.py's table would answer it alone."""
+    status, code = answer_of(error)
+    return {"status": status, "error": error.sentence(), "code": code, "request_id": request_id(request)}
+
+
+def _invalid(exc: ValidationError) -> str:
+    found = exc.errors()
+    where = ".".join(str(part) for part in found[0]["loc"]) if found else "the write"
+    message = str(found[0]["msg"]).rstrip(".") if found else "is not valid"
+    return f"{where}: {message[0].lower() + message[1:] if message else 'is not valid'}"
+
+
+def _written(
+    request: Request,
+    conn: psycopg.Connection,
+    who: auth.Caller,
+    body: WriteIn,
+    idempotency_key: str | None,
+    spaces: Sequence[Membership] | None = None,
+) -> dict[str, object]:
+    """One write, alone or in a batch (the token's power is checked by the caller): WriteOut's fields."""
     who.may_use_scope(str(parse(body.scope)))
 
     def run() -> dict[str, object]:
-        service = _service(request, conn, who, [body.scope], body.provenance)
+        service = _service(request, conn, who, [body.scope], body.provenance, spaces)
         result = service.write(
             body.scope,
             body.key,
@@ -209,7 +305,7 @@ def write(
             "notices": service.notices,
         }
 
-    return JSONResponse(_once(request, conn, who, body, idempotency_key, run))
+    return _once(request, conn, who, body, idempotency_key, run, WRITE_PATH)
 
 
 @router.get("/read")
@@ -315,14 +411,16 @@ def _once(
     body: BaseModel,
     idempotency_key: str | None,
     run: Callable[[], dict[str, object]],
+    path: str | None = None,
 ) -> dict[str, object]:
     """A change replayed with its key (its answer was lost) answers as the first time, and changes
     nothing again: a replayed forget must not remove what a teammate wrote since.
 
     The answer is `run()`'s model already dumped as JSON (the form a replay reads back), so the
     routes send it as it is (FastAPI validates no Response against `response_model`): validating it
-    again into the model, then FastAPI once more, only spent a write's CPU."""
-    print_ = idempotency.fingerprint("POST", request.url.path, body.model_dump(mode="json"))
+    again into the model, then FastAPI once more, only spent a write's CPU. `path`: the route the
+    fingerprint names (a write in a batch names the single write's, so either may replay the other)."""
+    print_ = idempotency.fingerprint("POST", path or request.url.path, body.model_dump(mode="json"))
     return idempotency.once(conn, who.user_id, idempotency_key, print_, run)
 
 
