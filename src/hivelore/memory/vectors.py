@@ -9,6 +9,13 @@ text it was computed from, so it is computed once per text (at write time where 
 else at the first search that needs it) and the file can be deleted at any time: it is rebuilt from
 the Markdown files. Each search embeds its query once (a cache of recent queries) and ranks every
 visible memory by cosine similarity; fusion.py merges that ranking with BM25's.
+
+A memory written with its symptoms (`when`) has a second vector, of the symptoms alone, kept in the
+same file under that text's hash: a memory is as near to a query as the nearer of its two vectors
+(`best_of_fields`). Symptoms are phrased the way an agent asks before it knows the cause, and in the
+lesson's one vector they weigh a sentence among many (benchmarks/recall_fields.py measured it). A
+file written before this has no such vector: the first ranking that needs one computes it (the hook
+server leaves it to `fill`, as for any vector missing), so an old file stays usable as it is.
 """
 
 from __future__ import annotations
@@ -56,6 +63,20 @@ def memory_text(memory: Memory) -> str:
     and its tags."""
     parts = [memory.key.replace("-", " ").replace("_", " "), memory.value, memory.when, " ".join(memory.tags)]
     return "\n".join(part for part in parts if part)
+
+
+def symptoms_text(memory: Memory) -> str:
+    """What a memory's second vector is computed from: its symptoms alone ("" without any). Phrased
+    the way someone asks before knowing the cause, they are diluted in the lesson's own vector."""
+    return memory.when.strip()
+
+
+def best_of_fields(query: Matrix, *fields: Matrix) -> Matrix:
+    """Per memory (a row in each field's matrix), the cosine of its field nearest to the query. A
+    field a memory lacks is a zero row: cosine 0, below MIN_SIMILARITY, so it never lifts a memory."""
+    import numpy as np
+
+    return np.maximum.reduce([field @ query for field in fields])
 
 
 def text_hash(text: str) -> str:
@@ -170,6 +191,8 @@ class Semantic:
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
         self._kept: list[int] = []
+        self._symptoms_key: tuple[str, ...] = ()  # the matrix key the symptoms' matrix was built for
+        self._symptoms: Matrix | None = None
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
         self._listed_key: tuple[object, ...] = ()
         self._listed: list[Candidate] = []
@@ -186,7 +209,7 @@ class Semantic:
         it: the next search computes what is missing)."""
         if not load and self._embedder is None:
             return 0
-        texts = {text_hash(t): t for t in map(memory_text, memories)}
+        texts = {text_hash(t): t for m in memories for t in (memory_text(m), symptoms_text(m)) if t}
         with self._lock:
             return self._compute(texts)
 
@@ -227,6 +250,29 @@ class Semantic:
             self._matrix, self._matrix_key = matrix.astype(np.float32), hashes
         return self._kept, self._matrix
 
+    def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> Matrix:
+        """Per row of `_matrix_for`'s matrix, the vector of that memory's symptoms alone; a zero row
+        where it has none (or none computed yet: left to `fill`, as `_matrix_for` leaves vectors)."""
+        import numpy as np
+
+        if self._symptoms_key == self._matrix_key and self._symptoms is not None:
+            return self._symptoms
+        texts = {row: symptoms_text(candidates[i].memory) for row, i in enumerate(kept)}
+        hashes = {row: text_hash(text) for row, text in texts.items() if text}
+        stored = self.file.read(set(hashes.values()))
+        missing = {h: texts[row] for row, h in hashes.items() if h not in stored}
+        if missing and self.fill_on_rank:
+            self._compute(missing)
+            stored = self.file.read(set(hashes.values()))
+        else:
+            self._unembedded.update(missing)
+        matrix = np.zeros((len(kept), DIMENSIONS), dtype=np.float32)
+        for row, h in hashes.items():
+            if h in stored:
+                matrix[row] = np.frombuffer(stored[h], dtype=np.float16)
+        self._symptoms, self._symptoms_key = matrix, self._matrix_key
+        return matrix
+
     def fill(self, batch: int = BATCH) -> int:
         """Compute up to `batch` of the vectors a ranking had to leave out; how many. The lock is held
         for one batch only, so an answer waits at most that long."""
@@ -236,7 +282,7 @@ class Semantic:
             for h in chosen:
                 del self._unembedded[h]
             if done:
-                self._matrix_key = ()  # the next ranking reads the new vectors
+                self._matrix_key = self._symptoms_key = ()  # the next ranking reads the new vectors
         return done
 
     def waiting(self) -> int:
@@ -277,7 +323,7 @@ class Semantic:
             return []
         with self._lock:
             kept, matrix = self._matrix_for(candidates)
-            similarity = matrix @ self.embedder.query(query)
+            similarity = best_of_fields(self.embedder.query(query), matrix, self._symptoms_for(candidates, kept))
         top = np.argsort(-similarity, kind="stable")[:limit]
         return [(candidates[kept[i]], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 
