@@ -112,12 +112,17 @@ LONG_LESSON = (
 ASKED = "the suite can't reach the database server, what should I launch beforehand?"
 
 
-def test_a_memory_is_as_near_as_its_nearest_field() -> None:
+def test_a_memory_is_as_near_as_the_nearer_of_its_text_and_its_symptoms() -> None:
     np = pytest.importorskip("numpy")
     query = np.array([1.0, 0.0], dtype=np.float32)
-    lessons = np.array([[0.6, 0.8], [0.9, 0.1], [0.0, 1.0]], dtype=np.float32)
-    symptoms = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]], dtype=np.float32)  # a zero row: no symptoms
-    assert vectors.best_of_fields(query, lessons, symptoms).tolist() == pytest.approx([1.0, 0.9, 0.0])
+    lessons = np.array([[0.6, 0.8], [0.9, 0.1], [0.0, 1.0], [0.0, 1.0]], dtype=np.float32)
+    rows = np.array([0, 1], dtype=np.int64)  # the third and fourth memories have no symptoms
+    symptoms = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    nearest = vectors.with_symptoms(lessons @ query, query, rows, symptoms)
+    assert nearest.tolist() == pytest.approx([1.0, 0.9, 0.0, 0.0])  # the second's symptoms are farther
+    assert vectors.with_symptoms(lessons @ query, query, rows[:0], symptoms[:0]).tolist() == pytest.approx(
+        [0.6, 0.9, 0.0, 0.0]
+    )
 
 
 def test_only_a_memory_with_symptoms_has_a_second_text() -> None:
@@ -173,3 +178,22 @@ def test_the_command_finds_a_lesson_by_a_paraphrase_of_its_symptoms(
     found = cli("search", ASKED, "--meaning")
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines()[0].startswith(f"{SCOPE}::pg-down")
+
+
+def test_the_servers_copy_of_a_space_ranks_a_row_by_the_nearer_of_its_two_vectors() -> None:
+    np = pytest.importorskip("numpy")
+    server_vectors = pytest.importorskip("hivelore.server.postgres.vectors")
+
+    def stored(*values: float) -> bytes:
+        vector = np.zeros(vectors.DIMENSIONS, dtype="<f2")
+        vector[: len(values)] = values
+        return vector.tobytes()
+
+    copy = server_vectors.SpaceVectors()
+    copy.take([(1, SCOPE, stored(0.6, 0.8), stored(1.0), 1), (2, SCOPE, stored(0.9, 0.1), None, 2)], 2)
+    query = np.frombuffer(stored(1.0), dtype="<f2").astype(np.float32)
+    assert [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)] == [(1, 1.0), (2, 0.9)]
+    copy.take([(1, SCOPE, stored(0.6, 0.8), None, 3)], 3)  # rewritten without symptoms
+    assert [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)] == [(2, 0.9), (1, 0.6)]
+    copy.take([(2, SCOPE, stored(0.9, 0.1), stored(0.0, 1.0), 4)], 4)  # given symptoms farther than its text
+    assert len(copy.symptoms) == 2 and [id_ for id_, _ in copy.nearest([SCOPE], query, 5)] == [2, 1]

@@ -1,7 +1,7 @@
 """A memory's second vector, of its symptoms (`when`) alone, on the team server (migration 0018): the
 backfill gives it to a row with symptoms and to no other, and a question in the words of the
 symptoms ranks the same on the server as on one machine, where the rule is the same (a memory is as
-near as the nearer of its two vectors: memory/vectors.py `best_of_fields`)."""
+near as the nearer of its two vectors: memory/vectors.py `with_symptoms`)."""
 
 from __future__ import annotations
 

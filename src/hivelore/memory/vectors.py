@@ -12,7 +12,7 @@ visible memory by cosine similarity; fusion.py merges that ranking with BM25's.
 
 A memory written with its symptoms (`when`) has a second vector, of the symptoms alone, kept in the
 same file under that text's hash: a memory is as near to a query as the nearer of its two vectors
-(`best_of_fields`). Symptoms are phrased the way an agent asks before it knows the cause, and in the
+(`with_symptoms`). Symptoms are phrased the way an agent asks before it knows the cause, and in the
 lesson's one vector they weigh a sentence among many (benchmarks/recall_fields.py measured it). A
 file written before this has no such vector: the first ranking that needs one computes it (the hook
 server leaves it to `fill`, as for any vector missing), so an old file stays usable as it is.
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
+    Rows = npt.NDArray[np.int64]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 VECTORS_FILE = "vectors.db"  # in the hivelore home, beside index.db
@@ -71,12 +72,16 @@ def symptoms_text(memory: Memory) -> str:
     return memory.when.strip()
 
 
-def best_of_fields(query: Matrix, *fields: Matrix) -> Matrix:
-    """Per memory (a row in each field's matrix), the cosine of its field nearest to the query. A
-    field a memory lacks is a zero row: cosine 0, below MIN_SIMILARITY, so it never lifts a memory."""
+def with_symptoms(similarity: Matrix, query: Matrix, rows: Rows, symptoms: Matrix) -> Matrix:
+    """`similarity` (the query's cosine to each memory's vector) where each memory at `rows` takes the
+    cosine of its symptoms' vector (the same row of `symptoms`) when that is nearer: a memory is as
+    near as the nearer of its two vectors. Only memories with symptoms have a row, so the matrix is as
+    large as the symptoms written, not as the store."""
     import numpy as np
 
-    return np.maximum.reduce([field @ query for field in fields])
+    if len(rows):
+        similarity[rows] = np.maximum(similarity[rows], symptoms @ query)
+    return similarity
 
 
 def text_hash(text: str) -> str:
@@ -192,7 +197,7 @@ class Semantic:
         self._matrix: Matrix | None = None
         self._kept: list[int] = []
         self._symptoms_key: tuple[str, ...] = ()  # the matrix key the symptoms' matrix was built for
-        self._symptoms: Matrix | None = None
+        self._symptoms: tuple[Rows, Matrix] | None = None
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
         self._listed_key: tuple[object, ...] = ()
         self._listed: list[Candidate] = []
@@ -250,15 +255,15 @@ class Semantic:
             self._matrix, self._matrix_key = matrix.astype(np.float32), hashes
         return self._kept, self._matrix
 
-    def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> Matrix:
-        """Per row of `_matrix_for`'s matrix, the vector of that memory's symptoms alone; a zero row
-        where it has none (or none computed yet: left to `fill`, as `_matrix_for` leaves vectors)."""
+    def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> tuple[Rows, Matrix]:
+        """The rows of `_matrix_for`'s matrix whose memory has symptoms with a vector, and those
+        vectors (one computed yet is left to `fill`, as `_matrix_for` leaves a missing vector)."""
         import numpy as np
 
         if self._symptoms_key == self._matrix_key and self._symptoms is not None:
             return self._symptoms
-        texts = {row: symptoms_text(candidates[i].memory) for row, i in enumerate(kept)}
-        hashes = {row: text_hash(text) for row, text in texts.items() if text}
+        texts = {row: text for row, i in enumerate(kept) if (text := symptoms_text(candidates[i].memory))}
+        hashes = {row: text_hash(text) for row, text in texts.items()}
         stored = self.file.read(set(hashes.values()))
         missing = {h: texts[row] for row, h in hashes.items() if h not in stored}
         if missing and self.fill_on_rank:
@@ -266,12 +271,11 @@ class Semantic:
             stored = self.file.read(set(hashes.values()))
         else:
             self._unembedded.update(missing)
-        matrix = np.zeros((len(kept), DIMENSIONS), dtype=np.float32)
-        for row, h in hashes.items():
-            if h in stored:
-                matrix[row] = np.frombuffer(stored[h], dtype=np.float16)
-        self._symptoms, self._symptoms_key = matrix, self._matrix_key
-        return matrix
+        rows = [row for row, h in hashes.items() if h in stored]
+        blob = b"".join(stored[hashes[row]] for row in rows)
+        matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), DIMENSIONS).astype(np.float32)
+        self._symptoms, self._symptoms_key = (np.array(rows, dtype=np.int64), matrix), self._matrix_key
+        return self._symptoms
 
     def fill(self, batch: int = BATCH) -> int:
         """Compute up to `batch` of the vectors a ranking had to leave out; how many. The lock is held
@@ -323,7 +327,8 @@ class Semantic:
             return []
         with self._lock:
             kept, matrix = self._matrix_for(candidates)
-            similarity = best_of_fields(self.embedder.query(query), matrix, self._symptoms_for(candidates, kept))
+            vector = self.embedder.query(query)
+            similarity = with_symptoms(matrix @ vector, vector, *self._symptoms_for(candidates, kept))
         top = np.argsort(-similarity, kind="stable")[:limit]
         return [(candidates[kept[i]], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 

@@ -1,6 +1,6 @@
 """Recall by meaning on the team server: the model, each memory's vectors in PostgreSQL (migration
 0015; its symptoms' own vector, migration 0018), and the nearest rows to a query, found in this process.
-A row is as near as the nearer of its two vectors, as on a machine (memory/vectors.py `best_of_fields`).
+A row is as near as the nearer of its two vectors, as on a machine (memory/vectors.py `with_symptoms`).
 
 The model is the one a machine runs (memory/vectors.py: all-MiniLM-L6-v2 int8 from the `semantic`
 extra, nothing downloaded), loaded once per replica in the background after it starts; until it is
@@ -97,7 +97,11 @@ class SpaceVectors:
         self.ids = np.zeros(0, dtype=np.int64)
         self.scopes = np.zeros(0, dtype=np.int32)
         self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
-        self.symptoms = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)  # a zero row: no symptoms
+        # The symptoms' vectors of the rows that have some, and their rows in `matrix`: a store where
+        # few memories carry symptoms does not hold a second matrix of its size.
+        self.symptoms = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
+        self.symptom_rows = np.zeros(0, dtype=np.int64)
+        self.symptom_at: dict[int, int] = {}  # row in `matrix` → its row in `symptoms`
 
     def wants(self, id_: int, seq: int) -> bool:
         """Whether the vector of change number `seq` is newer than the one held for the row."""
@@ -114,24 +118,38 @@ class SpaceVectors:
     def _apply(self, rows: Sequence[tuple[int, str, bytes, bytes | None]]) -> None:
         import numpy as np
 
-        new: list[tuple[int, int, bytes, bytes]] = []
-        for id_, scope, vector, symptoms in rows:
+        new: list[tuple[int, int, bytes]] = []
+        for id_, scope, vector, _ in rows:
             code = self.scope_codes.setdefault(scope, len(self.scope_codes))
             row = self.rows.get(id_)
             if row is None:
-                new.append((id_, code, vector, symptoms or _NONE))
+                new.append((id_, code, vector))
             else:
                 self.scopes[row] = code
                 self.matrix[row] = np.frombuffer(vector, dtype="<f2")
-                self.symptoms[row] = np.frombuffer(symptoms or _NONE, dtype="<f2")
-        if not new:
-            return
-        start = len(self.ids)
-        self.rows.update((id_, start + n) for n, (id_, *_) in enumerate(new))
-        self.ids = np.concatenate([self.ids, np.array([row[0] for row in new], dtype=np.int64)])
-        self.scopes = np.concatenate([self.scopes, np.array([row[1] for row in new], dtype=np.int32)])
-        self.matrix = np.concatenate([self.matrix, _stacked([row[2] for row in new])])
-        self.symptoms = np.concatenate([self.symptoms, _stacked([row[3] for row in new])])
+        if new:
+            start = len(self.ids)
+            self.rows.update((id_, start + n) for n, (id_, _, _) in enumerate(new))
+            self.ids = np.concatenate([self.ids, np.array([row[0] for row in new], dtype=np.int64)])
+            self.scopes = np.concatenate([self.scopes, np.array([row[1] for row in new], dtype=np.int32)])
+            self.matrix = np.concatenate([self.matrix, _stacked([row[2] for row in new])])
+        self._keep_symptoms([(self.rows[id_], symptoms) for id_, _, _, symptoms in rows])
+
+    def _keep_symptoms(self, rows: Sequence[tuple[int, bytes | None]]) -> None:
+        """Keep these rows' symptoms' vectors (None: the row has none now)."""
+        import numpy as np
+
+        added: list[tuple[int, bytes]] = []
+        for row, symptoms in rows:
+            at = self.symptom_at.get(row)
+            if at is not None:  # symptoms gone leave a zero row: cosine 0, below MIN_SIMILARITY
+                self.symptoms[at] = np.frombuffer(symptoms or _NONE, dtype="<f2")
+            elif symptoms:
+                self.symptom_at[row] = len(self.symptom_rows) + len(added)
+                added.append((row, symptoms))
+        if added:
+            self.symptom_rows = np.concatenate([self.symptom_rows, np.array([r for r, _ in added], dtype=np.int64)])
+            self.symptoms = np.concatenate([self.symptoms, _stacked([s for _, s in added])])
 
     def nearest(self, scopes: Sequence[str], query: Matrix, limit: int) -> list[tuple[int, float]]:
         """The `limit` rows of these scopes nearest to the query, at least MIN_SIMILARITY near,
@@ -141,7 +159,7 @@ class SpaceVectors:
         codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
         if not codes or not len(self.ids):
             return []
-        similarity = vectors.best_of_fields(query, self.matrix, self.symptoms)
+        similarity = vectors.with_symptoms(self.matrix @ query, query, self.symptom_rows, self.symptoms)
         similarity[~np.isin(self.scopes, codes)] = -np.inf
         take = min(limit, len(similarity))
         top = np.argpartition(-similarity, take - 1)[:take]
