@@ -102,3 +102,98 @@ def test_the_command_searches_by_meaning_only_when_asked(cli: Callable[..., subp
     asked = cli("search", question, "--meaning")
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout.splitlines()[0].startswith(f"{SCOPE}::pg-down")
+
+
+LONG_LESSON = (
+    "Integration tests fail with ECONNREFUSED 127.0.0.1:5432 when Postgres is not running. The compose file"
+    " names the service db; `docker compose up -d db` starts it, `docker compose ps` shows it healthy, and"
+    " the fixtures in tests/conftest.py read DATABASE_URL from .env.test, whose port must match compose's."
+)
+ASKED = "the suite can't reach the database server, what should I launch beforehand?"
+
+
+def test_a_memory_is_as_near_as_the_nearer_of_its_text_and_its_symptoms() -> None:
+    np = pytest.importorskip("numpy")
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    lessons = np.array([[0.6, 0.8], [0.9, 0.1], [0.0, 1.0], [0.0, 1.0]], dtype=np.float32)
+    rows = np.array([0, 1], dtype=np.int64)  # the third and fourth memories have no symptoms
+    symptoms = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    nearest = vectors.with_symptoms(lessons @ query, query, rows, symptoms)
+    assert nearest.tolist() == pytest.approx([1.0, 0.9, 0.0, 0.0])  # the second's symptoms are farther
+    assert vectors.with_symptoms(lessons @ query, query, rows[:0], symptoms[:0]).tolist() == pytest.approx(
+        [0.6, 0.9, 0.0, 0.0]
+    )
+
+
+def test_only_a_memory_with_symptoms_has_a_second_text() -> None:
+    assert vectors.symptoms_text(candidate("pg-down", LESSON, when=f"  {WHEN} ").memory) == WHEN
+    assert vectors.symptoms_text(candidate("pg-down", LESSON).memory) == ""
+
+
+@needs_model
+def test_a_search_scores_a_lesson_by_the_nearer_of_its_text_and_its_symptoms(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LONG_LESSON, when=WHEN)
+    hl.write(SCOPE, "heap-oom", "Webpack dies with JavaScript heap out of memory: raise --max-old-space-size")
+    semantic = vectors.Semantic(home / vectors.VECTORS_FILE)
+    try:
+        assert semantic.remember([hl.read(SCOPE, "pg-down")]) == 2  # the lesson's vector and its symptoms'
+        ranked = {c.key: score for c, score in semantic.rank(ASKED, hl.local.listed(hl.scopes), 5)}
+        lesson, symptoms, asked = semantic.embedder.embed([vectors.memory_text(hl.read(SCOPE, "pg-down")), WHEN, ASKED])
+        assert ranked["pg-down"] == pytest.approx(max(float(lesson @ asked), float(symptoms @ asked)), abs=1e-2)
+        assert float(symptoms @ asked) > float(lesson @ asked)  # why the symptoms get a vector of their own
+    finally:
+        semantic.close()
+
+
+@needs_model
+def test_a_vector_file_without_the_symptoms_vectors_gets_them_at_the_next_search(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LONG_LESSON, when=WHEN)
+    memory = hl.read(SCOPE, "pg-down")
+    old = vectors.Semantic(home / vectors.VECTORS_FILE)  # a file as it was written before: one vector a memory
+    old._compute({vectors.text_hash(vectors.memory_text(memory)): vectors.memory_text(memory)})
+    old.close()
+    hl.semantic = vectors.Semantic(home / vectors.VECTORS_FILE, fill_on_rank=False)  # the hook server's way
+    try:
+        hits = hl.search(ASKED)
+        assert [h.row.key for h in hits][:1] == ["pg-down"]  # ranked by its one vector meanwhile
+        assert hl.semantic.waiting() == 1 and hl.semantic.fill() == 1 and hl.semantic.waiting() == 0
+        assert hl.semantic.remember([memory]) == 0
+    finally:
+        hl.semantic.close()
+
+
+@needs_model
+def test_the_command_finds_a_lesson_by_a_paraphrase_of_its_symptoms(
+    cli: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    assert cli("write", f"{SCOPE}::pg-down", LONG_LESSON, "--when", WHEN).returncode == 0
+    for key, value in (
+        ("heap-oom", "Webpack dies with JavaScript heap out of memory: raise --max-old-space-size"),
+        ("redis-protected", "Redis says DENIED protected mode: bind the interface and set requirepass"),
+        ("pnpm-lock", "pnpm install fails with ERR_PNPM_OUTDATED_LOCKFILE in CI: run pnpm install and commit"),
+    ):
+        assert cli("write", f"{SCOPE}::{key}", value).returncode == 0
+    found = cli("search", ASKED, "--meaning")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[0].startswith(f"{SCOPE}::pg-down")
+
+
+def test_the_servers_copy_of_a_space_ranks_a_row_by_the_nearer_of_its_two_vectors() -> None:
+    np = pytest.importorskip("numpy")
+    server_vectors = pytest.importorskip("hivelore.server.postgres.vectors")
+
+    def stored(*values: float) -> bytes:
+        vector = np.zeros(vectors.DIMENSIONS, dtype="<f2")
+        vector[: len(values)] = values
+        return vector.tobytes()
+
+    copy = server_vectors.SpaceVectors()
+    copy.take([(1, SCOPE, stored(0.6, 0.8), stored(1.0), 1), (2, SCOPE, stored(0.9, 0.1), None, 2)], 2)
+    query = np.frombuffer(stored(1.0), dtype="<f2").astype(np.float32)
+    assert [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)] == [(1, 1.0), (2, 0.9)]
+    copy.take([(1, SCOPE, stored(0.6, 0.8), None, 3)], 3)  # rewritten without symptoms
+    assert [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)] == [(2, 0.9), (1, 0.6)]
+    copy.take([(2, SCOPE, stored(0.9, 0.1), stored(0.0, 1.0), 4)], 4)  # given symptoms farther than its text
+    assert len(copy.symptoms) == 2 and [id_ for id_, _ in copy.nearest([SCOPE], query, 5)] == [2, 1]

@@ -9,6 +9,13 @@ text it was computed from, so it is computed once per text (at write time where 
 else at the first search that needs it) and the file can be deleted at any time: it is rebuilt from
 the Markdown files. Each search embeds its query once (a cache of recent queries) and ranks every
 visible memory by cosine similarity; fusion.py merges that ranking with BM25's.
+
+A memory written with its symptoms (`when`) has a second vector, of the symptoms alone, kept in the
+same file under that text's hash: a memory is as near to a query as the nearer of its two vectors
+(`with_symptoms`). Symptoms are phrased the way an agent asks before it knows the cause, and in the
+lesson's one vector they weigh a sentence among many (benchmarks/recall_fields.py measured it). A
+file written before this has no such vector: the first ranking that needs one computes it (the hook
+server leaves it to `fill`, as for any vector missing), so an old file stays usable as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
+    Rows = npt.NDArray[np.int64]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 VECTORS_FILE = "vectors.db"  # in the hivelore home, beside index.db
@@ -56,6 +64,24 @@ def memory_text(memory: Memory) -> str:
     and its tags."""
     parts = [memory.key.replace("-", " ").replace("_", " "), memory.value, memory.when, " ".join(memory.tags)]
     return "\n".join(part for part in parts if part)
+
+
+def symptoms_text(memory: Memory) -> str:
+    """What a memory's second vector is computed from: its symptoms alone ("" without any). Phrased
+    the way someone asks before knowing the cause, they are diluted in the lesson's own vector."""
+    return memory.when.strip()
+
+
+def with_symptoms(similarity: Matrix, query: Matrix, rows: Rows, symptoms: Matrix) -> Matrix:
+    """`similarity` (the query's cosine to each memory's vector) where each memory at `rows` takes the
+    cosine of its symptoms' vector (the same row of `symptoms`) when that is nearer: a memory is as
+    near as the nearer of its two vectors. Only memories with symptoms have a row, so the matrix is as
+    large as the symptoms written, not as the store."""
+    import numpy as np
+
+    if len(rows):
+        similarity[rows] = np.maximum(similarity[rows], symptoms @ query)
+    return similarity
 
 
 def text_hash(text: str) -> str:
@@ -170,6 +196,8 @@ class Semantic:
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: Matrix | None = None
         self._kept: list[int] = []
+        self._symptoms_key: tuple[str, ...] = ()  # the matrix key the symptoms' matrix was built for
+        self._symptoms: tuple[Rows, Matrix] | None = None
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
         self._listed_key: tuple[object, ...] = ()
         self._listed: list[Candidate] = []
@@ -186,7 +214,7 @@ class Semantic:
         it: the next search computes what is missing)."""
         if not load and self._embedder is None:
             return 0
-        texts = {text_hash(t): t for t in map(memory_text, memories)}
+        texts = {text_hash(t): t for m in memories for t in (memory_text(m), symptoms_text(m)) if t}
         with self._lock:
             return self._compute(texts)
 
@@ -227,6 +255,28 @@ class Semantic:
             self._matrix, self._matrix_key = matrix.astype(np.float32), hashes
         return self._kept, self._matrix
 
+    def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> tuple[Rows, Matrix]:
+        """The rows of `_matrix_for`'s matrix whose memory has symptoms with a vector, and those
+        vectors (one computed yet is left to `fill`, as `_matrix_for` leaves a missing vector)."""
+        import numpy as np
+
+        if self._symptoms_key == self._matrix_key and self._symptoms is not None:
+            return self._symptoms
+        texts = {row: text for row, i in enumerate(kept) if (text := symptoms_text(candidates[i].memory))}
+        hashes = {row: text_hash(text) for row, text in texts.items()}
+        stored = self.file.read(set(hashes.values()))
+        missing = {h: texts[row] for row, h in hashes.items() if h not in stored}
+        if missing and self.fill_on_rank:
+            self._compute(missing)
+            stored = self.file.read(set(hashes.values()))
+        else:
+            self._unembedded.update(missing)
+        rows = [row for row, h in hashes.items() if h in stored]
+        blob = b"".join(stored[hashes[row]] for row in rows)
+        matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), DIMENSIONS).astype(np.float32)
+        self._symptoms, self._symptoms_key = (np.array(rows, dtype=np.int64), matrix), self._matrix_key
+        return self._symptoms
+
     def fill(self, batch: int = BATCH) -> int:
         """Compute up to `batch` of the vectors a ranking had to leave out; how many. The lock is held
         for one batch only, so an answer waits at most that long."""
@@ -236,7 +286,7 @@ class Semantic:
             for h in chosen:
                 del self._unembedded[h]
             if done:
-                self._matrix_key = ()  # the next ranking reads the new vectors
+                self._matrix_key = self._symptoms_key = ()  # the next ranking reads the new vectors
         return done
 
     def waiting(self) -> int:
@@ -277,7 +327,8 @@ class Semantic:
             return []
         with self._lock:
             kept, matrix = self._matrix_for(candidates)
-            similarity = matrix @ self.embedder.query(query)
+            vector = self.embedder.query(query)
+            similarity = with_symptoms(matrix @ vector, vector, *self._symptoms_for(candidates, kept))
         top = np.argsort(-similarity, kind="stable")[:limit]
         return [(candidates[kept[i]], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 

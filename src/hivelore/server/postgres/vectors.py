@@ -1,5 +1,6 @@
-"""Recall by meaning on the team server: the model, each memory's vector in PostgreSQL (migration
-0015), and the nearest rows to a query, found in this process.
+"""Recall by meaning on the team server: the model, each memory's vectors in PostgreSQL (migration
+0015; its symptoms' own vector, migration 0018), and the nearest rows to a query, found in this process.
+A row is as near as the nearer of its two vectors, as on a machine (memory/vectors.py `with_symptoms`).
 
 The model is the one a machine runs (memory/vectors.py: all-MiniLM-L6-v2 int8 from the `semantic`
 extra, nothing downloaded), loaded once per replica in the background after it starts; until it is
@@ -96,24 +97,29 @@ class SpaceVectors:
         self.ids = np.zeros(0, dtype=np.int64)
         self.scopes = np.zeros(0, dtype=np.int32)
         self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
+        # The symptoms' vectors of the rows that have some, and their rows in `matrix`: a store where
+        # few memories carry symptoms does not hold a second matrix of its size.
+        self.symptoms = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
+        self.symptom_rows = np.zeros(0, dtype=np.int64)
+        self.symptom_at: dict[int, int] = {}  # row in `matrix` → its row in `symptoms`
 
     def wants(self, id_: int, seq: int) -> bool:
         """Whether the vector of change number `seq` is newer than the one held for the row."""
         return self.seqs.get(id_, 0) < seq
 
-    def take(self, rows: Sequence[tuple[int, str, bytes, int]], settled: int) -> None:
-        """Keep these vectors (id, scope, vector, change number) where newer than the ones held; the
-        space's vectors are then all held up to change number `settled`."""
-        newer = [(id_, scope, vector) for id_, scope, vector, seq in rows if self.wants(id_, seq)]
-        self.seqs.update((id_, seq) for id_, _, _, seq in rows if self.wants(id_, seq))
+    def take(self, rows: Sequence[tuple[int, str, bytes, bytes | None, int]], settled: int) -> None:
+        """Keep these vectors (id, scope, vector, symptoms' vector or None, change number) where newer
+        than the ones held; the space's vectors are then all held up to change number `settled`."""
+        newer = [(id_, scope, vector, symptoms) for id_, scope, vector, symptoms, seq in rows if self.wants(id_, seq)]
+        self.seqs.update((id_, seq) for id_, *_, seq in rows if self.wants(id_, seq))
         self._apply(newer)
         self.cursor = max(self.cursor, settled)
 
-    def _apply(self, rows: Sequence[tuple[int, str, bytes]]) -> None:
+    def _apply(self, rows: Sequence[tuple[int, str, bytes, bytes | None]]) -> None:
         import numpy as np
 
         new: list[tuple[int, int, bytes]] = []
-        for id_, scope, vector in rows:
+        for id_, scope, vector, _ in rows:
             code = self.scope_codes.setdefault(scope, len(self.scope_codes))
             row = self.rows.get(id_)
             if row is None:
@@ -121,14 +127,29 @@ class SpaceVectors:
             else:
                 self.scopes[row] = code
                 self.matrix[row] = np.frombuffer(vector, dtype="<f2")
-        if not new:
-            return
-        start = len(self.ids)
-        self.rows.update((id_, start + n) for n, (id_, _, _) in enumerate(new))
-        added = np.frombuffer(b"".join(v for _, _, v in new), dtype="<f2").reshape(len(new), vectors.DIMENSIONS)
-        self.ids = np.concatenate([self.ids, np.array([i for i, _, _ in new], dtype=np.int64)])
-        self.scopes = np.concatenate([self.scopes, np.array([c for _, c, _ in new], dtype=np.int32)])
-        self.matrix = np.concatenate([self.matrix, added.astype(np.float32)])
+        if new:
+            start = len(self.ids)
+            self.rows.update((id_, start + n) for n, (id_, _, _) in enumerate(new))
+            self.ids = np.concatenate([self.ids, np.array([row[0] for row in new], dtype=np.int64)])
+            self.scopes = np.concatenate([self.scopes, np.array([row[1] for row in new], dtype=np.int32)])
+            self.matrix = np.concatenate([self.matrix, _stacked([row[2] for row in new])])
+        self._keep_symptoms([(self.rows[id_], symptoms) for id_, _, _, symptoms in rows])
+
+    def _keep_symptoms(self, rows: Sequence[tuple[int, bytes | None]]) -> None:
+        """Keep these rows' symptoms' vectors (None: the row has none now)."""
+        import numpy as np
+
+        added: list[tuple[int, bytes]] = []
+        for row, symptoms in rows:
+            at = self.symptom_at.get(row)
+            if at is not None:  # symptoms gone leave a zero row: cosine 0, below MIN_SIMILARITY
+                self.symptoms[at] = np.frombuffer(symptoms or _NONE, dtype="<f2")
+            elif symptoms:
+                self.symptom_at[row] = len(self.symptom_rows) + len(added)
+                added.append((row, symptoms))
+        if added:
+            self.symptom_rows = np.concatenate([self.symptom_rows, np.array([r for r, _ in added], dtype=np.int64)])
+            self.symptoms = np.concatenate([self.symptoms, _stacked([s for _, s in added])])
 
     def nearest(self, scopes: Sequence[str], query: Matrix, limit: int) -> list[tuple[int, float]]:
         """The `limit` rows of these scopes nearest to the query, at least MIN_SIMILARITY near,
@@ -138,7 +159,7 @@ class SpaceVectors:
         codes = [self.scope_codes[s] for s in scopes if s in self.scope_codes]
         if not codes or not len(self.ids):
             return []
-        similarity = self.matrix @ query
+        similarity = vectors.with_symptoms(self.matrix @ query, query, self.symptom_rows, self.symptoms)
         similarity[~np.isin(self.scopes, codes)] = -np.inf
         take = min(limit, len(similarity))
         top = np.argpartition(-similarity, take - 1)[:take]
@@ -258,17 +279,26 @@ class Meaning:
             settled = seq
         wanted = [id_ for space, id_, seq, _ in changed if held[space].wants(id_, seq)]
         fresh = conn.execute(
-            "SELECT m.space, v.id, m.scope, v.vector, v.seq FROM memory_vectors v JOIN memories m USING (id)"
-            " WHERE v.id = ANY(%s)",
+            "SELECT m.space, v.id, m.scope, v.vector, v.symptoms, v.seq FROM memory_vectors v"
+            " JOIN memories m USING (id) WHERE v.id = ANY(%s)",
             (wanted,),
         ).fetchall() if wanted else []  # fmt: skip
         found: list[tuple[int, float]] = []
         for space, copy in held.items():
             with copy.lock:
-                copy.take([(id_, scope, vector, seq) for sp, id_, scope, vector, seq in fresh if sp == space], settled)
+                copy.take([row[1:] for row in fresh if row[0] == space], settled)
                 found += copy.nearest(scopes, query, limit)
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]
+
+
+_NONE = bytes(2 * vectors.DIMENSIONS)  # the zero vector as stored: a row without symptoms
+
+
+def _stacked(stored: Sequence[bytes]) -> Matrix:
+    import numpy as np
+
+    return np.frombuffer(b"".join(stored), dtype="<f2").reshape(len(stored), vectors.DIMENSIONS).astype(np.float32)
 
 
 def _first(exc: BaseException) -> str:
@@ -313,19 +343,29 @@ def embed_written(connect: Connect, model: Model, keys: Sequence[tuple[str, str,
 
 
 def _store(conn: psycopg.Connection, model: Model, rows: Sequence[tuple[int, int, dict[str, object]]]) -> int:
-    """Compute and keep the vectors of these rows (id, change number, record), in one batch through
-    the model. A row changed meanwhile is left to the write that changed it (its change number moved)."""
-    texts = [vectors.memory_text(Memory.from_dict(record)) for _, _, record in rows]
-    computed = model.vectors(texts)
+    """Compute and keep the vectors of these rows (id, change number, record), the lesson's and its
+    symptoms' (if any), in one batch through the model. A row changed meanwhile is left to the write
+    that changed it (its change number moved)."""
+    memories = [Memory.from_dict(record) for _, _, record in rows]
+    texts = [vectors.memory_text(memory) for memory in memories]
+    symptoms = [vectors.symptoms_text(memory) for memory in memories]
+    computed = model.vectors(texts + [text for text in symptoms if text])
     hashes = [vectors.text_hash(text) for text in texts]
     inserted = conn.execute(
         """
-        INSERT INTO memory_vectors (id, hash, vector)
-        SELECT u.id, u.hash, u.vector FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[])
-            AS u(id, seq, hash, vector) JOIN memories m ON m.id = u.id AND m.seq = u.seq
+        INSERT INTO memory_vectors (id, hash, vector, symptoms)
+        SELECT u.id, u.hash, u.vector, u.symptoms
+        FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[], %s::bytea[])
+            AS u(id, seq, hash, vector, symptoms) JOIN memories m ON m.id = u.id AND m.seq = u.seq
         ON CONFLICT (id) DO NOTHING
         """,
-        ([r[0] for r in rows], [r[1] for r in rows], hashes, [computed[h] for h in hashes]),
+        (
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            hashes,
+            [computed[h] for h in hashes],
+            [computed[vectors.text_hash(text)] if text else None for text in symptoms],
+        ),
     )
     return inserted.rowcount
 
