@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import Account, Server, unique
+from conftest import Account, Server, start_server, unique
 from harness import SHOP_FILES, make_shop
 
 from hivelore.codegraph import Graph
@@ -177,6 +177,25 @@ def test_a_push_in_small_batches_holds_the_same_graph(tmp_path: Path, server: Se
         assert sent.held == dict(zip(("files", "symbols", "calls"), graph.store.counts(), strict=True))
         assert remote_graph.push(client, graph, REPO).batches == 0
     client.close()
+
+
+def test_a_server_with_a_lower_body_limit_is_sent_halves_of_what_it_refused(
+    tmp_path: Path, database_url: str, team: dict[str, Account]
+) -> None:
+    strict = start_server(database_url, tmp_path / "strict.log", "--max-body-kib", "4")
+    try:
+        machine = machine_of(tmp_path, strict, team["owner"], "owner")
+        assert machine.cli("graph", "index").returncode == 0
+        client = Client(Endpoint(strict.url), team["owner"].token)
+        with machine.graph() as graph:
+            files = remote_graph.described(graph).values()
+            assert max(len(json.dumps(item)) for item in files) < 3000 < sum(len(json.dumps(i)) for i in files)
+            sent = remote_graph.push(client, graph, REPO)  # in one body of the default 512 KiB, first
+            assert sent.batches > 1 and sent.files == len(files)
+            assert sent.held == dict(zip(("files", "symbols", "calls"), graph.store.counts(), strict=True))
+        client.close()
+    finally:
+        strict.stop()
 
 
 def test_a_viewer_cannot_push_and_another_org_cannot_read(

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hivelore.cli.output import EXIT_BAD_INPUT, EXIT_FAILED, fail, reported_errors
-from hivelore.server.limits import ACTIVE_MEMORIES, REQUESTS_PER_MINUTE, Limits
+from hivelore.server.limits import ACTIVE_MEMORIES, MAX_BODY_BYTES, REQUESTS_PER_MINUTE, Limits
 
 DEFAULT_PORT = 8765
 DbOption = Annotated[
@@ -36,6 +36,9 @@ def serve(
     active_memories: Annotated[
         int, typer.Option(min=1, help="Active memories an account may hold (archived ones do not count).")
     ] = ACTIVE_MEMORIES,
+    max_body_kib: Annotated[
+        int, typer.Option(min=1, help="The largest request body, in KiB; a larger one gets 413.")
+    ] = MAX_BODY_BYTES // 1024,
     recovery_days: Annotated[
         float, typer.Option(min=0, help="Days deleted data (DELETE /v1/me/data) may be restored before it is purged.")
     ] = 7.0,
@@ -72,7 +75,9 @@ def serve(
     except psycopg.OperationalError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}): is PostgreSQL running, and is the URL right?", EXIT_FAILED)
-    limits = Limits(requests_per_minute=requests_per_minute, active_memories=active_memories)
+    limits = Limits(
+        requests_per_minute=requests_per_minute, active_memories=active_memories, max_body_bytes=max_body_kib * 1024
+    )
     _run(url, host, port, limits, recovery_days, meaning)
 
 

@@ -10,7 +10,8 @@ whose calls resolve elsewhere now (a callee added or removed in another file) ha
 the server's calls stay the local graph's.
 
 Files go in batches under `BATCH_BYTES` of JSON, each with its own Idempotency-Key: a batch whose
-answer was lost is sent again and applied once. Standard library only, like the rest of remote/.
+answer was lost is sent again and applied once; one that a server with a lower body limit refuses as
+too large goes again in halves. Standard library only, like the rest of remote/.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from urllib.parse import urlencode
 
 from hivelore.codegraph.store import PARSER_VERSION
 from hivelore.records import record
-from hivelore.remote.client import Client
+from hivelore.remote.client import Client, Refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -131,12 +132,29 @@ def push(client: Client, graph: Graph, repo: str, limit: int = BATCH_BYTES) -> P
     removed = sorted(path for path in theirs if path not in mine)
     if not changed and not removed:
         return Push(0, 0, 0, 0, 0, dict(listing.get("held", {})))
-    run = secrets.token_hex(8)
+    run, sent = secrets.token_hex(8), 0
     answer: object = None
     bodies = batches(changed, removed, limit)
-    for number, body in enumerate(bodies):
-        answer = client.post(f"{PREFIX}/push", {"repo": repo, **body}, idempotency_key=f"graph-push:{run}:{number}")
+    while bodies:
+        body = bodies.pop(0)
+        try:
+            answer = client.post(f"{PREFIX}/push", {"repo": repo, **body}, idempotency_key=f"graph-push:{run}:{sent}")
+        except Refused as exc:
+            if exc.code != "too_large" or len(body["files"]) < 2:
+                raise
+            bodies[:0] = halves(body)  # a server whose body limit is lower than ours: send less at once
+            continue
+        sent += 1
     now = answer.get("held", {}) if isinstance(answer, dict) else {}
     symbols = sum(len(item["symbols"]) for item in changed)
     calls = sum(len(item["calls"]) for item in changed)
-    return Push(len(changed), symbols, calls, len(removed), len(bodies), dict(now))
+    return Push(len(changed), symbols, calls, len(removed), sent, dict(now))
+
+
+def halves(body: dict) -> list[dict]:
+    """A batch's files in two bodies, the removed paths with the first."""
+    middle = len(body["files"]) // 2
+    return [
+        {"files": body["files"][:middle], "removed": body["removed"]},
+        {"files": body["files"][middle:], "removed": []},
+    ]
