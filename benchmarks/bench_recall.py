@@ -379,12 +379,12 @@ def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: P
             "prompt hook, server with model": [],
             "prompt hook alone": [],
         }
-        said, load_before = "", os.getloadavg()[0]
+        first, load_before = ("", ""), os.getloadavg()[0]
         for round_no in range(runs):
             text = prompts[round_no % len(prompts)]
             rows["bare Python"].append(run.run([sys.executable, "-c", "pass"])[0])
             seconds, answer = run.prompt(text, f"timed-{round_no}")
-            said = said or answer
+            first = first if round_no else (text, answer)
             rows["prompt hook, server with model"].append(seconds)
             rows["prompt hook alone"].append(run.prompt(text, f"timed-alone-{round_no}", alone=True)[0])
         bare = statistics.median(rows["bare Python"])
@@ -395,8 +395,9 @@ def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: P
             low = min(seconds) * 1000
             print(f"  {label:<32} median {median * 1000:7.1f} ms  min {low:7.1f} ms  {median / bare:.1f}× bare")
         print(f"  server after: {run.status()}")
+        text, said = first
         answer = json.loads(said)["hookSpecificOutput"]["additionalContext"] if said else "(silent)"
-        print(f"  first prompt: {prompts[0]!r} (its lesson: {lessons[0].key})")
+        print(f"  first round's prompt: {text!r} (its lesson: {lessons[0].key})")
         print("  answered with: " + " | ".join(answer.splitlines()[:4]))
         run.run([hivelore, "hook-server", "stop"])
     finally:
