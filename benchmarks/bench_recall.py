@@ -217,11 +217,8 @@ def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, 
     try:
         started = time.perf_counter()
         service.rebuild_index()
+        words = thesaurus.mine_index(service.index_path)  # BM25+th and fusion+th switch the expansion on
         took = time.perf_counter() - started
-        related = thesaurus.Thesaurus.open(home / thesaurus.THESAURUS_FILE)
-        words = related.conn.execute("SELECT count(DISTINCT word) FROM related").fetchone()[0] if related else 0
-        if related:
-            related.close()
         print(f"  index rebuilt and thesaurus mined ({words:,} words) in {took:.1f} s", file=sys.stderr)
         visible = service.local.listed(service.scopes)
         started = time.perf_counter()
@@ -270,89 +267,150 @@ def run_timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: str = "") 
     return seconds, proc.stdout
 
 
-def server_status(hivelore: str, env: dict[str, str], cwd: Path) -> str:
-    return run_timed([hivelore, "hook-server", "status"], env, cwd)[1].strip()
+FILL_BATCH = 2000  # memories embedded per call when the store's vectors are filled before timing
+MODEL_WAIT_S = 1800.0  # the most the hook measurement waits for the hook server to load the model
 
 
-WARM_UP_S = 300.0  # the most the hook measurement waits for the server to embed what has no vector yet
+def stored_memories(home: Path) -> list[Memory]:
+    """Every memory file of the home's vault, parsed as the product parses it."""
+    vault = Vault(home, "home")
+    return [vault.load(path)[0] for path in vault.iter_files()]
 
 
-def embedded(home: Path) -> int:
-    found = vectors.VectorFile(home / vectors.VECTORS_FILE)
+def fill_vectors(memories_of: Sequence[Memory], vector_file: Path) -> None:
+    """Give every one of these memories its vector in `vector_file`, in batches, with the product's
+    own code (`Semantic.remember`: vectors are keyed by their text, so a file filled once serves
+    every later run of the same store)."""
+    semantic = vectors.Semantic(vector_file)
+    started, computed = time.perf_counter(), 0
     try:
-        return int(found.conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        for start in range(0, len(memories_of), FILL_BATCH):
+            computed += semantic.remember(memories_of[start : start + FILL_BATCH])
+            done, took = min(start + FILL_BATCH, len(memories_of)), time.perf_counter() - started
+            print(
+                f"  vectors: {done:,} of {len(memories_of):,} checked, {computed:,} computed in {took:.0f} s",
+                file=sys.stderr,
+            )
     finally:
-        found.conn.close()
+        semantic.close()
+
+
+def embedded(vector_file: Path, memories_of: Sequence[Memory]) -> int:
+    """How many of these memories have their vector in `vector_file`."""
+    hashes = [vectors.text_hash(vectors.memory_text(m)) for m in memories_of]
+    found = vectors.VectorFile(vector_file)
+    try:
+        stored = found.read(set(hashes))
+    finally:
+        found.close()
+    return sum(1 for h in hashes if h in stored)
+
+
+@dataclass
+class HookRun:
+    """The processes one hook measurement starts, in its temporary repository and home."""
+
+    repo: Path
+    env: dict[str, str]
+    hivelore: str
+    hook: list[str]
+
+    def run(self, argv: list[str], stdin: str = "", alone: bool = False) -> tuple[float, str]:
+        return run_timed(argv, {**self.env, "HIVELORE_HOOK_SERVER": "off"} if alone else self.env, self.repo, stdin)
+
+    def prompt(self, text: str, session: str, alone: bool = False) -> tuple[float, str]:
+        import json
+
+        payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(self.repo), "prompt": text, "session_id": session}
+        return self.run([*self.hook, "--agent", "claude", "--event", "UserPromptSubmit"], json.dumps(payload), alone)
+
+    def status(self) -> str:
+        return self.run([self.hivelore, "hook-server", "status"])[1].strip()
+
+
+def warm_server(run: HookRun, prompt: str) -> str:
+    """Start the hook server, wait until it has loaded the model, and have it rank the store once; its
+    status then (which says how many memories a ranking left out for want of a vector)."""
+    run.prompt(prompt, "warm-up-0")  # answered alone; it starts the server
+    deadline = time.monotonic() + MODEL_WAIT_S
+    while "recall by meaning" not in run.status():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the hook server did not load the model within {MODEL_WAIT_S:.0f} s")
+        time.sleep(1)
+    run.prompt(prompt, "warm-up-1")  # the first ranking lists the store and reads its vectors
+    return run.status()
+
+
+def hook_log(home: Path) -> list[str]:
+    path = home / "logs" / "hooks.log"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: Path | None) -> None:
     """The prompt hook, as its own process, at `size` memories: answered by the hook server with the
-    model loaded (fusion), and by the hook process alone (lexical), against a bare Python start, in
-    interleaved rounds. The home's vectors.db starts as a copy of `vector_file` (vectors are computed
-    once per text: the recall run's file holds the distractors' and lessons'); the server computes
-    the rest between events, and the timed rounds begin once it says none is waiting for a vector, or
-    after WARM_UP_S (it says how many vectors the file held then)."""
+    model loaded (fusion), then, the server stopped, by the hook process alone (lexical), each
+    round after a bare Python start. Every memory gets its vector first, in batches (into `vector_file`, reused
+    by the next run, or a new one), and the home's vectors.db starts as a copy of it; the rounds
+    begin only once the server, having ranked the store, says no memory waits for a vector. Each
+    round's prompt is another lesson's paraphrase, so the model embeds a new query every round."""
     import json
     import sqlite3
 
     bin_dir = Path(sys.executable).parent
-    hivelore = str(bin_dir / "hivelore")
     launcher = bin_dir / "hivelore-hook"
-    hook = [str(launcher)] if launcher.is_file() else [hivelore, "hook"]
+    hivelore = str(bin_dir / "hivelore")
     tmp = Path(tempfile.mkdtemp(prefix="hivelore-recall-hook-"))
     try:
         repo, home = make_repo(tmp), tmp / "home"
         now = time.time() - time.time() % DAY
         write_store(home, lessons, size - len(lessons), True, now)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
-        run_timed([hivelore, "index", "rebuild"], env, repo)
-        if vector_file is not None and vector_file.exists():  # the backup API: the file may be in use
-            with sqlite3.connect(vector_file) as source, sqlite3.connect(home / vectors.VECTORS_FILE) as copy:
-                source.backup(copy)
-        lesson = lessons[0]
-        payload = {"hook_event_name": "UserPromptSubmit", "cwd": str(repo), "prompt": lesson.queries["paraphrase"]}
-
-        def prompt(session: str, alone: bool = False) -> tuple[float, str]:
-            stdin = json.dumps({**payload, "session_id": session})
-            argv = [*hook, "--agent", "claude", "--event", "UserPromptSubmit"]
-            return run_timed(argv, {**env, "HIVELORE_HOOK_SERVER": "off"} if alone else env, repo, stdin)
-
-        prompt("warm-up-0")  # answered alone; it starts the server
-        deadline = time.monotonic() + 1800
-        while "recall by meaning" not in server_status(hivelore, env, repo):
-            if time.monotonic() > deadline:
-                raise SystemExit("the hook server did not load the model within 30 minutes")
-            time.sleep(1)
-        warm_until, n = time.monotonic() + WARM_UP_S, 0
-        while time.monotonic() < warm_until:  # the server embeds what has no vector yet between events
-            n += 1
-            prompt(f"warm-up-{n}")
-            time.sleep(2)
-            if "waiting for a vector" not in server_status(hivelore, env, repo):
-                break
-        print(f"\n{embedded(home):,} vectors in the home's vectors.db when the timed rounds began ({size:,} memories)")
-        rows: dict[str, list[float]] = {
-            "bare Python": [],
-            "prompt hook, server with model": [],
-            "prompt hook alone": [],
-        }
-        said = ""
+        run = HookRun(repo, env, hivelore, [str(launcher)] if launcher.is_file() else [hivelore, "hook"])
+        run.run([hivelore, "index", "rebuild"])
+        stored = stored_memories(home)
+        source = vector_file or tmp / "vectors.db"
+        fill_vectors(stored, source)
+        with sqlite3.connect(source) as original, sqlite3.connect(home / vectors.VECTORS_FILE) as copy:
+            original.backup(copy)  # the backup API: the file may be in use by another run
+        have = embedded(home / vectors.VECTORS_FILE, stored)
+        print(f"\n{have:,} of {len(stored):,} memory files have their vector in the home's vectors.db")
+        prompts = [lesson.queries["paraphrase"] for lesson in lessons]
+        state = warm_server(run, prompts[-1])
+        print(f"  hook server before the timed rounds: {state}")
+        if "waiting for a vector" in state:
+            raise SystemExit("the hook server still waits for vectors: the timed rounds would not be valid")
+        rows: dict[str, list[float]] = {"bare Python": [], "prompt hook, server with model": []}
+        answers: list[str] = []
+        load_before, log_before = os.getloadavg()[0], hook_log(home)
         for round_no in range(runs):
-            rows["bare Python"].append(run_timed([sys.executable, "-c", "pass"], env, repo)[0])
-            seconds, said = prompt(f"timed-{round_no}")
+            rows["bare Python"].append(run.run([sys.executable, "-c", "pass"])[0])
+            seconds, answer = run.prompt(prompts[round_no % len(prompts)], f"timed-{round_no}")
             rows["prompt hook, server with model"].append(seconds)
-            rows["prompt hook alone"].append(prompt(f"timed-alone-{round_no}", alone=True)[0])
+            answers.append(answer)
+        print(f"  server after its rounds: {run.status()}")
+        problems = [line for line in hook_log(home)[len(log_before) :] if "hook server" not in line]
+        print(f"  problems the hooks logged during them: {len(problems)}" + "".join(f"\n    {p}" for p in problems[:3]))
+        run.run([hivelore, "hook-server", "stop"])
+        # Apart: a hook process answering alone beside the server once made the server's every later
+        # event fail with "events.db cannot be used (disk I/O error)", answered in no time, empty.
+        rows["prompt hook alone"] = []
+        for round_no in range(runs):
+            rows["bare Python"].append(run.run([sys.executable, "-c", "pass"])[0])
+            text = prompts[round_no % len(prompts)]
+            rows["prompt hook alone"].append(run.prompt(text, f"timed-alone-{round_no}", alone=True)[0])
         bare = statistics.median(rows["bare Python"])
-        print(f"\nprompt hook at {size:,} memories ({runs} interleaved rounds; load average {os.getloadavg()[0]:.1f})")
+        load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+        print(
+            f"\nprompt hook at {size:,} memories ({runs} rounds each, a new prompt each, bare Python between; {load})"
+        )
         for label, seconds in rows.items():
             median = statistics.median(seconds)
             low = min(seconds) * 1000
             print(f"  {label:<32} median {median * 1000:7.1f} ms  min {low:7.1f} ms  {median / bare:.1f}× bare")
+        print(f"  rounds the server answered with lessons: {sum(1 for a in answers if a)} of {runs}")
+        said = next((a for a in answers if a), "")
         answer = json.loads(said)["hookSpecificOutput"]["additionalContext"] if said else "(silent)"
-        print(f"  server: {server_status(hivelore, env, repo)}")
-        print(f"  prompt: {lesson.queries['paraphrase']!r} (its lesson: {lesson.key})")
-        print("  answered with: " + " | ".join(answer.splitlines()[:4]))
-        run_timed([hivelore, "hook-server", "stop"], env, repo)
+        print("  first lessons shown: " + " | ".join(answer.splitlines()[:3]))
     finally:
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
 

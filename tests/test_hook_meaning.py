@@ -62,7 +62,7 @@ def test_the_hook_process_alone_stays_lexical(home: Path, repo: Path) -> None:
 def test_the_warm_hook_server_shows_a_lesson_near_the_prompt_in_meaning(warm_server: Path, repo: Path) -> None:
     """A memory written while the server runs gets its vector between events (`Semantic.fill`): the first
     prompts may come before it; within seconds the prompt is answered with the lesson. A prompt about
-    something else still gets nothing."""
+    something else still gets nothing, and the server mined no thesaurus meanwhile."""
     home = warm_server
     write(home, repo, ADDRESS, LESSON, "--when", WHEN)
     write(home, repo, "repo::acme/checkout::navbar-css", "The navbar's CSS grid collapses below 640px; use flex.")
@@ -77,3 +77,4 @@ def test_the_warm_hook_server_shows_a_lesson_near_the_prompt_in_meaning(warm_ser
     assert told.splitlines()[1:] == [f"- {ADDRESS} [lesson]: {LESSON}"]
     unrelated = "please rename the variable in this function"
     assert hook(home, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "other", unrelated)) == ""
+    assert not (home / "thesaurus.db").exists()  # nothing in the product reads it: the server does not mine it

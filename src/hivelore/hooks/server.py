@@ -78,7 +78,6 @@ TEAM_WAIT_S = 4.0
 TEAM_RETRY_S = 1.0  # after a round that failed (the server away): not a busy loop
 MIRROR_BUDGET_S = 5.0  # how long one of those waits for the server
 RECALL_TICK_S = 1.0  # how often the vectors a ranking left out are computed (a batch at a time)
-THESAURUS_CHECK_S = 600.0  # how often the thesaurus is checked against the store's size
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
@@ -177,23 +176,15 @@ class HookServer:
 
     def _keep_recall(self, model: bool) -> None:
         """Recall by meaning where it is warm: load the model in the background (the `semantic` extra,
-        unless HIVELORE_HOOK_MODEL=off; the prompt and failure hooks use it once it is loaded), mine
-        the thesaurus again when the store changed size, and between events embed the memories a
-        ranking had to leave out."""
+        unless HIVELORE_HOOK_MODEL=off; the prompt and failure hooks use it once it is loaded) and
+        between events embed the memories a ranking had to leave out."""
         from pathlib import Path
 
-        from hivelore.memory import thesaurus, vectors
+        from hivelore.memory import vectors
 
         home = Path(self.home)
         resident = vectors.start_resident(home) if model else None
-        checked = 0.0
         while not self.leaving.wait(RECALL_TICK_S):
-            if time.monotonic() - checked >= THESAURUS_CHECK_S and (home / "index.db").exists():
-                checked = time.monotonic()
-                try:
-                    thesaurus.refresh(home / "index.db")
-                except sqlite3.Error as exc:
-                    log("-", "-", f"hook server: the thesaurus was not mined ({exc})")
             semantic = vectors.resident(home)
             while semantic is not None and not self.leaving.is_set() and semantic.fill():
                 pass
@@ -259,9 +250,8 @@ class HookServer:
         # Read now: each event replaces this process's environment with its hook's.
         model = os.environ.get("HIVELORE_HOOK_MODEL", "on") != "off"
         # Imported here, before any event: a module the recall thread was still importing would be
-        # found half-made by an event's `_warm_model` or by `status`. Both are cheap; the model's
+        # found half-made by an event's `_warm_model` or by `status`. It is cheap; the model's
         # runtime is imported by the thread.
-        import hivelore.memory.thesaurus
         import hivelore.memory.vectors  # noqa: F401
 
         threading.Thread(target=self._keep_recall, args=(model,), name="recall", daemon=True).start()

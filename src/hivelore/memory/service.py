@@ -1043,12 +1043,10 @@ class Hivelore(MemoryService):
     # -- the local index ------------------------------------------------------------------------
 
     def rebuild_index(self) -> RebuildStats:
-        """Re-read every file into a new index (and mine its thesaurus again); the next read chooses
-        the local tier again."""
+        """Re-read every file into a new index; the next read chooses the local tier again. The
+        thesaurus is not mined here: nothing in the product reads it (`expand` is off)."""
         self.close()
-        stats = rebuild(self.index_path, self.vaults)
-        thesaurus.build(self.index_path.with_name(thesaurus.THESAURUS_FILE), thesaurus.indexed_texts(self.index_path))
-        return stats
+        return rebuild(self.index_path, self.vaults)
 
     def thesaurus(self) -> Thesaurus | None:
         if not self._thesaurus_opened:

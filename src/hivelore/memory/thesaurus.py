@@ -8,9 +8,10 @@ memories more often than their frequencies alone would give (the Ochiai coeffici
 their memory sets), each word keeping its few strongest partners. Words are reduced to a light stem,
 so "databases" and "database" are one entry, and a stem is looked up as a prefix.
 
-The table lives in `thesaurus.db` beside the index and is rebuilt from it (a rebuild of the index,
-the hook server when the store has grown): it can be deleted at any time. Stdlib only: the hook
-path reads it.
+The table lives in `thesaurus.db` beside the index and is mined from it by `mine_index`, which only
+what switches the expansion on calls (the recall benchmark, the tests): it is off in the product
+(`MemoryService.expand`), so neither `index rebuild` nor the hook server spends time mining it. It
+can be deleted at any time. Stdlib only: the hook path would read it.
 
 Expansions are down-weighted (EXPANSION_WEIGHT) and only ever used when no memory holds every query
 word (the same gate as fusion.py), so a query in a lesson's own words ranks exactly as without them.
@@ -39,7 +40,6 @@ MAX_SHARE = 0.2  # a word in more than this share of memories is too common to r
 WORDS_PER_MEMORY = 48  # the rarest words of a long memory: pairs grow with the square of its words
 EXPANSIONS = 6  # expansion words added to one query
 EXPANSION_WEIGHT = 0.35  # an expansion's relevance against a query word's own
-STALE_SHARE = 0.1  # the store grew or shrank by this share since mining: mine again
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ed", "s")
 # Glue the query stop words leave in: it relates to everything and says nothing.
 _GLUE_TEXT = (
@@ -108,10 +108,6 @@ class Thesaurus:
             return None
         return cls(conn)
 
-    def mined_from(self) -> int:
-        found = self.conn.execute("SELECT value FROM meta WHERE name = 'memories'").fetchone()
-        return int(found[0]) if found else 0
-
     def partners(self, words: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
         stems = sorted({stem(w) for w in words})
         if not stems:
@@ -136,18 +132,6 @@ class Thesaurus:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def stale(path: Path, memories: int) -> bool:
-    """Whether the thesaurus at `path` is missing or was mined from a store of a rather different size."""
-    found = Thesaurus.open(path)
-    if found is None:
-        return memories > 0
-    try:
-        mined = found.mined_from()
-    finally:
-        found.close()
-    return abs(memories - mined) > STALE_SHARE * max(mined, 1)
 
 
 def build(path: Path, texts: Sequence[str]) -> int:
@@ -190,14 +174,10 @@ def indexed_texts(index_path: Path) -> list[str]:
     return [f"{key.replace('-', ' ')}\n{value}\n{tags}" for key, value, tags in rows]
 
 
-def refresh(index_path: Path) -> bool:
-    """Mine the thesaurus beside this index again if it is missing or stale; whether it did."""
-    path = index_path.with_name(THESAURUS_FILE)
-    texts = indexed_texts(index_path)
-    if not stale(path, len(texts)):
-        return False
-    build(path, texts)
-    return True
+def mine_index(index_path: Path) -> int:
+    """Mine the thesaurus beside this index from every memory it holds, replacing the old one; how
+    many words it relates."""
+    return build(index_path.with_name(THESAURUS_FILE), indexed_texts(index_path))
 
 
 Pairs = list[tuple[Candidate, float]]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
-    Rows = npt.NDArray[np.int64]
+    Rows = npt.NDArray[np.intp]
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
 VECTORS_FILE = "vectors.db"  # in the hivelore home, beside index.db
@@ -182,8 +182,9 @@ class VectorFile:
 
 
 class Semantic:
-    """Ranks memories by meaning: the model (loaded on first need), the vector file, and the matrix
-    of the last set of memories ranked (a warm process ranks the same store again and again)."""
+    """Ranks memories by meaning: the model (loaded on first need), the vector file, and the vectors
+    read from it kept as one matrix, with the rows of the last set of memories ranked (a warm process
+    ranks the same store again and again)."""
 
     def __init__(self, vectors_path: Path, embedder: Embedder | None = None, fill_on_rank: bool = True) -> None:
         self._embedder = embedder
@@ -193,9 +194,15 @@ class Semantic:
         self._unembedded: dict[str, str] = {}  # hash → text, left out of a ranking for want of a vector
         self.file = VectorFile(vectors_path)
         self._hashes: dict[tuple[str, str, float], str] = {}  # (origin, place, updated) → text hash
-        self._matrix_key: tuple[str, ...] = ()
-        self._matrix: Matrix | None = None
-        self._kept: list[int] = []
+        self._matrix_key: tuple[str, ...] = ()  # the text hashes of the candidates last ranked
+        self._kept: list[int] = []  # their positions that have a vector
+        self._positions: Rows | None = None  # and those vectors' rows in `_vectors`
+        self._matrix_listing: tuple[object, ...] | None = None  # the `visible` listing they were of
+        # Every vector read so far, one float32 row each, grown in place: on a 2-core VM a fresh
+        # 60,000 × 384 array costs about a second of page faults, so a ranking never allocates one.
+        self._vectors: Matrix | None = None
+        self._used = 0
+        self._rows: dict[str, int] = {}  # text hash → its row in `_vectors`
         self._symptoms_key: tuple[str, ...] = ()  # the matrix key the symptoms' matrix was built for
         self._symptoms: tuple[Rows, Matrix] | None = None
         self._lock = threading.Lock()  # one call at a time: the vector file, the caches
@@ -236,24 +243,61 @@ class Semantic:
             found = self._hashes[where] = text_hash(memory_text(candidate.memory))
         return found
 
-    def _matrix_for(self, candidates: Sequence[Candidate]) -> tuple[list[int], Matrix]:
-        """The positions of the candidates that have a vector, and their vectors as rows."""
+    def _matrix_for(self, candidates: Sequence[Candidate]) -> tuple[list[int], Rows]:
+        """The positions of the candidates that have a vector, and those vectors' rows in `_vectors`.
+        The listing `visible` keeps is recognised by its key, so ranking it again hashes none of its
+        candidates (at 60,000 that cost more than the ranking itself)."""
+        if (
+            candidates is self._listed
+            and self._matrix_listing == self._listed_key
+            and self._matrix_key  # `fill` empties it: vectors were added to the file
+            and self._positions is not None
+        ):
+            return self._kept, self._positions
+        hashes = tuple(self._hash_of(c) for c in candidates)
+        if hashes != self._matrix_key or self._positions is None:
+            self._kept, self._positions = self._place(hashes, candidates)
+            self._matrix_key = hashes
+        self._matrix_listing = self._listed_key if candidates is self._listed else None
+        return self._kept, self._positions
+
+    def _place(self, hashes: tuple[str, ...], candidates: Sequence[Candidate]) -> tuple[list[int], Rows]:
+        """Read the vectors of these candidates that `_vectors` does not hold yet (a vector never
+        changes for its hash: one new memory among 60,000 costs one read); the positions that have one
+        and their rows. The rows of memories changed or forgotten since stay, 1.5 KB each, as long as
+        the process: fewer than the edits it saw."""
         import numpy as np
 
-        hashes = tuple(self._hash_of(c) for c in candidates)
-        if hashes != self._matrix_key or self._matrix is None:
-            stored = self.file.read(set(hashes))
-            missing = {h: memory_text(c.memory) for h, c in zip(hashes, candidates, strict=True) if h not in stored}
-            if missing and self.fill_on_rank:  # written where the model was not loaded (a CLI write, an import)
-                self._compute(missing)
-                stored = self.file.read(set(hashes))
-            else:
-                self._unembedded.update(missing)
-            self._kept = [i for i, h in enumerate(hashes) if h in stored]
-            blob = b"".join(stored[hashes[i]] for i in self._kept)
-            matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(self._kept), DIMENSIONS)
-            self._matrix, self._matrix_key = matrix.astype(np.float32), hashes
-        return self._kept, self._matrix
+        unknown = {h for h in hashes if h not in self._rows}
+        stored = self.file.read(unknown)
+        absent = unknown - stored.keys()
+        missing = {h: memory_text(c.memory) for h, c in zip(hashes, candidates, strict=True) if h in absent}
+        if missing and self.fill_on_rank:  # written where the model was not loaded (a CLI write, an import)
+            self._compute(missing)
+            stored = self.file.read(unknown)
+        else:
+            self._unembedded.update(missing)
+        self._append(stored)
+        kept = [i for i, h in enumerate(hashes) if h in self._rows]
+        return kept, np.array([self._rows[hashes[i]] for i in kept], dtype=np.intp)
+
+    def _append(self, found: dict[str, bytes]) -> None:
+        """Add these vectors as rows of `_vectors`, growing it by a quarter more than needed."""
+        import numpy as np
+
+        if not found:
+            return
+        needed = self._used + len(found)
+        if self._vectors is None or needed > len(self._vectors):
+            grown = np.empty((needed + needed // 4, DIMENSIONS), dtype=np.float32)
+            if self._vectors is not None:
+                grown[: self._used] = self._vectors[: self._used]
+            self._vectors = grown
+        hashes = list(found)
+        rows = np.frombuffer(b"".join(found[h] for h in hashes), dtype=np.float16).reshape(len(hashes), DIMENSIONS)
+        self._vectors[self._used : needed] = rows
+        self._rows.update((h, self._used + i) for i, h in enumerate(hashes))
+        self._used = needed
 
     def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> tuple[Rows, Matrix]:
         """The rows of `_matrix_for`'s matrix whose memory has symptoms with a vector, and those
@@ -274,7 +318,7 @@ class Semantic:
         rows = [row for row, h in hashes.items() if h in stored]
         blob = b"".join(stored[hashes[row]] for row in rows)
         matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), DIMENSIONS).astype(np.float32)
-        self._symptoms, self._symptoms_key = (np.array(rows, dtype=np.int64), matrix), self._matrix_key
+        self._symptoms, self._symptoms_key = (np.array(rows, dtype=np.intp), matrix), self._matrix_key
         return self._symptoms
 
     def fill(self, batch: int = BATCH) -> int:
@@ -321,19 +365,35 @@ class Semantic:
 
     def rank(self, query: str, candidates: Sequence[Candidate], limit: int) -> list[tuple[Candidate, float]]:
         """The `limit` candidates nearest to the query in meaning, nearest first, with their cosine."""
-        import numpy as np
-
         if not candidates:
             return []
         with self._lock:
-            kept, matrix = self._matrix_for(candidates)
+            kept, rows = self._matrix_for(candidates)
+            if not kept or self._vectors is None:
+                return []
             vector = self.embedder.query(query)
-            similarity = with_symptoms(matrix @ vector, vector, *self._symptoms_for(candidates, kept))
-        top = np.argsort(-similarity, kind="stable")[:limit]
+            similarity = (self._vectors[: self._used] @ vector)[rows]
+            similarity = with_symptoms(similarity, vector, *self._symptoms_for(candidates, kept))
+        top = nearest_first(similarity, limit)
         return [(candidates[kept[i]], float(similarity[i])) for i in top if similarity[i] >= MIN_SIMILARITY]
 
     def close(self) -> None:
         self.file.close()
+
+
+def nearest_first(similarity: Matrix, limit: int) -> list[int]:
+    """The positions of the `limit` largest similarities, largest first and ties in position order,
+    as a stable sort of them all would give, in time linear in their number (60,000 are not sorted
+    to show 10): every value at least the `limit`-th largest is sorted, nothing else."""
+    import numpy as np
+
+    size = len(similarity)
+    if limit <= 0 or not size:
+        return []
+    chosen = np.arange(size)
+    if limit < size:
+        chosen = np.flatnonzero(similarity >= np.partition(similarity, size - limit)[size - limit])
+    return [int(i) for i in chosen[np.argsort(-similarity[chosen], kind="stable")][:limit]]
 
 
 class Warm:
