@@ -138,24 +138,25 @@ class Hook(NamedTuple):
 HOOK_SECONDS = 5.0  # generous: a hook takes a tenth of that; this only catches a hang
 
 
-def hook_env(home: Path, developer: str = "") -> dict[str, str]:
-    """The test's environment with only HIVELORE_HOME, HIVELORE_HOOK_SERVER and HIVELORE_HOOK_MODEL (see
-    conftest.py) of hivelore's variables (an agent running these tests may have set HIVELORE_AGENT or
-    HIVELORE_SESSION), and
-    HIVELORE_DEVELOPER when a test plays several developers."""
+def hook_env(home: Path, developer: str = "", hook_server: str = "") -> dict[str, str]:
+    """The test's environment with only HIVELORE_HOME, HIVELORE_HOOK_SERVER (the test's, unless `hook_server`
+    says "on" or "off") and HIVELORE_HOOK_MODEL (see conftest.py) of hivelore's variables (an agent running
+    these tests may have set HIVELORE_AGENT or HIVELORE_SESSION), and HIVELORE_DEVELOPER when a test plays
+    several developers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}
-    env = {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": os.environ["HIVELORE_HOOK_SERVER"]}
+    server = hook_server or os.environ["HIVELORE_HOOK_SERVER"]
+    env = {**env, "HIVELORE_HOME": str(home), "HIVELORE_HOOK_SERVER": server}
     env["HIVELORE_HOOK_MODEL"] = os.environ["HIVELORE_HOOK_MODEL"]
     return {**env, "HIVELORE_DEVELOPER": developer} if developer else env
 
 
-def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes, developer: str = "") -> Hook:
+def run_hook(home: Path, cwd: Path, args: list[str], stdin: bytes, developer: str = "", hook_server: str = "") -> Hook:
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "hivelore", "hook", *args],
         input=stdin,
         cwd=cwd,
-        env=hook_env(home, developer),
+        env=hook_env(home, developer, hook_server),
         capture_output=True,
         timeout=60,
     )

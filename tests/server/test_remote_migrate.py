@@ -41,9 +41,14 @@ def machine(tmp_path: Path, server: Server, who: Account) -> tuple[Path, Path]:
     """A home in remote mode, logged in to `server`, and a clone of acme/checkout."""
     home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
     home.mkdir()
+    log_in(home, repo, server, who)
+    return home, repo
+
+
+def log_in(home: Path, repo: Path, server: Server, who: Account) -> None:
+    """Put `home` in remote mode, logged in to `server`."""
     (home / "config.json").write_text(json.dumps({"mode": "remote", "endpoint": server.url}))
     ok(hivelore(home, repo, "remote", "login", "--token", "-", stdin=who.token))
-    return home, repo
 
 
 def local(home: Path, repo: Path, address: str, value: str, *extra: str) -> None:
@@ -138,31 +143,57 @@ def test_a_quota_stop_says_what_was_and_was_not_copied(
         home, repo = machine(tmp_path, server, who)
         for n in range(5):
             local(home, repo, f"global::lesson-{n}", f"Lesson number {n} about the build.")
-        code, report = migrate(home, repo, "--yes")
+        code, report = migrate(home, repo, "--yes", "--per-minute", "6000")  # the pace is the 429 test's
         assert code == 1
         assert len(report["copied"]) == 3 and len(report["not_copied"]) == 2
         assert set(report["copied"]) | set(report["not_copied"]) == {f"global::lesson-{n}" for n in range(5)}
         assert "active memories" in report["stopped"]
         assert report["requests"] < 10, "a quota stop is not retried forever"
-        text = hivelore(home, repo, "migrate", "--to", "remote", "--yes")
+        text = hivelore(home, repo, "migrate", "--to", "remote", "--yes", "--per-minute", "6000")
         assert text.returncode == 1 and "stopped: your account holds 3 active memories" in text.stdout
         assert text.stdout.count("not copied global::lesson-") == 2
     finally:
         server.stop()
 
 
+def minutes_ending_in(seconds: float) -> str:
+    """A PostgreSQL time zone (libpq's PGTZ) a fraction of a minute off UTC, so that the minutes of a session's
+    clock, which the server counts a token's requests in (server/limits.py), end `seconds` from now and every 60 s
+    after that, instead of on the minute of UTC."""
+    end = int(time.time() + seconds) % 60  # the second of each UTC minute at which the server's minutes end
+    return f"{-(end + 0.5) / 3600:.7f}"  # in hours east of UTC; PostgreSQL keeps the whole seconds
+
+
+def used_up(server: Server, who: Account) -> float:
+    """Make requests until the server refuses one (a 429); the seconds its Retry-After says are left of its minute."""
+    with httpx.Client(base_url=server.url, headers=who.headers()) as client:
+        while (answer := client.get("/v1/me")).status_code != 429:
+            pass
+    return float(answer.headers["Retry-After"])
+
+
+RATE_MINUTE_LEFT_S = 20.0  # left of the server's minute as it starts: enough to start, log in and use up its limit
+MIGRATE_START_S = 4.0  # at least this much of the minute left when the migration starts, so that it meets the 429
+
+
 def test_a_429_is_waited_out_and_the_run_finishes(
-    database_url: str, make_user: Callable[..., Account], tmp_path: Path
+    database_url: str, make_user: Callable[..., Account], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The migration meets a 429, waits as long as its Retry-After says and finishes. The server's minute is set to
+    end a few seconds after its limit is used up (`minutes_ending_in`): the wait takes seconds, not up to a minute."""
+    who = make_user("paced")
+    home, repo = tmp_path / "home", make_repo(tmp_path / "repo")
+    for n in range(4):  # before the server: the home tier is the same in local and in remote mode
+        local(home, repo, f"global::paced-{n}", f"Paced lesson {n}.")
+    monkeypatch.setenv("PGTZ", minutes_ending_in(RATE_MINUTE_LEFT_S))  # read by the server's libpq
     server = start_server(database_url, tmp_path / "server.log", "--requests-per-minute", "10")
+    monkeypatch.delenv("PGTZ")
     try:
-        who = make_user("paced")
-        home, repo = machine(tmp_path, server, who)
-        for n in range(4):
-            local(home, repo, f"global::paced-{n}", f"Paced lesson {n}.")
-        with httpx.Client(base_url=server.url, headers=who.headers()) as client:
-            while client.get("/v1/me").status_code != 429:  # this minute's requests are used up
-                pass
+        log_in(home, repo, server, who)
+        left = used_up(server, who)
+        if left < MIGRATE_START_S:  # the machine was slower than RATE_MINUTE_LEFT_S allows: the next minute, then
+            time.sleep(left)
+            used_up(server, who)
         code, report = migrate(home, repo, "--yes", "--batch", "1", "--per-minute", "6000")
         assert code == 0, report
         assert len(report["copied"]) == 4 and report["waited_s"] > 0
