@@ -102,6 +102,23 @@ def test_near_duplicates_are_shown_once(hl: Hivelore) -> None:
     assert len(selection.shown) == 1 and selection.duplicates == 1
 
 
+def test_session_notes_are_near_duplicates_by_the_agents_words_not_their_attribution(hl: Hivelore) -> None:
+    def note(session: str, said: str) -> None:
+        value = (
+            f'the agent (codex) said at the end of session {session} at 2026-12-03 13:02 UTC (its own words): "{said}"'
+        )
+        hl.write("repo::acme/checkout", f"session-codex-{session}", value, kind="note", tags=("session-note", "codex"))
+
+    note("s-1", "OK")
+    note("s-2", "done")
+    note("s-3", "done")
+    selection = hl.context()
+    assert sorted(r.row.memory.key for r in selection.shown) in (
+        ["session-codex-s-1", "session-codex-s-2"], ["session-codex-s-1", "session-codex-s-3"]
+    )  # fmt: skip
+    assert selection.duplicates == 1
+
+
 def test_archived_and_expired_are_hidden_but_kept(hl: Hivelore, home: Path) -> None:
     hl.write(*ADDRESS, LESSON)
     hl.archive(*ADDRESS)

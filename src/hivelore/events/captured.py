@@ -12,6 +12,7 @@ import os
 from datetime import UTC, datetime
 
 from hivelore.errors import BadInput
+from hivelore.memory.model import SESSION_NOTE_TAG
 from hivelore.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from hivelore.memory.model import Memory
     from hivelore.memory.service import Hivelore
 
-NOTE_TAG = "session-note"  # the tag hooks give the notes they keep (hooks.handlers._capture_note)
+NOTE_TAG = SESSION_NOTE_TAG  # the tag hooks give the notes they keep
 
 
 @record

@@ -15,6 +15,7 @@ from hivelore.errors import Conflict
 from hivelore.events.store import EventStore, Failure, error_lines
 from hivelore.hooks.adapters import Event, holds_pre_tool_text
 from hivelore.hooks.keep_requests import asks_to_keep
+from hivelore.memory.model import SESSION_NOTE_TAG
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -515,7 +516,7 @@ def _capture_note(ctx: HookContext, text: str, what: str) -> None:
     try:
         ctx.service.write(
             ctx.service.scopes[0], key, value, kind="note", state="staged", ttl_days=NOTE_TTL_DAYS,
-            tags=("session-note", event.agent),
+            tags=(SESSION_NOTE_TAG, event.agent),
         )  # fmt: skip
     except ValueError as exc:  # the guard: a secret or an injection in the agent's own words
         ctx.service.warnings.append(f"the session's {what.replace('-', ' ')} was not kept: {exc}")

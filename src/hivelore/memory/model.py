@@ -20,6 +20,9 @@ STATES = ("staged", "committed")
 PROVENANCE_FIELDS = ("agent", "session", "repo", "branch", "commit", "imported_from")
 
 MAX_TTL_DAYS = 36_500
+# The tag of the notes hooks keep of a session (hooks.handlers._capture_note): the agent's own words,
+# in double quotes after who said them, in which session and when (hooks.handlers.agent_words).
+SESSION_NOTE_TAG = "session-note"
 MAX_SEEN_COUNT = 10**9  # far above any real count, far below SQLite's integer limit
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 

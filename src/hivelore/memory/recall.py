@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from hivelore.memory.model import SESSION_NOTE_TAG, Memory
 from hivelore.memory.scope import parse, related
 from hivelore.memory.tier import Candidate
 from hivelore.records import record, replace
@@ -167,6 +168,19 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD_RE.findall(text.lower()))
 
 
+def _own_words(memory: Memory) -> frozenset[str]:
+    """What a near-duplicate is judged on: the memory's own words. Every session note opens with the
+    same attribution (the agent, its session, the minute: hooks.handlers.agent_words), which would make
+    two short notes of different sessions ("OK", "done") near-duplicates in one minute and not in the
+    next; only the agent's words, in the quotes, count."""
+    value = memory.value
+    if SESSION_NOTE_TAG in memory.tags:
+        start, end = value.find('"'), value.rfind('"')
+        if start < end:
+            value = value[start + 1 : end]
+    return _words(value)
+
+
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
@@ -220,7 +234,7 @@ def fit_budget(
         cost = len(line_for(r.row, max_value_chars)) + 1
         if used + cost > budget_chars:
             continue
-        words = _words(r.row.memory.value)
+        words = _own_words(r.row.memory)
         if any(_jaccard(words, other) >= NEAR_DUPLICATE for other in shown_words):
             duplicates += 1
             continue
