@@ -234,6 +234,27 @@ def test_two_session_notes_are_compared_by_the_agents_words_whatever_the_minute_
     assert '"done"' in last_start[3] and '"OK"' in last_start[3]
 
 
+def test_hooks_answering_alone_beside_the_server_leave_its_event_store_usable(
+    tmp_path: Path, repo: Path, server_on: None
+) -> None:
+    """A hook process that answers alone (the server busy, or HIVELORE_HOOK_SERVER=off in one terminal) opens and
+    closes events.db beside the server. Once, that took the file from under the server: its own opening of the
+    file (home.private_file) dropped SQLite's locks, the lone hook checkpointed and deleted the WAL files, and
+    every later event the server answered failed with "disk I/O error"."""
+    home = tmp_path / "home"
+    write_lesson(home, repo)
+    with running_server(home):
+        for n in range(10):
+            for server in ("on", "off"):
+                payload = {"session_id": f"{server}-{n}", "prompt": "why ECONNREFUSED 5432 again", "cwd": str(repo)}
+                args = ["--agent", "claude", "--event", "UserPromptSubmit"]
+                assert run_hook(home, repo, args, json.dumps(payload).encode(), hook_server=server).returncode == 0
+        answered = events_answered(home)
+
+    assert answered >= 9  # the first may start it
+    assert [line for line in log_lines(home) if "hook server" not in line] == []
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "logged"),
     [*BAD_INPUT.values(), (["--agent", "claude", "--event", ""], b"{}", "--event is missing")],

@@ -3,6 +3,7 @@ anything else is loaded."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -42,15 +43,25 @@ def private_folder(path: str) -> None:
 def private_file(path: str) -> None:
     """Create the file `path` owner-only if it is missing, or take group and other access away from it
     (SQLite gives a database's -wal and -shm files the database's mode, so creating the database this
-    way before SQLite does covers them). One open when it already is private."""
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    way before SQLite does covers them). One stat when it already is private.
+
+    An existing file is never opened here: closing any descriptor of a file drops every POSIX lock this
+    process holds on it, SQLite's included. In a process that already has the database open (the hook
+    server), that let another process take the file for its own, checkpoint and delete the WAL files
+    under the first, whose every later use of the store failed with "disk I/O error"."""
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, FILE_MODE)
-    except OSError:  # not ours to change: the store still works
-        pass
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        found = os.lstat(path)
+        if stat.S_ISLNK(found.st_mode):
+            raise OSError(errno.ELOOP, f"{path} is a symbolic link") from None
+        if found.st_mode & 0o077:
+            try:  # noqa: SIM105 -- contextlib is one import more for the hook client
+                os.chmod(path, FILE_MODE)
+            except OSError:  # not ours to change: the store still works
+                pass
+        return
+    os.close(fd)  # just made: no connection of this process can hold it
 
 
 def private_home(home: str) -> None:
