@@ -121,6 +121,17 @@ def make_user(db: psycopg.Connection) -> Callable[..., Account]:
     return make
 
 
+def org_sharing(db: psycopg.Connection, scope: str, owner: Account, *members: Account) -> tuple[int, str]:
+    """A new organisation of `owner`'s, with `members` as members, that shares `scope`: its id and name."""
+    org = unique("acme")
+    accounts.create_org(db, org, owner.id)
+    org_id, _ = accounts.role_in(db, org, owner.id)
+    for member in members:
+        db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, member.id))
+    accounts.bind_scope(db, org_id, scope, owner.id)
+    return org_id, org
+
+
 @pytest.fixture
 def api(server: Server) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=10) as client:

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import START_TIMEOUT_S, Account, Server, free_port, start_server, unique
+from conftest import START_TIMEOUT_S, Account, Server, free_port, org_sharing, start_server, unique
 from harness import REPO
 from test_fault_replay import command, environment, hivelore, machine, outbox, stored, sync
 
@@ -25,7 +25,6 @@ from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S
 from hivelore.remote.client import Client, Endpoint, QuotaReached, RateLimited, Refused
 from hivelore.remote.credentials import resolve
 from hivelore.remote.replica import BATCH_PATH, Replica, batches
-from hivelore.server.postgres import accounts
 
 SECRET = "the deploy user's key is AKIAIOSFODNN7EXAMPLE"
 
@@ -47,11 +46,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), access_log=False, log_
 def member(db: psycopg.Connection, make_user: Callable[..., Account]) -> Account:
     """A member of an org that shares repo::acme/checkout: their lessons there go to the server."""
     owner, member = make_user("owner"), make_user("member")
-    org = unique("acme")
-    accounts.create_org(db, org, owner.id)
-    org_id, _ = accounts.role_in(db, org, owner.id)
-    db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, member.id))
-    accounts.bind_scope(db, org_id, REPO, owner.id)
+    org_sharing(db, REPO, owner, member)
     return member
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import psycopg
 import pytest
-from conftest import Account, Server, start_server, unique
+from conftest import Account, Server, org_sharing, start_server, unique
 from test_accounts import error_of
 
 from hivelore.server.postgres import accounts
@@ -46,11 +46,7 @@ def refusal(result: dict, code: str) -> str:
 def member(db: psycopg.Connection, make_user: Callable[..., Account]) -> tuple[Account, str]:
     """A member of an org that shares repo::acme/checkout, and the org's space name."""
     owner, member = make_user("owner"), make_user("member")
-    org = unique("acme")
-    accounts.create_org(db, org, owner.id)
-    org_id, _ = accounts.role_in(db, org, owner.id)
-    db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, member.id))
-    accounts.bind_scope(db, org_id, REPO, owner.id)
+    _, org = org_sharing(db, REPO, owner, member)
     return member, f"org:{org}"
 
 

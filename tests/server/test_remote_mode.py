@@ -17,10 +17,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Account, Server, free_port, start_server, unique
+from conftest import Account, Server, free_port, org_sharing, start_server
 from harness import ADDRESS, KEY, LESSON, REPO, SEEN, failing_tests, make_repo, mcp_session, session_start
-
-from hivelore.server.postgres import accounts
 
 pytestmark = pytest.mark.anyio
 
@@ -73,11 +71,7 @@ def mirrored(home: Path, key: str) -> bool:
 def team(db: psycopg.Connection, make_user: Callable[..., Account]) -> tuple[Account, Account]:
     """Two developers of one org that shares repo::acme/checkout."""
     a, b = make_user("dev-a"), make_user("dev-b")
-    org = unique("acme")
-    accounts.create_org(db, org, a.id)
-    org_id, _ = accounts.role_in(db, org, a.id)
-    db.execute("INSERT INTO members (org_id, user_id, role) VALUES (%s, %s, 'member')", (org_id, b.id))
-    accounts.bind_scope(db, org_id, REPO, a.id)
+    org_sharing(db, REPO, a, b)
     return a, b
 
 
