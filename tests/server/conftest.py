@@ -46,12 +46,14 @@ class Server:
 
 def start_server(database_url: str, log: Path, *extra: str, port: int | None = None) -> Server:
     port = port or free_port()
+    argv = [sys.executable, "-m", "hivelore", "serve", "--db", database_url, "--port", str(port), *extra]
+    return started(argv, port, log)
+
+
+def started(argv: list[str], port: int, log: Path) -> Server:
+    """A team server run by `argv` on `port` (its output in `log`), once its /readyz answers 200."""
     with log.open("ab") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hivelore", "serve", "--db", database_url, "--port", str(port), *extra],
-            stdout=sink,
-            stderr=sink,
-        )
+        process = subprocess.Popen(argv, stdout=sink, stderr=sink)
     server = Server(f"http://127.0.0.1:{port}", process, log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

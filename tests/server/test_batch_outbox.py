@@ -7,16 +7,14 @@ route gets the writes one by one. And the client decides by the error's `code`, 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
-from conftest import START_TIMEOUT_S, Account, Server, free_port, org_sharing, start_server, unique
+from conftest import Account, Server, free_port, org_sharing, start_server, started, unique
 from harness import REPO
 from test_fault_replay import command, environment, hivelore, machine, outbox, stored, sync
 
@@ -139,20 +137,8 @@ def test_a_batch_cut_short_or_whose_answer_was_lost_is_replayed_and_nothing_land
 
 @pytest.fixture
 def older_server(database_url: str, tmp_path: Path) -> Iterator[Server]:
-    port, log = free_port(), tmp_path / "older.log"
-    with log.open("ab") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-c", OLDER_SERVER, database_url, str(port)], stdout=sink, stderr=sink
-        )
-    server = Server(f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-        try:
-            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    port = free_port()
+    server = started([sys.executable, "-c", OLDER_SERVER, database_url, str(port)], port, tmp_path / "older.log")
     yield server
     server.stop()
 
