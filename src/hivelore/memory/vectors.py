@@ -256,22 +256,23 @@ class Semantic:
             return self._kept, self._positions
         hashes = tuple(self._hash_of(c) for c in candidates)
         if hashes != self._matrix_key or self._positions is None:
-            self._kept, self._positions = self._place(hashes, candidates)
+            self._kept, self._positions = self._place(hashes, lambda i: memory_text(candidates[i].memory))
             self._matrix_key = hashes
         self._matrix_listing = self._listed_key if candidates is self._listed else None
         return self._kept, self._positions
 
-    def _place(self, hashes: tuple[str, ...], candidates: Sequence[Candidate]) -> tuple[list[int], Rows]:
-        """Read the vectors of these candidates that `_vectors` does not hold yet (a vector never
-        changes for its hash: one new memory among 60,000 costs one read); the positions that have one
-        and their rows. The rows of memories changed or forgotten since stay, 1.5 KB each, as long as
-        the process: fewer than the edits it saw."""
+    def _place(self, hashes: Sequence[str], text_of: Callable[[int], str]) -> tuple[list[int], Rows]:
+        """Read the vectors of these texts (by hash; `text_of(i)` the i-th text, asked only for one
+        without a vector) that `_vectors` does not hold yet (a vector never changes for its hash: one
+        new memory among 60,000 costs one read); the positions that have one and their rows. The rows
+        of texts changed or forgotten since stay, 1.5 KB each, as long as the process: fewer than the
+        edits it saw."""
         import numpy as np
 
         unknown = {h for h in hashes if h not in self._rows}
         stored = self.file.read(unknown)
         absent = unknown - stored.keys()
-        missing = {h: memory_text(c.memory) for h, c in zip(hashes, candidates, strict=True) if h in absent}
+        missing = {h: text_of(i) for i, h in enumerate(hashes) if h in absent}
         if missing and self.fill_on_rank:  # written where the model was not loaded (a CLI write, an import)
             self._compute(missing)
             stored = self.file.read(unknown)
@@ -300,25 +301,19 @@ class Semantic:
         self._used = needed
 
     def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> tuple[Rows, Matrix]:
-        """The rows of `_matrix_for`'s matrix whose memory has symptoms with a vector, and those
-        vectors (one computed yet is left to `fill`, as `_matrix_for` leaves a missing vector)."""
+        """The positions among the ranked (`kept`) whose memory has symptoms with a vector, and those
+        vectors, placed as the lessons' are (`_place`: only new ones read; one not computed yet is
+        left to `fill`)."""
         import numpy as np
 
         if self._symptoms_key == self._matrix_key and self._symptoms is not None:
             return self._symptoms
-        texts = {row: text for row, i in enumerate(kept) if (text := symptoms_text(candidates[i].memory))}
-        hashes = {row: text_hash(text) for row, text in texts.items()}
-        stored = self.file.read(set(hashes.values()))
-        missing = {h: texts[row] for row, h in hashes.items() if h not in stored}
-        if missing and self.fill_on_rank:
-            self._compute(missing)
-            stored = self.file.read(set(hashes.values()))
-        else:
-            self._unembedded.update(missing)
-        rows = [row for row, h in hashes.items() if h in stored]
-        blob = b"".join(stored[hashes[row]] for row in rows)
-        matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), DIMENSIONS).astype(np.float32)
-        self._symptoms, self._symptoms_key = (np.array(rows, dtype=np.intp), matrix), self._matrix_key
+        found = [(row, text) for row, i in enumerate(kept) if (text := symptoms_text(candidates[i].memory))]
+        placed, vector_rows = self._place([text_hash(text) for _, text in found], lambda j: found[j][1])
+        held = self._vectors if placed and self._vectors is not None else np.zeros((0, DIMENSIONS), dtype=np.float32)
+        matrix = held[vector_rows]
+        self._symptoms = (np.array([found[j][0] for j in placed], dtype=np.intp), matrix)
+        self._symptoms_key = self._matrix_key
         return self._symptoms
 
     def fill(self, batch: int = BATCH) -> int:
