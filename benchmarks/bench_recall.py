@@ -4,7 +4,15 @@ Lessons (benchmarks/recall/main-*.txt, 302 of them, and heldout.txt, 60 written 
 to choose a weight) each come with three queries: a lexical one (the lesson's own rare words), a
 paraphrase that shares no content word with the lesson (checked here, after stop words and a light
 stemming; violations are printed), and a vague reference ("that postgres thing again"). Each lesson
-also has a "when": the symptoms in plain words, as `memory_write --when` takes them.
+also has a "when": the symptoms in plain words, as `memory_write --when` takes them, written by the
+same author as the queries (so it flatters them).
+
+The agent's side (recall/agent.txt), written blind by language-model sessions playing the agent:
+three symptoms per lesson written from the lesson alone, following memory_write's instruction for
+`when` ("as the agent writes"), and, for each paraphrase and vague reference, the query an agent
+passes to memory_search following that tool's instruction for `query`, written from the user's
+message alone ("as the agent searches": the columns `para→agent` and `vague→agent`). The prompt hook
+has only the user's own words: the paraphrase and vague columns are its figures.
 
 The lessons are written into a store among distractors that `synth.py` generates deterministically
 from templates and a vocabulary (realistic developer lessons on the same topics: errors, ports,
@@ -17,8 +25,8 @@ package managers, services), then every query is run through:
   memory matches whole. The thesaurus is mined from the stored memories (lessons and distractors, as
   the index holds them) when the index is rebuilt, never from the queries;
 
-first with the lessons as they are written today (no "when"), then with their "when" stored and
-indexed. It prints recall@3 and MRR@10 per set and query kind, the model's load time, the median and
+with the lessons as written (no "when"), with the benchmark's own "when", and with the agent's
+(blind). It prints recall@3 and MRR@10 per set and query kind, the model's load time, the median and
 p90 time per query, the size of the index and of the vector file. Figures only: nothing is asserted.
 
 Needs the semantic extra (`pip install -e '.[semantic]'`). Usage:
@@ -57,6 +65,11 @@ DATA = Path(__file__).resolve().parent / "recall"
 ORIGIN = "git@github.com:acme/checkout.git"
 SCOPE = "repo::acme/checkout"
 KINDS = ("lexical", "paraphrase", "vague")
+# Asked again as the agent searches (recall/agent.txt), under these column names.
+AGENT_KINDS = {"paraphrase": "para→agent", "vague": "vague→agent"}
+COLUMNS = (*KINDS, *AGENT_KINDS.values())
+# Whose symptoms the stored lessons carry: none, the benchmark author's, or the agent's (blind).
+WHENS = ("none", "author", "agent")
 LIMIT = 10
 DAY = 86400.0
 # Words that carry no content, for the paraphrase check: English glue, number words and the
@@ -79,7 +92,8 @@ class Lesson:
     key: str
     text: str
     when: str
-    queries: dict[str, str]
+    queries: dict[str, str]  # per column: the user's words (KINDS), then the agent's search (AGENT_KINDS)
+    agent_when: str = ""
 
 
 @dataclass
@@ -94,13 +108,33 @@ class Outcome:
         self.seconds.append(seconds)
 
 
-def load(path: Path) -> list[Lesson]:
-    lessons = []
+def blocks(path: Path) -> Iterator[list[tuple[str, str]]]:
+    """Each blank-line-separated block's `name: value` lines (comments left out)."""
     for block in path.read_text(encoding="utf-8").split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith("#"))
+        lines = [line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith("#")]
+        if lines:
+            yield [(name, value.strip()) for name, value in lines]
+
+
+def agent_side() -> dict[str, tuple[str, dict[str, str]]]:
+    """Per lesson key, the agent's symptoms (joined as one `when`) and its search per kind."""
+    found = {}
+    for lines in blocks(DATA / "agent.txt"):
+        fields = dict(lines)
+        whens = [value for name, value in lines if name == "when"]
+        found[fields["key"]] = ("; ".join(whens), {column: fields[kind] for kind, column in AGENT_KINDS.items()})
+    return found
+
+
+def load(path: Path) -> list[Lesson]:
+    agent = agent_side()
+    lessons = []
+    for lines in blocks(path):
+        fields = dict(lines)
         if "key" in fields:
-            queries = {kind: fields[kind] for kind in KINDS}
-            lessons.append(Lesson(fields["key"], fields["lesson"], fields["when"], queries))
+            agent_when, searches = agent[fields["key"]]
+            queries = {**{kind: fields[kind] for kind in KINDS}, **searches}
+            lessons.append(Lesson(fields["key"], fields["lesson"], fields["when"], queries, agent_when))
     return lessons
 
 
@@ -120,7 +154,8 @@ def shared_words(lesson: Lesson) -> set[str]:
     return content_words(lesson.queries["paraphrase"]) & content_words(f"{lesson.key.replace('-', ' ')} {lesson.text}")
 
 
-def memories(lessons: Sequence[Lesson], with_when: bool, now: float) -> Iterator[Memory]:
+def memories(lessons: Sequence[Lesson], whose: str, now: float) -> Iterator[Memory]:
+    """The lessons as memories, carrying `whose` symptoms (WHENS)."""
     for i, lesson in enumerate(lessons):
         stamp = iso_from_epoch(now - (i * 7919 % 300) * DAY)  # ages spread over ten months, as synth's are
         yield Memory(
@@ -129,7 +164,7 @@ def memories(lessons: Sequence[Lesson], with_when: bool, now: float) -> Iterator
             value=lesson.text,
             created=stamp,
             updated=stamp,
-            when=lesson.when if with_when else "",
+            when={"none": "", "author": lesson.when, "agent": lesson.agent_when}[whose],
         )
 
 
@@ -146,10 +181,10 @@ def make_repo(folder: Path) -> Path:
     return repo
 
 
-def write_store(home: Path, lessons: Sequence[Lesson], distractors: int, with_when: bool, now: float) -> None:
+def write_store(home: Path, lessons: Sequence[Lesson], distractors: int, whose: str, now: float) -> None:
     synth.generate(home, distractors, seed=1, now=now)
     vault = Vault(home, "home")
-    for memory in memories(lessons, with_when, now):
+    for memory in memories(lessons, whose, now):
         path = vault.path_for(memory.scope, memory.key)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(memory), encoding="utf-8")
@@ -163,7 +198,7 @@ def evaluate(sets: dict[str, list[Lesson]], ask: Callable[[str], list[str]]) -> 
     outcome = Outcome()
     for name, lessons in sets.items():
         for lesson in lessons:
-            for kind in KINDS:
+            for kind in COLUMNS:
                 started = time.perf_counter()
                 keys = ask(lesson.queries[kind])
                 outcome.add((name, kind), rank_of(keys, lesson.key), time.perf_counter() - started)
@@ -186,16 +221,13 @@ def milliseconds(seconds: list[float]) -> str:
 
 def report(title: str, results: dict[str, Outcome], sets: Sequence[str]) -> None:
     print(f"\n{title}: recall@3 / MRR@10")
-    header = f"{'system':<10}" + "".join(f" | {s + ' ' + k:>22}" for s in sets for k in KINDS)
-    print(header)
-    print("-" * len(header))
-    for system, outcome in results.items():
-        cells = []
-        for s in sets:
-            for k in KINDS:
-                ranks = outcome.ranks[(s, k)]
-                cells.append(f" | {recall_at(ranks, 3) * 100:>12.1f}% / {mrr(ranks):.2f}")
-        print(f"{system:<10}" + "".join(cells))
+    for s in sets:
+        header = f"{s:<10}" + "".join(f" | {k:>15}" for k in COLUMNS)
+        print(header)
+        print("-" * len(header))
+        for system, outcome in results.items():
+            cells = [outcome.ranks[(s, k)] for k in COLUMNS]
+            print(f"{system:<10}" + "".join(f" | {recall_at(r, 3) * 100:>6.1f}% / {mrr(r):.2f}" for r in cells))
     print("ms per query, median / p90: " + ", ".join(f"{s} {milliseconds(o.seconds)}" for s, o in results.items()))
 
 
@@ -205,10 +237,14 @@ def check_paraphrases(sets: dict[str, list[Lesson]]) -> None:
         near_when = sum(
             1 for lesson in lessons if content_words(lesson.queries["paraphrase"]) & content_words(lesson.when)
         )
+        near_agent = sum(
+            1 for lesson in lessons if content_words(lesson.queries["paraphrase"]) & content_words(lesson.agent_when)
+        )
         print(f"{name}: {len(lessons)} lessons; paraphrases sharing a content word with their lesson: {len(bad)}")
         for key, words in bad:
             print(f"  {key}: {', '.join(words)}")
         print(f"  paraphrases sharing a content word with their lesson's 'when' (same author): {near_when}")
+        print(f"  paraphrases sharing a content word with the agent's 'when' (written blind): {near_agent}")
 
 
 def measure(repo: Path, home: Path, semantic: vectors.Semantic, sets: dict[str, list[Lesson]]) -> dict[str, Outcome]:
@@ -363,7 +399,7 @@ def measure_hook(lessons: Sequence[Lesson], size: int, runs: int, vector_file: P
     try:
         repo, home = make_repo(tmp), tmp / "home"
         now = time.time() - time.time() % DAY
-        write_store(home, lessons, size - len(lessons), True, now)
+        write_store(home, lessons, size - len(lessons), "author", now)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
         run = HookRun(repo, env, hivelore, [str(launcher)] if launcher.is_file() else [hivelore, "hook"])
         run.run([hivelore, "index", "rebuild"])
@@ -452,10 +488,13 @@ def main(argv: list[str] | None = None) -> int:
     index_mb = 0.0
     try:
         repo = make_repo(tmp)
-        for with_when in (False, True):
-            home = tmp / ("home-when" if with_when else "home")
-            write_store(home, main_set + held_out, distractors, with_when, now)
-            title = "lessons with their 'when'" if with_when else "lessons as written today (no 'when')"
+        for whose, title in (
+            ("none", "lessons as written (no 'when')"),
+            ("author", "lessons with the benchmark's 'when' (same author as the queries)"),
+            ("agent", "lessons with the agent's 'when' (three symptoms, written blind)"),
+        ):
+            home = tmp / f"home-{whose}"
+            write_store(home, main_set + held_out, distractors, whose, now)
             print(f"{title}: measuring", file=sys.stderr)
             report(title, measure(repo, home, semantic, sets), list(sets))
             index_mb = max(index_mb, (home / "index.db").stat().st_size / 1e6)

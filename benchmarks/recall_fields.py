@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     semantic = vectors.Semantic(args.vectors or tmp / "vectors.db", vectors.Embedder())
     try:
         repo, home = bench_recall.make_repo(tmp), tmp / "home"
-        bench_recall.write_store(home, main_set + held_out, distractors, True, time.time() - time.time() % 86400)
+        bench_recall.write_store(home, main_set + held_out, distractors, "author", time.time() - time.time() % 86400)
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("HIVELORE_")}, "HIVELORE_HOME": str(home)}
         service = Hivelore.open(repo, env=env)
         service.rebuild_index()

@@ -145,6 +145,10 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
     assert set(write_input["required"]) == {"scope", "key", "value"}
     assert {"tags", "kind", "ttl_days"} <= set(write_input["properties"])
     assert set(tools["memory_scopes"].input_schema.get("required", [])) == set()
+    # What makes a lesson findable in other words (benchmarks/bench_recall.py measures both): the agent
+    # searches with the words the problem would show, and writes two or three symptoms with a lesson.
+    assert "the likely error message, tool, command" in " ".join(tools["memory_search"].description.split())
+    assert "Give two or three, each worded differently" in " ".join(tools["memory_write"].description.split())
 
 
 # -- 2. a lesson's life, shared with the CLI ----------------------------------------------------------------

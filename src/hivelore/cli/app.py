@@ -122,7 +122,10 @@ def write(
     ] = None,
     when: Annotated[
         str | None,
-        typer.Option(help="The symptoms in plain words, as someone hitting this would put it; searched too."),
+        typer.Option(
+            help="The symptoms in plain words, as someone hitting this would put it: two or three, each worded"
+            " differently, separated by ';'. Searched too."
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

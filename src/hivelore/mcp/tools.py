@@ -122,8 +122,11 @@ def build_server(cwd: Path | None = None) -> MCPServer:
         key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
         cites: symbols (id, qualified name or name) or files it is about; a lesson's or decision's text is
         also read for them. Reads then say when that code changed since.
-        when: the symptoms in plain words, as someone hitting this without knowing the cause would say
-        it ("the tests can't reach the database"); searched with the lesson, so it is found either way.
+        when: the symptoms in plain words, as someone hitting this without knowing the cause would say it.
+        Give two or three, each worded differently — what they see, what they were doing, what they would
+        ask — e.g. "the tests can't reach the database; the integration suite fails at start with
+        connection refused; why do my tests hang waiting for postgres". Each is searched with the lesson,
+        so it is found either way.
         """
         with service() as svc:
             result = svc.write(
@@ -141,7 +144,12 @@ def build_server(cwd: Path | None = None) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def memory_search(query: str, scopes: list[str] | None = None, limit: int | None = None) -> SearchOut:
-        """Search memories, best first. Without scopes, searches this folder's whole scope chain."""
+        """Search memories, best first. Without scopes, searches this folder's whole scope chain.
+
+        query: what you are looking for. A lesson is rarely written in the user's words: add the words the
+        problem itself would show — the likely error message, tool, command, setting, service or file
+        names — to the user's own.
+        """
         with service() as svc:
             hits = svc.search(query, scopes, limit)
             return SearchOut(

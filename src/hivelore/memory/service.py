@@ -1123,7 +1123,7 @@ MAX_WHEN_CHARS = 1000
 
 
 def _checked_when(when: str) -> str:
-    """The symptoms line, on one line: a sentence or two, not a second lesson."""
+    """The symptoms line, on one line: two or three short phrasings, not a second lesson."""
     text = " ".join(when.split())
     if len(text) > MAX_WHEN_CHARS:
         raise ValueError(f"'when' is {len(text):,} characters; keep it to the symptoms, at most {MAX_WHEN_CHARS:,}.")
