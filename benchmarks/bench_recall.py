@@ -373,7 +373,8 @@ def warm_server(run: HookRun, prompt: str) -> str:
         if time.monotonic() > deadline:
             raise SystemExit(f"the hook server did not load the model within {MODEL_WAIT_S:.0f} s")
         time.sleep(1)
-    run.prompt(prompt, "warm-up-1")  # the first ranking lists the store and reads its vectors
+    seconds, _ = run.prompt(prompt, "warm-up-1")  # the first ranking lists the store (its vectors read ahead)
+    print(f"  the first prompt answered by meaning took {seconds * 1000:.0f} ms (it lists and hashes the store)")
     return run.status()
 
 

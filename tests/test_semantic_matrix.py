@@ -68,3 +68,29 @@ def test_a_changed_listing_ranks_as_a_fresh_process_ranks_it(tmp_path: Path) -> 
         warm.close()
         if fresh is not None:
             fresh.close()
+
+
+@needs_model
+def test_vectors_read_ahead_serve_the_first_ranking_without_reading_the_file(tmp_path: Path) -> None:
+    """The hook server reads the whole vector file before it offers the model (`preload`), so its first
+    ranking at 60,000 memories does not: here the file's rows are deleted after the read ahead, and the
+    ranking still has every vector, in the order a process that read them from the file gives."""
+    import sqlite3
+
+    path = tmp_path / vectors.VECTORS_FILE
+    listed = [candidate(key, value) for key, value in LESSONS.items()]
+    first = vectors.Semantic(path)
+    ahead: vectors.Semantic | None = None
+    try:
+        expected = ranked(first, listed)  # computes and stores every vector
+        ahead = vectors.Semantic(path, first.embedder, fill_on_rank=False)
+        assert ahead.preload() == len(LESSONS)
+        assert ahead.preload() == 0  # read once
+        with sqlite3.connect(path) as other:
+            other.execute("DELETE FROM vectors")
+        assert ranked(ahead, listed) == expected
+        assert ahead.waiting() == 0  # nothing was found missing
+    finally:
+        first.close()
+        if ahead is not None:
+            ahead.close()
