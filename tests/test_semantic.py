@@ -112,22 +112,31 @@ LONG_LESSON = (
 ASKED = "the suite can't reach the database server, what should I launch beforehand?"
 
 
-def test_a_memory_is_as_near_as_the_nearer_of_its_text_and_its_symptoms() -> None:
+def test_a_memory_is_as_near_as_the_nearest_of_its_text_and_its_phrasings() -> None:
     np = pytest.importorskip("numpy")
     query = np.array([1.0, 0.0], dtype=np.float32)
     lessons = np.array([[0.6, 0.8], [0.9, 0.1], [0.0, 1.0], [0.0, 1.0]], dtype=np.float32)
-    rows = np.array([0, 1], dtype=np.int64)  # the third and fourth memories have no symptoms
-    symptoms = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    rows = np.array([0, 1, 3, 3, 3], dtype=np.int64)  # the third memory has no symptoms, the fourth three
+    symptoms = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.8], [0.7, 0.7], [0.2, 0.9]], dtype=np.float32)
     nearest = vectors.with_symptoms(lessons @ query, query, rows, symptoms)
-    assert nearest.tolist() == pytest.approx([1.0, 0.9, 0.0, 0.0])  # the second's symptoms are farther
+    # The second's symptoms are farther; the fourth takes its nearest phrasing, not its last.
+    assert nearest.tolist() == pytest.approx([1.0, 0.9, 0.0, 0.7])
     assert vectors.with_symptoms(lessons @ query, query, rows[:0], symptoms[:0]).tolist() == pytest.approx(
         [0.6, 0.9, 0.0, 0.0]
     )
 
 
-def test_only_a_memory_with_symptoms_has_a_second_text() -> None:
-    assert vectors.symptoms_text(candidate("pg-down", LESSON, when=f"  {WHEN} ").memory) == WHEN
-    assert vectors.symptoms_text(candidate("pg-down", LESSON).memory) == ""
+def test_each_phrasing_of_the_symptoms_is_a_text_of_its_own() -> None:
+    def phrasings(when: str) -> list[str]:
+        return vectors.symptoms_text(candidate("pg-down", LESSON, when=when).memory)
+
+    assert phrasings(f"  {WHEN} ") == [WHEN]  # no `;`: one phrasing, the vector files written before hold
+    assert phrasings(f"{WHEN}; tests hang on postgres ;;  ; {WHEN} ;why is the db refused") == [
+        WHEN,
+        "tests hang on postgres",
+        "why is the db refused",
+    ]
+    assert phrasings("") == [] and phrasings(" ; ") == []
 
 
 @needs_model
@@ -142,6 +151,63 @@ def test_a_search_scores_a_lesson_by_the_nearer_of_its_text_and_its_symptoms(hom
         lesson, symptoms, asked = semantic.embedder.embed([vectors.memory_text(hl.read(SCOPE, "pg-down")), WHEN, ASKED])
         assert ranked["pg-down"] == pytest.approx(max(float(lesson @ asked), float(symptoms @ asked)), abs=1e-2)
         assert float(symptoms @ asked) > float(lesson @ asked)  # why the symptoms get a vector of their own
+    finally:
+        semantic.close()
+
+
+# The lesson's text, its symptoms joined and their first phrasing are all farther from STUCK than a
+# distractor (STATEMENT_TIMEOUT); its second phrasing is nearer than any (measured: 0.73 against
+# 0.58, and the text 0.40, the joined symptoms 0.49, the first phrasing 0.31).
+TWO_PHRASINGS = "pytest errors out in conftest before the first test; my tests hang waiting for postgres"
+STUCK = "why are my tests stuck waiting on the database?"
+STATEMENT_TIMEOUT = "tests hang forever when postgres is under load: set statement_timeout in the test settings"
+NEIGHBOURS = {
+    "pg-timeout": STATEMENT_TIMEOUT,
+    "db-pool": "The API's connection pool to Postgres is capped at 20; under load requests wait for a free connection",
+    "flaky-db": "Tests that share the database flake in parallel: each worker needs its own schema (worker_id fixture)",
+    "heap-oom": "Webpack dies with JavaScript heap out of memory: raise --max-old-space-size",
+}
+
+
+@needs_model
+def test_a_lesson_is_found_through_its_second_phrasing_alone(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LONG_LESSON, when=TWO_PHRASINGS)
+    for key, value in NEIGHBOURS.items():
+        hl.write(SCOPE, key, value)
+    semantic = vectors.Semantic(home / vectors.VECTORS_FILE)
+    try:
+        memory = hl.read(SCOPE, "pg-down")
+        assert semantic.remember([memory]) == 3  # the lesson's vector and one per phrasing
+        text, joined, first, second, rival, asked = semantic.embedder.embed(
+            [vectors.memory_text(memory), TWO_PHRASINGS, *TWO_PHRASINGS.split("; "), STATEMENT_TIMEOUT, STUCK]
+        )
+        assert max(float(v @ asked) for v in (text, joined, first)) < float(rival @ asked) < float(second @ asked)
+        ranked = semantic.rank(STUCK, hl.local.listed(hl.scopes), 3)
+        assert [c.key for c, _ in ranked][:2] == ["pg-down", "pg-timeout"]
+        assert ranked[0][1] == pytest.approx(float(second @ asked), abs=1e-2)
+        hits = [c.key for c, _ in semantic.rank(TWO_PHRASINGS.split("; ")[0], hl.local.listed(hl.scopes), 1)]
+        assert hits == ["pg-down"]  # the first phrasing's vector is there too
+    finally:
+        semantic.close()
+
+
+@needs_model
+def test_the_failure_hooks_nearness_takes_the_nearest_phrasing_too(home: Path, repo: Path) -> None:
+    hl = Hivelore.open(repo)
+    hl.write(SCOPE, "pg-down", LONG_LESSON, when=TWO_PHRASINGS)
+    hl.write(SCOPE, "flaky-db", NEIGHBOURS["flaky-db"])
+    semantic = vectors.Semantic(home / vectors.VECTORS_FILE)
+    try:
+        candidates = hl.local.listed(hl.scopes)
+        assert semantic.near(STUCK, candidates, 0.45) == set()  # no vector computed yet: nothing is near
+        semantic.remember([hl.read(SCOPE, key) for key in ("pg-down", "flaky-db")])
+        text, second, asked = semantic.embedder.embed(
+            [vectors.memory_text(hl.read(SCOPE, "pg-down")), TWO_PHRASINGS.split("; ")[1], STUCK]
+        )
+        assert float(text @ asked) < 0.45 <= float(second @ asked)  # near by its second phrasing alone
+        near = semantic.near(STUCK, candidates, 0.45)
+        assert {place for _, place in near} == {c.place for c in candidates if c.key == "pg-down"}
     finally:
         semantic.close()
 
@@ -197,3 +263,28 @@ def test_the_servers_copy_of_a_space_ranks_a_row_by_the_nearer_of_its_two_vector
     assert [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)] == [(2, 0.9), (1, 0.6)]
     copy.take([(2, SCOPE, stored(0.9, 0.1), stored(0.0, 1.0), 4)], 4)  # given symptoms farther than its text
     assert len(copy.symptoms) == 2 and [id_ for id_, _ in copy.nearest([SCOPE], query, 5)] == [2, 1]
+
+
+def test_the_servers_copy_keeps_each_phrasing_as_their_count_changes() -> None:
+    np = pytest.importorskip("numpy")
+    server_vectors = pytest.importorskip("hivelore.server.postgres.vectors")
+
+    def stored(*values: float) -> bytes:
+        vector = np.zeros(vectors.DIMENSIONS, dtype="<f2")
+        vector[: len(values)] = values
+        return vector.tobytes()
+
+    def ranked() -> list[tuple[int, float]]:
+        return [(id_, round(cosine, 2)) for id_, cosine in copy.nearest([SCOPE], query, 5)]
+
+    copy = server_vectors.SpaceVectors()
+    query = np.frombuffer(stored(1.0), dtype="<f2").astype(np.float32)
+    text = stored(0.0, 1.0)
+    copy.take([(1, SCOPE, text, stored(0.0, 1.0) + stored(0.8, 0.6), 1), (2, SCOPE, stored(0.7, 0.7), None, 2)], 2)
+    assert ranked() == [(1, 0.8), (2, 0.7)]  # its second phrasing, the nearer
+    copy.take([(1, SCOPE, text, stored(0.6, 0.8), 3)], 3)  # one phrasing now: the second's place is zero
+    assert ranked() == [(2, 0.7), (1, 0.6)] and len(copy.symptoms) == 2
+    copy.take([(1, SCOPE, text, stored(0.0, 1.0) + stored(0.5, 0.9) + stored(0.9, 0.4), 4)], 4)
+    assert ranked() == [(1, 0.9), (2, 0.7)] and len(copy.symptoms) == 3  # two places kept, one more
+    copy.take([(1, SCOPE, text, None, 5)], 5)
+    assert ranked() == [(2, 0.7)]  # none left: its text alone, below MIN_SIMILARITY

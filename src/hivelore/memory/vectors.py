@@ -10,12 +10,14 @@ else at the first search that needs it) and the file can be deleted at any time:
 the Markdown files. Each search embeds its query once (a cache of recent queries) and ranks every
 visible memory by cosine similarity; fusion.py merges that ranking with BM25's.
 
-A memory written with its symptoms (`when`) has a second vector, of the symptoms alone, kept in the
-same file under that text's hash: a memory is as near to a query as the nearer of its two vectors
-(`with_symptoms`). Symptoms are phrased the way an agent asks before it knows the cause, and in the
-lesson's one vector they weigh a sentence among many (benchmarks/recall_fields.py measured it). A
-file written before this has no such vector: the first ranking that needs one computes it (the hook
-server leaves it to `fill`, as for any vector missing), so an old file stays usable as it is.
+A memory written with its symptoms (`when`: two or three phrasings, `;` apart) has a vector per
+phrasing too, kept in the same file under that phrasing's hash: a memory is as near to a query as
+the nearest of its vectors (`with_symptoms`). Symptoms are phrased the way an agent asks before it
+knows the cause; in the lesson's one vector they weigh a sentence among many (benchmarks/recall_fields.py
+measured it), and joined into one vector each phrasing blurs the others (bench_recall.py: paraphrase
+recall@3 64.2 joined, 68.2 apart). A `when` without `;` is one phrasing, the vector of the whole
+`when` that files written before hold. A vector missing is computed by the first ranking that needs
+it (the hook server leaves it to `fill`, as for any vector missing), so an old file stays usable as it is.
 """
 
 from __future__ import annotations
@@ -66,21 +68,23 @@ def memory_text(memory: Memory) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def symptoms_text(memory: Memory) -> str:
-    """What a memory's second vector is computed from: its symptoms alone ("" without any). Phrased
-    the way someone asks before knowing the cause, they are diluted in the lesson's own vector."""
-    return memory.when.strip()
+def symptoms_text(memory: Memory) -> list[str]:
+    """What a memory's other vectors are computed from, one each: the phrasings of its symptoms
+    (`when` split on `;`, stripped, each once, in order; none without symptoms). Phrased the way
+    someone asks before knowing the cause, they are diluted in the lesson's own vector."""
+    return list(dict.fromkeys(part for phrasing in memory.when.split(";") if (part := phrasing.strip())))
 
 
 def with_symptoms(similarity: Matrix, query: Matrix, rows: Rows, symptoms: Matrix) -> Matrix:
     """`similarity` (the query's cosine to each memory's vector) where each memory at `rows` takes the
-    cosine of its symptoms' vector (the same row of `symptoms`) when that is nearer: a memory is as
-    near as the nearer of its two vectors. Only memories with symptoms have a row, so the matrix is as
-    large as the symptoms written, not as the store."""
+    cosine of a phrasing's vector (the same row of `symptoms`) when that is nearer: a memory is as
+    near as the nearest of its vectors. A memory has a row per phrasing (`rows` repeats it), and only
+    memories with symptoms have any, so the matrix is as large as the phrasings written, not as the store."""
     import numpy as np
 
     if len(rows):
-        similarity[rows] = np.maximum(similarity[rows], symptoms @ query)
+        # Not `similarity[rows] = np.maximum(...)`: with a row repeated, its last phrasing would win.
+        np.maximum.at(similarity, rows, symptoms @ query)
     return similarity
 
 
@@ -225,7 +229,7 @@ class Semantic:
         it: the next search computes what is missing)."""
         if not load and self._embedder is None:
             return 0
-        texts = {text_hash(t): t for m in memories for t in (memory_text(m), symptoms_text(m)) if t}
+        texts = {text_hash(t): t for m in memories for t in (memory_text(m), *symptoms_text(m)) if t}
         with self._lock:
             return self._compute(texts)
 
@@ -305,14 +309,14 @@ class Semantic:
         self._used = needed
 
     def _symptoms_for(self, candidates: Sequence[Candidate], kept: Sequence[int]) -> tuple[Rows, Matrix]:
-        """The positions among the ranked (`kept`) whose memory has symptoms with a vector, and those
-        vectors, placed as the lessons' are (`_place`: only new ones read; one not computed yet is
-        left to `fill`)."""
+        """Per phrasing of the symptoms of the ranked (`kept`) that has a vector, its memory's position
+        among them, and those vectors, placed as the lessons' are (`_place`: only new ones read; one
+        not computed yet is left to `fill`)."""
         import numpy as np
 
         if self._symptoms_key == self._matrix_key and self._symptoms is not None:
             return self._symptoms
-        found = [(row, text) for row, i in enumerate(kept) if (text := symptoms_text(candidates[i].memory))]
+        found = [(row, text) for row, i in enumerate(kept) for text in symptoms_text(candidates[i].memory)]
         placed, vector_rows = self._place([text_hash(text) for _, text in found], lambda j: found[j][1])
         held = self._vectors if placed and self._vectors is not None else np.zeros((0, DIMENSIONS), dtype=np.float32)
         matrix = held[vector_rows]
@@ -346,20 +350,19 @@ class Semantic:
         return len(self._unembedded)
 
     def near(self, query: str, candidates: Sequence[Candidate], threshold: float) -> set[tuple[str, str]]:
-        """The (origin, place) of the candidates whose stored vector is at least `threshold` from
-        the query's (cosine); a candidate without a vector is not near."""
+        """The (origin, place) of the candidates with a stored vector (their text's or a phrasing of
+        their symptoms') at least `threshold` from the query's (cosine), as a ranking takes the nearest;
+        a candidate without any vector is not near."""
         import numpy as np
 
-        hashes = [self._hash_of(c) for c in candidates]
+        hashes = [[self._hash_of(c), *map(text_hash, symptoms_text(c.memory))] for c in candidates]
         with self._lock:
-            stored = self.file.read(set(hashes))
+            stored = self.file.read({h for own in hashes for h in own})
             vector = self.embedder.query(query)
         found = set()
-        for candidate, h in zip(candidates, hashes, strict=True):
-            if (
-                h in stored
-                and float(np.frombuffer(stored[h], dtype=np.float16).astype(np.float32) @ vector) >= threshold
-            ):
+        for candidate, own in zip(candidates, hashes, strict=True):
+            kept = [stored[h] for h in own if h in stored]
+            if kept and float(np.max(_stacked(kept) @ vector)) >= threshold:
                 found.add((candidate.origin, candidate.place))
         return found
 
@@ -387,6 +390,13 @@ class Semantic:
 
     def close(self) -> None:
         self.file.close()
+
+
+def _stacked(stored: Sequence[bytes]) -> Matrix:
+    """Vectors as `vectors.db` keeps them (float16 each), one float32 row each."""
+    import numpy as np
+
+    return np.frombuffer(b"".join(stored), dtype=np.float16).reshape(len(stored), DIMENSIONS).astype(np.float32)
 
 
 def nearest_first(similarity: Matrix, limit: int) -> list[int]:

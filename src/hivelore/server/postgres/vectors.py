@@ -1,6 +1,7 @@
 """Recall by meaning on the team server: the model, each memory's vectors in PostgreSQL (migration
-0015; its symptoms' own vector, migration 0018), and the nearest rows to a query, found in this process.
-A row is as near as the nearer of its two vectors, as on a machine (memory/vectors.py `with_symptoms`).
+0015; its symptoms' phrasings' own vectors, migration 0018), and the nearest rows to a query, found in
+this process. A row is as near as the nearest of its vectors, as on a machine (memory/vectors.py
+`with_symptoms`).
 
 The model is the one a machine runs (memory/vectors.py: all-MiniLM-L6-v2 int8 from the `semantic`
 extra, nothing downloaded), loaded once per replica in the background after it starts; until it is
@@ -8,8 +9,9 @@ loaded, or where the extra is not installed, searches rank by BM25 alone and wri
 A write that changes a row's text drops its vector (postgres/tier.py) and tells the replica, whose
 model thread computes the new one about a second later, in one batch with the others written
 meanwhile: no write waits for the model. A row without a vector (written before migration 0015,
-while no model was loaded, or by a replica that stopped first) gets it from `backfill`, which a
-replica runs once its model is loaded and then hourly.
+while no model was loaded, or by a replica that stopped first), or whose symptoms' vectors are not
+its phrasings' (written by a replica of older code during a rolling upgrade), gets them from
+`backfill`, which a replica runs once its model is loaded and then hourly.
 
 pgvector is not available, so the nearest rows are found by brute force over a copy of each space's
 vectors held here as float32 (a 100,000-row space: 150 MB, one matrix product per search). The copy
@@ -97,19 +99,19 @@ class SpaceVectors:
         self.ids = np.zeros(0, dtype=np.int64)
         self.scopes = np.zeros(0, dtype=np.int32)
         self.matrix = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
-        # The symptoms' vectors of the rows that have some, and their rows in `matrix`: a store where
-        # few memories carry symptoms does not hold a second matrix of its size.
+        # The phrasings' vectors of the rows that have symptoms, and their rows in `matrix` (a row per
+        # phrasing): a store where few memories carry symptoms does not hold a second matrix of its size.
         self.symptoms = np.zeros((0, vectors.DIMENSIONS), dtype=np.float32)
         self.symptom_rows = np.zeros(0, dtype=np.int64)
-        self.symptom_at: dict[int, int] = {}  # row in `matrix` → its row in `symptoms`
+        self.symptom_at: dict[int, list[int]] = {}  # row in `matrix` → its rows in `symptoms`
 
     def wants(self, id_: int, seq: int) -> bool:
         """Whether the vector of change number `seq` is newer than the one held for the row."""
         return self.seqs.get(id_, 0) < seq
 
     def take(self, rows: Sequence[tuple[int, str, bytes, bytes | None, int]], settled: int) -> None:
-        """Keep these vectors (id, scope, vector, symptoms' vector or None, change number) where newer
-        than the ones held; the space's vectors are then all held up to change number `settled`."""
+        """Keep these vectors (id, scope, vector, its phrasings' vectors stacked or None, change number)
+        where newer than the ones held; the space's vectors are then all held up to change number `settled`."""
         newer = [(id_, scope, vector, symptoms) for id_, scope, vector, symptoms, seq in rows if self.wants(id_, seq)]
         self.seqs.update((id_, seq) for id_, *_, seq in rows if self.wants(id_, seq))
         self._apply(newer)
@@ -136,17 +138,22 @@ class SpaceVectors:
         self._keep_symptoms([(self.rows[id_], symptoms) for id_, _, _, symptoms in rows])
 
     def _keep_symptoms(self, rows: Sequence[tuple[int, bytes | None]]) -> None:
-        """Keep these rows' symptoms' vectors (None: the row has none now)."""
+        """Keep these rows' phrasings' vectors (None: the row has none now). A row keeps the places it
+        had in `symptoms`: fewer phrasings than before leave the rest zero (cosine 0, below
+        MIN_SIMILARITY), more take new places at the end."""
         import numpy as np
 
         added: list[tuple[int, bytes]] = []
-        for row, symptoms in rows:
-            at = self.symptom_at.get(row)
-            if at is not None:  # symptoms gone leave a zero row: cosine 0, below MIN_SIMILARITY
-                self.symptoms[at] = np.frombuffer(symptoms or _NONE, dtype="<f2")
-            elif symptoms:
-                self.symptom_at[row] = len(self.symptom_rows) + len(added)
-                added.append((row, symptoms))
+        for row, stacked in rows:
+            phrasings = _split(stacked or b"")
+            places = self.symptom_at.setdefault(row, [])
+            for n, place in enumerate(places):
+                self.symptoms[place] = np.frombuffer(phrasings[n] if n < len(phrasings) else _NONE, dtype="<f2")
+            for vector in phrasings[len(places) :]:
+                places.append(len(self.symptom_rows) + len(added))
+                added.append((row, vector))
+            if not places:
+                del self.symptom_at[row]
         if added:
             self.symptom_rows = np.concatenate([self.symptom_rows, np.array([r for r, _ in added], dtype=np.int64)])
             self.symptoms = np.concatenate([self.symptoms, _stacked([s for _, s in added])])
@@ -292,7 +299,13 @@ class Meaning:
         return found[:limit]
 
 
-_NONE = bytes(2 * vectors.DIMENSIONS)  # the zero vector as stored: a row without symptoms
+VECTOR_BYTES = 2 * vectors.DIMENSIONS  # one vector as stored: 384 float16
+_NONE = bytes(VECTOR_BYTES)  # the zero vector: a phrasing a row no longer has
+
+
+def _split(stacked: bytes) -> list[bytes]:
+    """The `symptoms` column's vectors, one per phrasing."""
+    return [stacked[at : at + VECTOR_BYTES] for at in range(0, len(stacked), VECTOR_BYTES)]
 
 
 def _stacked(stored: Sequence[bytes]) -> Matrix:
@@ -305,15 +318,27 @@ def _first(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+# How many phrasings a record's `when` has, as memory/vectors.py `symptoms_text` splits it (its
+# `strip` also takes rarer whitespace: such a row is only computed again, to the same vectors).
+_PHRASINGS = r"""
+    (SELECT count(DISTINCT btrim(p, E' \t\n\r\f\x0b'))
+     FROM regexp_split_to_table(coalesce(m.record ->> 'when', ''), ';') AS p
+     WHERE btrim(p, E' \t\n\r\f\x0b') <> '')
+"""
+
+
 def backfill(connect: Connect, model: Model, batch: int = BACKFILL_BATCH) -> int:
-    """Give every memory without a vector one, `batch` rows a transaction, oldest first; how many."""
+    """Give every memory without a vector one, and every vector whose symptoms' vectors are not one
+    per phrasing its phrasings' (a row written by a replica of older code: none, or the whole `when`
+    as one), `batch` rows a transaction, oldest first; how many."""
     done, after = 0, 0
     while True:
         with connect() as conn:
             rows = conn.execute(
-                """
-                SELECT m.id, m.seq, m.record FROM memories m
-                WHERE m.id > %s AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.id = m.id)
+                f"""
+                SELECT m.id, m.seq, m.record FROM memories m LEFT JOIN memory_vectors v USING (id)
+                WHERE m.id > %s
+                  AND (v.id IS NULL OR coalesce(octet_length(v.symptoms), 0) <> {VECTOR_BYTES} * {_PHRASINGS})
                 ORDER BY m.id LIMIT %s
                 """,
                 (after, batch),
@@ -344,27 +369,31 @@ def embed_written(connect: Connect, model: Model, keys: Sequence[tuple[str, str,
 
 def _store(conn: psycopg.Connection, model: Model, rows: Sequence[tuple[int, int, dict[str, object]]]) -> int:
     """Compute and keep the vectors of these rows (id, change number, record), the lesson's and its
-    symptoms' (if any), in one batch through the model. A row changed meanwhile is left to the write
-    that changed it (its change number moved)."""
+    phrasings' (stacked in their order, NULL without any), in one batch through the model. A row
+    changed meanwhile is left to the write that changed it (its change number moved); a row with a
+    vector of the same text gets the phrasings' vectors where it holds others, with a new change
+    number so every replica's copy reads them."""
     memories = [Memory.from_dict(record) for _, _, record in rows]
     texts = [vectors.memory_text(memory) for memory in memories]
     symptoms = [vectors.symptoms_text(memory) for memory in memories]
-    computed = model.vectors(texts + [text for text in symptoms if text])
+    computed = model.vectors(texts + [text for phrasings in symptoms for text in phrasings])
     hashes = [vectors.text_hash(text) for text in texts]
     inserted = conn.execute(
         """
-        INSERT INTO memory_vectors (id, hash, vector, symptoms)
+        INSERT INTO memory_vectors AS v (id, hash, vector, symptoms)
         SELECT u.id, u.hash, u.vector, u.symptoms
         FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bytea[], %s::bytea[])
             AS u(id, seq, hash, vector, symptoms) JOIN memories m ON m.id = u.id AND m.seq = u.seq
-        ON CONFLICT (id) DO NOTHING
+        ON CONFLICT (id) DO UPDATE
+            SET symptoms = excluded.symptoms, seq = nextval('memory_vector_changes'), changed = clock_timestamp()
+            WHERE v.hash = excluded.hash AND v.symptoms IS DISTINCT FROM excluded.symptoms
         """,
         (
             [r[0] for r in rows],
             [r[1] for r in rows],
             hashes,
             [computed[h] for h in hashes],
-            [computed[vectors.text_hash(text)] if text else None for text in symptoms],
+            [b"".join(computed[vectors.text_hash(text)] for text in phrasings) or None for phrasings in symptoms],
         ),
     )
     return inserted.rowcount
