@@ -7,15 +7,21 @@ shutil it pulls in) a large share of one (see benchmarks/).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Sequence
 
 from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
-from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hivelore.memory.service import Hivelore
     from hivelore.memory.vectors import Semantic
+
+    Ranker = Callable[[Hivelore], Semantic | None]
 
 
 class Command:
@@ -93,7 +99,8 @@ SEARCH = Command(
     {
         "--scope": ("texts", "search only this scope (repeatable); default: the folder's whole chain"),
         "--limit": ("int", "at most this many hits (default 10)"),
-        "--meaning": ("flag", "also by meaning (the semantic extra; loads its model, about a second)"),
+        "--meaning": ("flag", "also by meaning, loading the model here (the semantic extra; about a second)"),
+        "--lexical": ("flag", "by words alone (BM25), even when the hook server could answer by meaning"),
         "--json": ("flag", "print JSON"),
     },
     positional="query",
@@ -111,16 +118,40 @@ CONTEXT = Command(
 
 
 def search(argv: Sequence[str]) -> int:
+    """`hivelore search`: answered by this home's hook server when it holds the model (BM25 and meaning,
+    at no cost of loading it), else here, by BM25 alone or, with `--meaning`, with the model loaded
+    here."""
     args = SEARCH.parse(argv)
+    if args["meaning"] and args["lexical"]:
+        SEARCH.refuse("--meaning and --lexical cannot go together: give one")
+    if not (args["meaning"] or args["lexical"]):
+        from hivelore.hooks.client import warm_search
+
+        answered = warm_search(list(argv), os.environ)
+        if answered is not None:
+            code, out, err = answered
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            return code
+    with contextlib.ExitStack() as loaded:
+
+        def load(service: Hivelore) -> Semantic:
+            return loaded.enter_context(contextlib.closing(_semantic(service)))
+
+        return answer_search(args, load if args["meaning"] else _lexical)
+
+
+def answer_search(args: dict, ranker: Ranker) -> int:
+    """`hivelore search` once its arguments are parsed, ranking by meaning too with what `ranker` gives
+    for the service (None: BM25 alone): the command and the hook server both answer through this, so
+    an answer by either prints the same."""
+    from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+
     query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
-        service.semantic = _semantic(service) if args["meaning"] else None
-        try:
-            hits = service.search(query, scopes, limit)
-        finally:
-            if service.semantic is not None:
-                service.semantic.close()
+        service.semantic = ranker(service)
+        hits = service.search(query, scopes, limit)
         print_warnings(service)
     if args["json"]:
         print_json(
@@ -141,6 +172,10 @@ def search(argv: Sequence[str]) -> int:
     return 0
 
 
+def _lexical(service: Hivelore) -> None:
+    return None
+
+
 def _semantic(service: Hivelore) -> Semantic:
     """The model for `--meaning`. Asked for, not assumed: a command is a cold process, so loading the
     model (about a second) and embedding what has no vector yet would land on every search; the
@@ -158,6 +193,8 @@ def context(argv: Sequence[str]) -> int:
     with reported_errors():
         if budget is not None and budget <= 0:
             raise ValueError("--budget must be a positive number of characters.")
+        from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         code = None
         if args["file"] or args["symbol"]:  # only then: the code graph and team.db cost the plain context nothing
