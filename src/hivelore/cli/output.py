@@ -1,7 +1,7 @@
 """What every command shares: turning errors into one line and an exit code, JSON, warnings.
 
-Stdlib only: the fast commands (`search`, `context`) must not pay for typer or rich, nor `search`
-answered by the hook server for the stores.
+Stdlib only: the fast commands (`search`, `context`) must not pay for typer or rich; and no store:
+a `search` the hook server answers imports none.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import sys
 from hivelore import __version__
 from hivelore.home import home_path
 from hivelore.hooks.wire import (
+    HOOK_ENVIRON_WITHHELD,
     MAX_PAYLOAD,
     PROTOCOL,
     ForeignServer,
@@ -221,10 +222,10 @@ def warm_search(argv: list[str], environ: Mapping[str, str]) -> tuple[int, str, 
     """(exit code, stdout, stderr) of `hivelore search ARGV` as this home's hook server answers it, by
     BM25 and meaning with the model it holds; None when the command must answer itself: no server
     (the command starts none), one that is off, lexical, still loading the model, stale, another
-    user's, or late (SEARCH_WAIT_S); and never asked with HIVELORE_TOKEN set, since the server is
-    never given the token and the command reads the team server with it."""
+    user's, or late (SEARCH_WAIT_S); and never asked when the environment holds a variable the server
+    is never given (HIVELORE_TOKEN: the command reads the team server with it)."""
     cwd = _cwd()
-    if not enabled(environ) or "HIVELORE_TOKEN" in environ or not cwd:
+    if not enabled(environ) or not HOOK_ENVIRON_WITHHELD.isdisjoint(environ) or not cwd:
         return None
     home = home_path(environ)
     address = server_address(home, sys.executable, __version__)

@@ -84,7 +84,7 @@ RECALL_TICK_S = 1.0  # how often the vectors a ranking left out are computed (a 
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
-    "hivelore.profile.promotion", "hivelore.team.testruns", "hivelore.codegraph", "hivelore.cli.fast",
+    "hivelore.profile.promotion", "hivelore.team.testruns", "hivelore.codegraph", "hivelore.cli.search",
 )  # fmt: skip
 
 
@@ -352,8 +352,9 @@ class HookServer:
             return "its code changed on disk"
         self.last_event = time.monotonic()
         if verb == b"search":
-            self._send(conn, self._search(fields[4:]))
-            self.searches += 1
+            answer = self._search(fields[4:])
+            self._send(conn, answer)
+            self.searches += answer[0] == b"ok"  # not those the command answers itself
         else:
             self._send(conn, self._answer(fields[4:]))
             self.wake.set()
@@ -376,7 +377,7 @@ class HookServer:
         b"lexical", and the command searches itself, as it would without a server."""
         from pathlib import Path
 
-        from hivelore.cli.fast import SEARCH, answer_search
+        from hivelore.cli.search import SEARCH, answer_search
         from hivelore.memory import vectors
 
         semantic = vectors.resident(Path(self.home))
@@ -389,7 +390,8 @@ class HookServer:
         out, err = io.StringIO(), io.StringIO()
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = answer_search(SEARCH.parse(args), lambda _: semantic)
+                # No token: the command asks only when it has none (and the server never holds one).
+                code = answer_search(SEARCH.parse(args), lambda _: semantic, None)
         except SystemExit as exc:  # a bad input, said on stderr, with its exit code
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         except Exception as exc:  # noqa: BLE001 -- a bug: the command searches itself, and shows it
