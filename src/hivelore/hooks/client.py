@@ -10,6 +10,9 @@ module of hivelore's beyond the two it needs, and nothing from the standard libr
 `hooks.command` needs nothing from here (what both need is in `hooks.wire` and `hooks.log`), so
 the two never import each other.
 
+`hivelore search` asks the same server through `warm_search` (cli/fast.py): one that holds the
+model answers the search by meaning too; otherwise the command searches itself.
+
 Before it sends a byte, the hook checks that the server runs as its own user (`wire.peer_uid`):
 one that does not gets nothing, and the event is answered here. It sends only the variables of
 its environment that hooks read (`wire.hook_environ`), never the whole environment.
@@ -194,9 +197,7 @@ def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tu
     b"absent": no server; b"stale" (its code changed on disk), b"refused" (not its home, or it
     cannot take this event) or b"foreign" (another user's process holds the address; it was sent
     nothing): answer it here; b"lost": the answer never came, stay silent."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
+    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % _umask()]
     message = request(b"hook", home, [*fields, pack_environ(hook_environ(os.environ)), raw])
     try:
         answer = exchange(address, message)
@@ -231,9 +232,7 @@ def warm_search(argv: list[str], environ: Mapping[str, str]) -> tuple[int, str, 
     address = server_address(home, sys.executable, __version__)
     if address is None:
         return None
-    mask = os.umask(0o022)
-    os.umask(mask)
-    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % mask]
+    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % _umask()]
     message = request(b"search", home, [*fields, pack_environ(hook_environ(environ))])
     try:
         answer = exchange(address, message, SEARCH_WAIT_S)
@@ -243,6 +242,13 @@ def warm_search(argv: list[str], environ: Mapping[str, str]) -> tuple[int, str, 
         return None
     _, out, err, code = answer
     return int(code), out.decode("utf-8", "surrogatepass"), err.decode("utf-8", "surrogatepass")
+
+
+def _umask() -> int:
+    """This process's umask (there is no reading it but by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _cwd() -> str:
