@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
 from hivelore.hooks.catalog import kind_of
+from hivelore.hooks.client import server_state
 
 # --- git repositories ------------------------------------------------------------------------------------------------
 
@@ -173,6 +175,20 @@ def hook(home: Path, repo: Path, agent: str, event: str, payload: dict, *flags: 
     assert problems(agent, event, result.stdout) == []
     assert result.seconds < HOOK_SECONDS, f"{agent} {event} took {result.seconds:.1f} s"
     return said(agent, result.stdout)
+
+
+def search(home: Path, repo: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    """`hivelore search ARGS` as a user runs it, with the hook server on unless `environ` says otherwise."""
+    env = {**hook_env(home, hook_server="on"), **environ}
+    command = [sys.executable, "-m", "hivelore", "search", *args]
+    return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+
+
+def searches_answered(home: Path) -> int:
+    """How many searches the hook server of `home` answered (by meaning)."""
+    found = re.search(r", (\d+) search(?:es)? answered", server_state(str(home), {}))
+    assert found, server_state(str(home), {})
+    return int(found.group(1))
 
 
 def problems(agent: str, event: str, stdout: bytes) -> list[str]:

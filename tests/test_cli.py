@@ -402,6 +402,15 @@ def test_hand_edited_value_is_what_search_and_read_show(cli: Run, home: Path) ->
     assert ok(cli("read", LESSON_KEY)).splitlines()[1] == hit["value"]
 
 
+def test_search_lexical_is_the_plain_search_without_a_server_and_excludes_meaning(cli: Run) -> None:
+    """conftest.py keeps the hook server off: `--lexical` answers as a plain search does (tests/test_hook_meaning.py
+    has it beside a warm server)."""
+    ok(cli("write", LESSON_ADDRESS, LESSON))
+    found = ok(cli("search", "ECONNREFUSED"))
+    assert LESSON_ADDRESS in found and ok(cli("search", "--lexical", "ECONNREFUSED")) == found
+    assert "--meaning and --lexical cannot go together" in refused(cli("search", "--meaning", "--lexical", "db"))
+
+
 def test_file_deleted_with_rm_is_gone_everywhere(cli: Run, home: Path) -> None:
     ok(cli("write", LESSON_ADDRESS, LESSON))
     ok(cli("write", "global::prefer-rg", "use rg instead of grep -r"))

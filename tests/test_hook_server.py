@@ -42,6 +42,8 @@ from harness import (
     problems,
     run_hook,
     said,
+    search,
+    searches_answered,
     session_start,
 )
 from hypothesis import given
@@ -287,6 +289,20 @@ def test_bad_input_gets_the_same_answer_and_log_line_through_the_server(
     assert (logged is None) == (logged_lines == [])
 
 
+def test_a_search_is_left_to_the_command_by_a_server_without_the_model(served: Path, repo: Path) -> None:
+    """conftest.py starts the servers with HIVELORE_HOOK_MODEL=off: `hivelore search` answers itself, by BM25,
+    exactly as with the server off."""
+    write_lesson(served, repo)
+    for args in (["postgres"], ["--json", "postgres"], ["--limit", "0", "postgres"], ["a word nobody wrote"]):
+        with_server = search(served, repo, *args)
+        without = search(served, repo, *args, HIVELORE_HOOK_SERVER="off")
+        assert (with_server.returncode, with_server.stdout, with_server.stderr) == (
+            without.returncode, without.stdout, without.stderr,
+        )  # fmt: skip
+    assert ADDRESS in search(served, repo, "postgres").stdout
+    assert searches_answered(served) == 0
+
+
 # --- 2. the session story, through the server ----------------------------------------------------------------------
 
 
@@ -425,8 +441,15 @@ def test_a_server_whose_code_changed_steps_aside_for_a_new_one(served: Path, rep
 
 @pytest.mark.parametrize(
     "message",
-    [b"", b"garbage", b"5:hello", pack([b"hivelore-hook/1", b"hook"]), pack([b"other-protocol/9", b"stop"])],
-    ids=["nothing", "garbage", "cut short", "too few fields", "another protocol"],
+    [
+        b"",
+        b"garbage",
+        b"5:hello",
+        pack([b"hivelore-hook/1", b"hook"]),
+        pack([b"hivelore-hook/1", b"search"]),
+        pack([b"other-protocol/9", b"stop"]),
+    ],
+    ids=["nothing", "garbage", "cut short", "too few fields", "a search with too few fields", "another protocol"],
 )
 def test_a_bad_request_is_refused_and_the_server_goes_on(served: Path, repo: Path, message: bytes) -> None:
     address = server_address(str(served), sys.executable, __version__)

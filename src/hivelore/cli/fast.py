@@ -1,103 +1,28 @@
-"""The commands an agent runs on every session or failure: `search` and `context`.
+"""The commands an agent runs on every session or failure: `search` and `context`, with their own
+argument parser (cli/arguments.py), never typer's.
 
-They parse their own arguments instead of using typer or argparse: importing typer and rich
-costs several times a bare Python start-up, and argparse alone (with the gettext, locale and
-shutil it pulls in) a large share of one (see benchmarks/).
+`search` asks this home's hook server first: when it holds the model, it answers by BM25 and
+meaning (cli/search.py, the same code this process runs otherwise) and this process imports no
+store at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Sequence
 
-from hivelore.cli.output import EXIT_BAD_INPUT, fail, print_json, print_warnings, reported_errors
-from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+from hivelore.cli.arguments import Command
+from hivelore.cli.output import print_json, print_warnings, reported_errors
+from hivelore.cli.search import SEARCH, answer_search, lexical
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from hivelore.memory.service import Hivelore
     from hivelore.memory.vectors import Semantic
 
 
-class Command:
-    """A command's options (name → (kind, help), kind "flag", "int", "text" or "texts" for a
-    repeatable one) and its one positional argument, if any."""
-
-    def __init__(self, name: str, summary: str, options: dict[str, tuple[str, str]], positional: str = "") -> None:
-        self.name, self.summary, self.options, self.positional = name, summary, options, positional
-
-    def usage(self) -> str:
-        lines = [f"usage: hivelore {self.name} [options]{f' {self.positional.upper()}' if self.positional else ''}"]
-        lines += ["", self.summary, "", "options:"]
-        for name, (kind, help_text) in self.options.items():
-            label = name if kind == "flag" else f"{name} {'N' if kind == 'int' else 'TEXT'}"
-            lines.append(f"  {label:<16} {help_text}")
-        return "\n".join([*lines, "  --help           show this message"])
-
-    def parse(self, argv: Sequence[str]) -> dict:
-        """The values by option name without dashes (and the positional's name); --help prints usage
-        and exits 0."""
-        values: dict = {name[2:]: [] if kind == "texts" else None for name, (kind, _) in self.options.items()}
-        args = list(argv)
-        while args:
-            arg = args.pop(0)
-            if arg in ("-h", "--help"):
-                print(self.usage())
-                raise SystemExit(0)
-            if arg == "--":
-                for rest in args:
-                    self._positional(values, rest)
-                break
-            if arg.startswith("--"):
-                self._option(values, arg, args)
-            else:
-                self._positional(values, arg)
-        if self.positional and values.get(self.positional) is None:
-            self.refuse(f"missing argument {self.positional.upper()}")
-        return values
-
-    def _positional(self, values: dict, arg: str) -> None:
-        if not self.positional or values.get(self.positional) is not None:
-            self.refuse(f"unexpected extra argument '{arg}'")
-        values[self.positional] = arg
-
-    def _option(self, values: dict, arg: str, args: list[str]) -> None:
-        name, has_value, text = arg.partition("=")
-        if name not in self.options:
-            self.refuse(f"no such option: {name}")
-        kind = self.options[name][0]
-        if kind == "flag":
-            if has_value:
-                self.refuse(f"option {name} does not take a value")
-            values[name[2:]] = True
-            return
-        if not has_value:
-            if not args:
-                self.refuse(f"option {name} requires a value")
-            text = args.pop(0)
-        if kind == "texts":
-            values[name[2:]].append(text)
-        elif kind == "int":
-            if not text.strip().lstrip("+-").isdigit():
-                self.refuse(f"option {name}: '{text}' is not a whole number")
-            values[name[2:]] = int(text)
-        else:
-            values[name[2:]] = text
-
-    def refuse(self, message: str) -> None:
-        fail(f"{message} (see `hivelore {self.name} --help`)", EXIT_BAD_INPUT)
-
-
-SEARCH = Command(
-    "search",
-    "Search memories of this folder's scope chain, best first.",
-    {
-        "--scope": ("texts", "search only this scope (repeatable); default: the folder's whole chain"),
-        "--limit": ("int", "at most this many hits (default 10)"),
-        "--meaning": ("flag", "also by meaning (the semantic extra; loads its model, about a second)"),
-        "--json": ("flag", "print JSON"),
-    },
-    positional="query",
-)
 CONTEXT = Command(
     "context",
     "Print the block an agent gets at session start for this folder.",
@@ -111,34 +36,27 @@ CONTEXT = Command(
 
 
 def search(argv: Sequence[str]) -> int:
+    """`hivelore search`: answered by this home's hook server when it holds the model (BM25 and meaning,
+    at no cost of loading it), else here, by BM25 alone or, with `--meaning`, with the model loaded
+    here."""
     args = SEARCH.parse(argv)
-    query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
-    with reported_errors():
-        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
-        service.semantic = _semantic(service) if args["meaning"] else None
-        try:
-            hits = service.search(query, scopes, limit)
-        finally:
-            if service.semantic is not None:
-                service.semantic.close()
-        print_warnings(service)
-    if args["json"]:
-        print_json(
-            [
-                {**h.row.memory.to_dict(), "score": round(h.score, 4), "path": str(h.row.path), "stale": h.note}
-                for h in hits
-            ]
-        )
-    elif not hits:
-        print(f"no memories match '{query}' in {' → '.join(service.scopes_for(scopes))}")
-    else:
-        for hit in hits:
-            memory = hit.row.memory
-            tags = f"  #{' #'.join(memory.tags)}" if memory.tags else ""
-            stale = f"  [{hit.note}]" if hit.note else ""
-            print(f"{memory.address}  [{memory.kind}] score {hit.score:.2f}{tags}{stale}")
-            print(f"    {' '.join(memory.value.split())}")
-    return 0
+    if args["meaning"] and args["lexical"]:
+        SEARCH.refuse("--meaning and --lexical cannot go together: give one")
+    if not (args["meaning"] or args["lexical"]):
+        from hivelore.hooks.client import warm_search
+
+        answered = warm_search(list(argv), os.environ)
+        if answered is not None:
+            code, out, err = answered
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            return code
+    with contextlib.ExitStack() as loaded:
+
+        def load(service: Hivelore) -> Semantic:
+            return loaded.enter_context(contextlib.closing(_semantic(service)))
+
+        return answer_search(args, load if args["meaning"] else lexical, os.environ.get("HIVELORE_TOKEN"))
 
 
 def _semantic(service: Hivelore) -> Semantic:
@@ -158,6 +76,8 @@ def context(argv: Sequence[str]) -> int:
     with reported_errors():
         if budget is not None and budget <= 0:
             raise ValueError("--budget must be a positive number of characters.")
+        from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
+
         service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=os.environ.get("HIVELORE_TOKEN"))
         code = None
         if args["file"] or args["symbol"]:  # only then: the code graph and team.db cost the plain context nothing

@@ -1,6 +1,7 @@
 """What every command shares: turning errors into one line and an exit code, JSON, warnings.
 
-Stdlib only: the fast commands (`search`, `context`) must not pay for typer or rich.
+Stdlib only: the fast commands (`search`, `context`) must not pay for typer or rich; and no store:
+a `search` the hook server answers imports none.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import sys
 from collections.abc import Iterator
 
 from hivelore import errors
-from hivelore.memory.service import Hivelore
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from typing import NoReturn
+
+    from hivelore.memory.service import Hivelore
 
 EXIT_FAILED = 1  # not found, a damaged store, a busy one
 EXIT_BAD_INPUT = 2

@@ -10,6 +10,9 @@ module of hivelore's beyond the two it needs, and nothing from the standard libr
 `hooks.command` needs nothing from here (what both need is in `hooks.wire` and `hooks.log`), so
 the two never import each other.
 
+`hivelore search` asks the same server through `warm_search` (cli/fast.py): one that holds the
+model answers the search by meaning too; otherwise the command searches itself.
+
 Before it sends a byte, the hook checks that the server runs as its own user (`wire.peer_uid`):
 one that does not gets nothing, and the event is answered here. It sends only the variables of
 its environment that hooks read (`wire.hook_environ`), never the whole environment.
@@ -23,6 +26,7 @@ import sys
 from hivelore import __version__
 from hivelore.home import home_path
 from hivelore.hooks.wire import (
+    HOOK_ENVIRON_WITHHELD,
     MAX_PAYLOAD,
     PROTOCOL,
     ForeignServer,
@@ -44,6 +48,9 @@ FIRST_BYTE_WAIT_S = 3.0  # an agent that never writes or closes stdin (Kiro IDE 
 IDLE_WAIT_S = 0.5  # once the payload came, a pause this long without EOF ends it
 CONNECT_WAIT_S = 1.0
 ANSWER_WAIT_S = 30.0  # well within every agent's hook timeout (Claude Code's default: 60 s)
+# For `hivelore search`'s answer: one by meaning at 60,000 memories takes 40 to 90 ms, and past this
+# the command answers itself (by BM25) rather than keep its user waiting on a busy server.
+SEARCH_WAIT_S = 1.0
 OFF = ("0", "off", "false", "no")
 
 
@@ -99,13 +106,13 @@ def request(verb: bytes, home: str, fields: list[bytes]) -> bytes:
     return pack([PROTOCOL, verb, os.fsencode(os.path.abspath(home)), os.fsencode(sys.executable), *fields])
 
 
-def exchange(address: bytes, message: bytes) -> list[bytes] | None:
+def exchange(address: bytes, message: bytes, answer_wait_s: float = ANSWER_WAIT_S) -> list[bytes] | None:
     """Send one message to the server and return its answer's fields; None when no server listens
     there, or the one there went away without a word (a server that leaves drops the connections
     still waiting to be accepted; the hook then answers the event itself). A listener that runs as
     another user raises ForeignServer before a byte is sent. An answer cut short (the server died
-    mid-answer) or late (ANSWER_WAIT_S) raises OSError or WireError: the event may have been
-    handled, so it is not handled again."""
+    mid-answer) or late (`answer_wait_s` between two reads) raises OSError or WireError: the event
+    may have been handled, so it is not handled again."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -120,7 +127,7 @@ def exchange(address: bytes, message: bytes) -> list[bytes] | None:
         if uid != os.getuid():
             where = os.fsdecode(address.replace(b"\0", b"@", 1))
             raise ForeignServer(f"the hook server's socket {where} is held by uid {uid}, not by this user")
-        sock.settimeout(ANSWER_WAIT_S)
+        sock.settimeout(answer_wait_s)
         try:
             sock.sendall(message)
             sock.shutdown(_socket.SHUT_WR)
@@ -190,9 +197,7 @@ def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tu
     b"absent": no server; b"stale" (its code changed on disk), b"refused" (not its home, or it
     cannot take this event) or b"foreign" (another user's process holds the address; it was sent
     nothing): answer it here; b"lost": the answer never came, stay silent."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % mask]
+    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % os.getppid(), b"%d" % _umask()]
     message = request(b"hook", home, [*fields, pack_environ(hook_environ(os.environ)), raw])
     try:
         answer = exchange(address, message)
@@ -212,6 +217,38 @@ def _ask(address: bytes, home: str, argv: list[str], raw: bytes, cwd: str) -> tu
         return b"refused", "", ""
     status, out, err = answer
     return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def warm_search(argv: list[str], environ: Mapping[str, str]) -> tuple[int, str, str] | None:
+    """(exit code, stdout, stderr) of `hivelore search ARGV` as this home's hook server answers it, by
+    BM25 and meaning with the model it holds; None when the command must answer itself: no server
+    (the command starts none), one that is off, lexical, still loading the model, stale, another
+    user's, or late (SEARCH_WAIT_S); and never asked when the environment holds a variable the server
+    is never given (HIVELORE_TOKEN: the command reads the team server with it)."""
+    cwd = _cwd()
+    if not enabled(environ) or not HOOK_ENVIRON_WITHHELD.isdisjoint(environ) or not cwd:
+        return None
+    home = home_path(environ)
+    address = server_address(home, sys.executable, __version__)
+    if address is None:
+        return None
+    fields = [pack([os.fsencode(a) for a in argv]), os.fsencode(cwd), b"%d" % _umask()]
+    message = request(b"search", home, [*fields, pack_environ(hook_environ(environ))])
+    try:
+        answer = exchange(address, message, SEARCH_WAIT_S)
+    except (OSError, WireError):  # ForeignServer too: `doctor` says who holds the address
+        return None
+    if not answer or len(answer) != 4 or answer[0] != b"ok" or not answer[3].isdigit():
+        return None
+    _, out, err, code = answer
+    return int(code), out.decode("utf-8", "surrogatepass"), err.decode("utf-8", "surrogatepass")
+
+
+def _umask() -> int:
+    """This process's umask (there is no reading it but by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _cwd() -> str:

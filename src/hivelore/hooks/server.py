@@ -6,7 +6,9 @@ the stores' first pages from disk; here both are done once. Each event is answer
 hook process would have answered it (`hooks.command.respond`), in the hook process's environment,
 folder and umask, one event at a time — except that, with the `semantic` extra, the server loads the
 model in the background and, once it is loaded, the prompt and failure hooks recall by meaning too
-(`_keep_recall`; HIVELORE_HOOK_MODEL=off at its start keeps it lexical). The server
+(`_keep_recall`; HIVELORE_HOOK_MODEL=off at its start keeps it lexical). Once the model is loaded,
+it also answers `hivelore search` (`_search`: the command's own code, given the model), so that a
+plain search recalls by meaning without loading it. The server
 
 - listens on a socket file in `HIVELORE_HOME/run/`, a folder only its user may enter, or, when that
   path is too long for a socket address, on a Linux abstract socket (`wire.server_address`);
@@ -30,6 +32,7 @@ Run by `hooks.client.start_server` as `python -m hivelore.hooks.server HOME`.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import selectors
 import socket
@@ -81,7 +84,7 @@ RECALL_TICK_S = 1.0  # how often the vectors a ranking left out are computed (a 
 # Loaded before the first event, so that no event pays for them.
 WARM_MODULES = (
     "hivelore.hooks.handlers", "hivelore.events.store", "hivelore.memory.service", "hivelore.team.coordination",
-    "hivelore.profile.promotion", "hivelore.team.testruns", "hivelore.codegraph",
+    "hivelore.profile.promotion", "hivelore.team.testruns", "hivelore.codegraph", "hivelore.cli.search",
 )  # fmt: skip
 
 
@@ -138,6 +141,7 @@ class HookServer:
         self.started_ns = time.time_ns()
         self.last_event = time.monotonic()
         self.events = 0
+        self.searches = 0  # `hivelore search` commands answered
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
         self.refused_uids: set[int] = set()
         self.leaving = threading.Event()
@@ -338,7 +342,8 @@ class HookServer:
         if verb == b"status":
             self._send(conn, [b"ok", self._status().encode(), b""])
             return ""
-        if verb != b"hook" or len(fields) != 10:
+        # A hook's request: argv, cwd, ppid, umask, environment, payload; a search's: argv, cwd, umask, environment.
+        if (verb, len(fields)) not in ((b"hook", 10), (b"search", 8)):
             self._send(conn, [b"refused", b"", b""])
             return ""
         if self._code_changed():
@@ -346,30 +351,72 @@ class HookServer:
             self._send(conn, [b"stale", b"", b""])
             return "its code changed on disk"
         self.last_event = time.monotonic()
-        self._send(conn, self._answer(fields[4:]))
-        self.wake.set()
-        self.events += 1
+        if verb == b"search":
+            answer = self._search(fields[4:])
+            self._send(conn, answer)
+            self.searches += answer[0] == b"ok"  # not those the command answers itself
+        else:
+            self._send(conn, self._answer(fields[4:]))
+            self.wake.set()
+            self.events += 1
         self._keep_stores()
         return ""
 
     def _answer(self, fields: list[bytes]) -> list[bytes]:
         """One hook event in the hook process's environment, folder and umask."""
         argv, cwd, ppid, mask, environ, raw = fields
+        args = self._enter(argv, cwd, mask, environ) if ppid.isdigit() else None
+        if args is None:
+            return [b"refused", b"", b""]
+        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid))
+        return [b"ok", out.encode("utf-8", "replace"), err.encode("utf-8", "replace")]
+
+    def _search(self, fields: list[bytes]) -> list[bytes]:
+        """`hivelore search` in the command's environment, folder and umask, by BM25 and meaning:
+        (b"ok", stdout, stderr, exit code). While the model is not loaded (or never will be) it answers
+        b"lexical", and the command searches itself, as it would without a server."""
+        from pathlib import Path
+
+        from hivelore.cli.search import SEARCH, answer_search
+        from hivelore.memory import vectors
+
+        semantic = vectors.resident(Path(self.home))
+        if semantic is None:
+            return [b"lexical", b"", b""]
+        argv, cwd, mask, environ = fields
+        args = self._enter(argv, cwd, mask, environ)
+        if args is None:
+            return [b"refused", b"", b""]
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                # No token: the command asks only when it has none (and the server never holds one).
+                code = answer_search(SEARCH.parse(args), lambda _: semantic, None)
+        except SystemExit as exc:  # a bad input, said on stderr, with its exit code
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except Exception as exc:  # noqa: BLE001 -- a bug: the command searches itself, and shows it
+            log("-", "-", f"hook server: hivelore search {' '.join(args)}: {type(exc).__name__}: {exc}")
+            return [b"refused", b"", b""]
+        answer = (out.getvalue(), err.getvalue())
+        return [b"ok", *(text.encode("utf-8", "surrogatepass") for text in answer), b"%d" % code]
+
+    def _enter(self, argv: bytes, cwd: bytes, mask: bytes, environ: bytes) -> list[str] | None:
+        """Take on a client's environment, folder and umask; its arguments, or None when the request
+        cannot be answered here (the client then answers itself)."""
         try:
             args = [os.fsdecode(a) for a in unpack(argv)]
         except WireError:
-            return [b"refused", b"", b""]
-        if not (ppid.isdigit() and mask.isdigit()):
-            return [b"refused", b"", b""]
+            return None
+        if not mask.isdigit():
+            return None
         os.environ.clear()
         os.environ.update(unpack_environ(environ))
         try:
             os.chdir(cwd)
         except OSError:
-            return [b"refused", b"", b""]  # the hook process deals with a folder that is gone
+            return None  # the client deals with a folder that is gone
         os.umask(int(mask))
-        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid))
-        return [b"ok", out.encode("utf-8", "replace"), err.encode("utf-8", "replace")]
+        return args
 
     def _keep_stores(self) -> None:
         """An idle read-only connection to each store file there is (a new one when a file was
@@ -424,6 +471,7 @@ class HookServer:
     def _status(self) -> str:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started_ns / 1e9))
         answered = f"{self.events} event{'' if self.events == 1 else 's'} answered"
+        answered += f", {self.searches} search{'' if self.searches == 1 else 'es'} answered"
         state = f", {self.mirrors_state}" if self.mirrors_state else ""
         recall = self._recall_state()
         return f"pid {os.getpid()}, since {since}, {answered}, leaves after {self.idle_s:g} s idle, {recall}{state}"
