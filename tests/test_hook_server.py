@@ -174,9 +174,17 @@ def replay_side_by_side(served: Path, alone: Path, repo: Path, agent: str) -> Re
     return replayed
 
 
+SESSION_ID = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}(?:-[0-9a-f]{12})?")
+
+
+def lines_of_notes(told: str) -> list[str]:
+    """An answer's lines in order, sessions unnamed: notes taken within a second of each other may rank either
+    way, and of two sessions' notes with the same words ("OK") either may be the one kept."""
+    return sorted(SESSION_ID.sub("SESSION", line) for line in told.splitlines())
+
+
 def comparable(told: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """Answers with their lines in order: notes taken within a second of each other may rank either way."""
-    return [(label, sorted(text.splitlines())) for label, text in told]
+    return [(label, lines_of_notes(text)) for label, text in told]
 
 
 # --- 1. the same answers as the hook process's own ---------------------------------------------------------------
@@ -232,7 +240,7 @@ def test_two_session_notes_are_compared_by_the_agents_words_whatever_the_minute_
                     said("codex", out.encode()) if event == "SessionStart" else last_start.get(minute, "")
                 )
 
-    assert last_start[2].replace("13:02", "13:03") == last_start[3]
+    assert lines_of_notes(last_start[2].replace("13:02", "13:03")) == lines_of_notes(last_start[3])
     assert '"done"' in last_start[3] and '"OK"' in last_start[3]
 
 
@@ -419,21 +427,26 @@ def test_a_server_whose_home_is_removed_leaves(home: Path, server_on: None) -> N
         wait_for(lambda: not process_alive(pid), "the server of a removed home to leave")
 
 
-def test_a_server_whose_code_changed_steps_aside_for_a_new_one(served: Path, repo: Path) -> None:
+def test_a_server_whose_code_changed_steps_aside_for_a_new_one(
+    home: Path, repo: Path, tmp_path: Path, server_on: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An upgrade or an edit of hivelore's source: the old server answers "stale", the hook answers the event
-    itself (correctly) and starts a server with the new code."""
-    write_lesson(served, repo)
-    old = server_pid(served)
-    source = Path(wire.__file__)
-    before = source.stat()
-    os.utime(source, ns=(before.st_atime_ns, time.time_ns()))
-    try:
+    itself (correctly) and starts a server with the new code.
+
+    The server and hooks here run a copy of hivelore (PYTHONPATH), and the copy is what changes: every hook server
+    that another test runs at the same time (pytest -n 2) would otherwise see its own code change and leave."""
+    copy = tmp_path / "site"
+    shutil.copytree(Path(wire.__file__).parents[1], copy / "hivelore")
+    monkeypatch.setenv("PYTHONPATH", str(copy))
+    write_lesson(home, repo)
+    with running_server(home):
+        old = server_pid(home)
+        source = copy / "hivelore" / "hooks" / "wire.py"
+        os.utime(source, ns=(source.stat().st_atime_ns, time.time_ns()))
         event, payload = session_start("claude", repo, "stale-1")
-        assert LESSON[:40] in hook_told(served, repo, "claude", event, payload)
-    finally:
-        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
-    wait_for(lambda: server_pid(served) not in (None, old), "a new server")
-    assert any("its code changed on disk" in line for line in log_lines(served))
+        assert LESSON[:40] in hook_told(home, repo, "claude", event, payload)
+        wait_for(lambda: server_pid(home) not in (None, old), "a new server")
+    assert any("its code changed on disk" in line for line in log_lines(home))
 
 
 # --- 4. a broken or foreign client ------------------------------------------------------------------------------
