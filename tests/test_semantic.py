@@ -8,8 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hivelore.memory import fusion, vectors
+from hivelore.memory import bm25, fusion, vectors
 from hivelore.memory.local.frontmatter import parse, render
 from hivelore.memory.model import Memory
 from hivelore.memory.scope import parse as parse_scope
@@ -49,6 +51,23 @@ def test_every_word_means_what_fts5_means_including_prefixes_and_the_symptoms() 
     assert fusion.holds_every_word(row, ["postgre", "econnrefused"])  # 4+ letters: a prefix
     assert fusion.holds_every_word(row, ["database", "suite"])  # words of the "when" only
     assert not fusion.holds_every_word(row, ["redis", "econnrefused"])
+
+
+WORDS = st.sampled_from(["café", "CAFE", "cafe", "Straße", "strasse", "db", "Postgres", "post", "gres", "5432", "ﬁx"])
+
+
+@given(
+    value=st.lists(WORDS | st.text(max_size=8), max_size=8).map(" ".join),
+    when=st.lists(WORDS, max_size=3).map(" ".join),
+    words=st.lists(WORDS | st.text(min_size=1, max_size=6), min_size=1, max_size=3),
+)
+def test_the_every_word_gate_agrees_with_the_tokens_whatever_the_text(value: str, when: str, words: list[str]) -> None:
+    """Its shortcut (an ASCII text without a query token as a substring holds no such word) never changes the
+    answer the tokens give: accents, ligatures and case folded as FTS5 folds them."""
+    memory = candidate("k-ey", value, when=when).memory
+    columns = bm25.columns(memory.key, f"{value}\n{when}" if when else value, memory.tags)
+    expected = all(any(p.count(column) for column in columns) for p in map(bm25.Phrase.of, words))
+    assert fusion.holds_every_word(candidate("k-ey", value, when=when), words) == expected
 
 
 def test_the_symptoms_are_kept_in_the_file_and_read_back() -> None:

@@ -26,9 +26,21 @@ Pairs = list[tuple[Candidate, float]]
 
 def holds_every_word(candidate: Candidate, words: Sequence[str]) -> bool:
     """Whether the memory holds every query word as FTS5's every-word query matches it."""
+    return _holds(candidate, [bm25.Phrase.of(word) for word in words])
+
+
+def _holds(candidate: Candidate, phrases: Sequence[bm25.Phrase]) -> bool:
     memory = candidate.memory
-    columns = bm25.columns(memory.key, f"{memory.value}\n{memory.when}" if memory.when else memory.value, memory.tags)
-    return all(any(phrase.count(column) for column in columns) for phrase in map(bm25.Phrase.of, words))
+    value = f"{memory.value}\n{memory.when}" if memory.when else memory.value
+    text = f"{memory.key} {value} {' '.join(memory.tags)}"
+    # Tokenizing costs most of a search's gate (tens of hits at 60,000 memories). An ASCII text folds
+    # to its lower case alone, so a query token it does not hold even as a substring is in no column.
+    if text.isascii():
+        lowered = text.lower()
+        if not all(part in lowered for phrase in phrases for part in phrase.parts):
+            return False
+    columns = bm25.columns(memory.key, value, memory.tags)
+    return all(any(phrase.count(column) for column in columns) for phrase in phrases)
 
 
 def _identity(candidate: Candidate) -> tuple[str, str]:
@@ -38,7 +50,8 @@ def _identity(candidate: Candidate) -> tuple[str, str]:
 def fuse(lexical: Pairs, semantic: Pairs, words: Sequence[str]) -> Pairs:
     """BM25's (candidate, relevance) pairs and the meaning-based ranking, merged: candidates with a
     relevance in (0, 1], best first; BM25's pairs themselves when one of them holds every query word."""
-    if any(holds_every_word(candidate, words) for candidate, _ in lexical):
+    phrases = [bm25.Phrase.of(word) for word in words]
+    if any(_holds(candidate, phrases) for candidate, _ in lexical):
         return lexical
     return _reciprocal_rank(sorted(lexical, key=lambda pair: -pair[1]), semantic)
 
