@@ -68,8 +68,6 @@ KINDS = ("lexical", "paraphrase", "vague")
 # Asked again as the agent searches (recall/agent.txt), under these column names.
 AGENT_KINDS = {"paraphrase": "para→agent", "vague": "vague→agent"}
 COLUMNS = (*KINDS, *AGENT_KINDS.values())
-# Whose symptoms the stored lessons carry: none, the benchmark author's, or the agent's (blind).
-WHENS = ("none", "author", "agent")
 LIMIT = 10
 DAY = 86400.0
 # Words that carry no content, for the paraphrase check: English glue, number words and the
@@ -155,7 +153,8 @@ def shared_words(lesson: Lesson) -> set[str]:
 
 
 def memories(lessons: Sequence[Lesson], whose: str, now: float) -> Iterator[Memory]:
-    """The lessons as memories, carrying `whose` symptoms (WHENS)."""
+    """The lessons as memories, carrying `whose` symptoms: "none", the benchmark "author"'s or the
+    "agent"'s (written blind)."""
     for i, lesson in enumerate(lessons):
         stamp = iso_from_epoch(now - (i * 7919 % 300) * DAY)  # ages spread over ten months, as synth's are
         yield Memory(
@@ -509,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nmodel load {load_s:.2f} s · index.db {index_mb:.1f} MB · vectors.db"
         f" {vectors_mb:.1f} MB ({len(main_set) + len(held_out) + distractors:,} memories;"
-        " the vector file holds the texts of both stores)"
+        " the vector file holds the texts of every store)"
     )
     return 0
 

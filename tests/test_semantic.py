@@ -147,7 +147,7 @@ def test_a_memory_is_as_near_as_the_nearest_of_its_text_and_its_phrasings() -> N
 
 def test_each_phrasing_of_the_symptoms_is_a_text_of_its_own() -> None:
     def phrasings(when: str) -> list[str]:
-        return vectors.symptoms_text(candidate("pg-down", LESSON, when=when).memory)
+        return vectors.symptom_phrasings(candidate("pg-down", LESSON, when=when).memory)
 
     assert phrasings(f"  {WHEN} ") == [WHEN]  # no `;`: one phrasing, the vector files written before hold
     assert phrasings(f"{WHEN}; tests hang on postgres ;;  ; {WHEN} ;why is the db refused") == [

@@ -68,7 +68,7 @@ def memory_text(memory: Memory) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def symptoms_text(memory: Memory) -> list[str]:
+def symptom_phrasings(memory: Memory) -> list[str]:
     """What a memory's other vectors are computed from, one each: the phrasings of its symptoms
     (`when` split on `;`, stripped, each once, in order; none without symptoms). Phrased the way
     someone asks before knowing the cause, they are diluted in the lesson's own vector."""
@@ -229,7 +229,7 @@ class Semantic:
         it: the next search computes what is missing)."""
         if not load and self._embedder is None:
             return 0
-        texts = {text_hash(t): t for m in memories for t in (memory_text(m), *symptoms_text(m)) if t}
+        texts = {text_hash(t): t for m in memories for t in (memory_text(m), *symptom_phrasings(m)) if t}
         with self._lock:
             return self._compute(texts)
 
@@ -316,7 +316,7 @@ class Semantic:
 
         if self._symptoms_key == self._matrix_key and self._symptoms is not None:
             return self._symptoms
-        found = [(row, text) for row, i in enumerate(kept) for text in symptoms_text(candidates[i].memory)]
+        found = [(row, text) for row, i in enumerate(kept) for text in symptom_phrasings(candidates[i].memory)]
         placed, vector_rows = self._place([text_hash(text) for _, text in found], lambda j: found[j][1])
         held = self._vectors if placed and self._vectors is not None else np.zeros((0, DIMENSIONS), dtype=np.float32)
         matrix = held[vector_rows]
@@ -355,7 +355,7 @@ class Semantic:
         a candidate without any vector is not near."""
         import numpy as np
 
-        hashes = [[self._hash_of(c), *map(text_hash, symptoms_text(c.memory))] for c in candidates]
+        hashes = [[self._hash_of(c), *map(text_hash, symptom_phrasings(c.memory))] for c in candidates]
         with self._lock:
             stored = self.file.read({h for own in hashes for h in own})
             vector = self.embedder.query(query)

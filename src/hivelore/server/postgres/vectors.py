@@ -318,7 +318,7 @@ def _first(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-# How many phrasings a record's `when` has, as memory/vectors.py `symptoms_text` splits it (its
+# How many phrasings a record's `when` has, as memory/vectors.py `symptom_phrasings` splits it (its
 # `strip` also takes rarer whitespace: such a row is only computed again, to the same vectors).
 _PHRASINGS = r"""
     (SELECT count(DISTINCT btrim(p, E' \t\n\r\f\x0b'))
@@ -375,7 +375,7 @@ def _store(conn: psycopg.Connection, model: Model, rows: Sequence[tuple[int, int
     number so every replica's copy reads them."""
     memories = [Memory.from_dict(record) for _, _, record in rows]
     texts = [vectors.memory_text(memory) for memory in memories]
-    symptoms = [vectors.symptoms_text(memory) for memory in memories]
+    symptoms = [vectors.symptom_phrasings(memory) for memory in memories]
     computed = model.vectors(texts + [text for phrasings in symptoms for text in phrasings])
     hashes = [vectors.text_hash(text) for text in texts]
     inserted = conn.execute(
