@@ -16,8 +16,9 @@ BEFORE = 17  # the schema a replica of older code left
 
 
 @pytest.fixture
-def fresh(database_url: str) -> Iterator[psycopg.Connection]:
-    """A database of its own, migrated up to BEFORE only, as `migrate.migrate` applies each version."""
+def fresh(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[psycopg.Connection]:
+    """A database of its own, migrated up to BEFORE only, by `migrate.migrate` itself (given only the
+    migrations a replica of older code shipped)."""
     url = database_url + "_m18"
     admin_url = database_url.rsplit("/", 1)[0] + "/test"
     name = url.rsplit("/", 1)[1]
@@ -25,18 +26,10 @@ def fresh(database_url: str) -> Iterator[psycopg.Connection]:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(
-                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                " applied timestamptz NOT NULL DEFAULT now())"
-            )
-            for migration in migrate.available():
-                if migration.version <= BEFORE:
-                    with conn.transaction():
-                        conn.execute(migration.sql.encode())
-                        conn.execute(
-                            "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                            (migration.version, migration.name),
-                        )
+            shipped = [m for m in migrate.available() if m.version <= BEFORE]
+            with monkeypatch.context() as older:
+                older.setattr(migrate, "available", lambda: shipped)
+                migrate.migrate(conn)
             yield conn
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
