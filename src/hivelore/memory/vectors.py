@@ -356,14 +356,16 @@ class Semantic:
         import numpy as np
 
         hashes = [[self._hash_of(c), *map(text_hash, symptom_phrasings(c.memory))] for c in candidates]
-        with self._lock:
-            stored = self.file.read({h for own in hashes for h in own})
-            vector = self.embedder.query(query)
         found = set()
-        for candidate, own in zip(candidates, hashes, strict=True):
-            kept = [stored[h] for h in own if h in stored]
-            if kept and float(np.max(_stacked(kept) @ vector)) >= threshold:
-                found.add((candidate.origin, candidate.place))
+        with self._lock:
+            # The ranking just before placed most of them in the matrix (the hook server read the whole
+            # file ahead): only the others are read, and kept there.
+            self._append(self.file.read({h for own in hashes for h in own} - self._rows.keys()))
+            vector = self.embedder.query(query)
+            for candidate, own in zip(candidates, hashes, strict=True):
+                rows = [self._rows[h] for h in own if h in self._rows]
+                if rows and self._vectors is not None and float(np.max(self._vectors[rows] @ vector)) >= threshold:
+                    found.add((candidate.origin, candidate.place))
         return found
 
     def visible(self, key: tuple[object, ...], listing: Callable[[], list[Candidate]]) -> list[Candidate]:
@@ -390,13 +392,6 @@ class Semantic:
 
     def close(self) -> None:
         self.file.close()
-
-
-def _stacked(stored: Sequence[bytes]) -> Matrix:
-    """Vectors as `vectors.db` keeps them (float16 each), one float32 row each."""
-    import numpy as np
-
-    return np.frombuffer(b"".join(stored), dtype=np.float16).reshape(len(stored), DIMENSIONS).astype(np.float32)
 
 
 def nearest_first(similarity: Matrix, limit: int) -> list[int]:
