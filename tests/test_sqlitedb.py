@@ -1,6 +1,8 @@
 """The three SQLite stores open their files one way (sqlitedb.connect): created with their tables
 when missing, in WAL mode, owner-only; someone else's database or another version refused with the
-store's own error and left as it was; sqlite's busy and damaged errors turned into the store's own."""
+store's own error and left as it was; sqlite's busy and damaged errors turned into the store's own. A
+long-lived process (the hook server) keeps their connections open between uses in a `Pool`, never
+for a file replaced since or of another version."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from hivelore.codegraph.store import GraphBusy, GraphUnavailable
 from hivelore.codegraph.store import Store as GraphStore
 from hivelore.errors import Busy, Unavailable
 from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable
-from hivelore.sqlitedb import Store
+from hivelore.memory.local.index import Index, open_or_recreate
+from hivelore.sqlitedb import Pool, Store, remove_database
 from hivelore.team.model import TeamBusy, TeamUnavailable
 from hivelore.team.store import SqliteTeam
 
@@ -110,3 +113,79 @@ def test_a_lock_held_for_the_whole_busy_timeout_is_the_stores_busy_error(
             kind.open(tmp_path)
     finally:
         holder.close()
+
+
+# --- the connections a long-lived process keeps (the hook server's pool) ----------------------------------------
+
+
+def test_a_pool_gives_the_next_open_of_a_store_the_connection_the_last_one_closed(tmp_path: Path) -> None:
+    pool = Pool()
+    first = EventStore.open(str(tmp_path), pool=pool)
+    first.record_prompt("claude", "s1", "why does the build fail?", root_session=True)
+    first.close()
+    again = EventStore.open(str(tmp_path), pool=pool)
+    assert again.conn is first.conn
+    assert again.first_prompt("claude", "s1") == "why does the build fail?"
+    beside = EventStore.open(str(tmp_path), pool=pool)  # while one is in use, another is opened
+    assert beside.conn is not again.conn
+    beside.close()
+    again.close()  # the file has one idle already: this one is closed
+    with pytest.raises(sqlite3.ProgrammingError):
+        again.conn.execute("SELECT 1")
+    pool.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        beside.conn.execute("SELECT 1")
+
+
+def test_a_file_replaced_since_gets_a_new_connection_and_the_old_one_is_closed(tmp_path: Path) -> None:
+    pool = Pool()
+    old = EventStore.open(str(tmp_path), pool=pool)
+    old.record_prompt("claude", "s1", "before the reset", root_session=True)
+    old.close()
+    remove_database(str(tmp_path / "events.db"))  # `reset`, or a user with rm
+    new = EventStore.open(str(tmp_path), pool=pool)
+    assert new.conn is not old.conn
+    assert new.first_prompt("claude", "s1") == ""
+    with pytest.raises(sqlite3.ProgrammingError):
+        old.conn.execute("SELECT 1")
+    new.close()
+    pool.close()
+
+
+def test_a_connection_left_in_a_transaction_is_closed_not_kept(tmp_path: Path) -> None:
+    pool = Pool()
+    store = EventStore.open(str(tmp_path), pool=pool)
+    store.conn.execute("BEGIN IMMEDIATE")  # a use that failed half-way
+    store.close()
+    again = EventStore.open(str(tmp_path), pool=pool)
+    assert again.conn is not store.conn
+    assert not again.conn.in_transaction
+    again.record_prompt("claude", "s1", "the write lock was let go", root_session=True)
+    again.close()
+    pool.close()
+
+
+def test_a_kept_connection_to_a_file_of_another_version_is_not_given_and_the_open_says_why(tmp_path: Path) -> None:
+    pool = Pool()
+    EventStore.open(str(tmp_path), pool=pool).close()
+    with sqlite3.connect(tmp_path / "events.db") as conn:  # another hivelore migrated it in place
+        conn.execute("UPDATE meta SET value = '99' WHERE name = 'schema'")
+    conn.close()
+    with pytest.raises(EventStoreUnavailable, match=r"has schema 99, this hivelore needs \d+"):
+        EventStore.open(str(tmp_path), pool=pool)
+    pool.close()
+
+
+def test_the_index_is_kept_by_a_pool_until_a_rebuild_replaces_its_file(tmp_path: Path) -> None:
+    pool = Pool()
+    path = tmp_path / "index.db"
+    first = Index.open(path, create=True, pool=pool)
+    first.close()
+    again = Index.open(path, create=False, pool=pool)
+    assert again.conn is first.conn
+    again.close()
+    open_or_recreate(path, discard=True).close()  # `index rebuild --discard`: a new file
+    rebuilt = Index.open(path, create=False, pool=pool)
+    assert rebuilt.conn is not first.conn
+    rebuilt.close()
+    pool.close()

@@ -1,7 +1,7 @@
 """What the SQLite stores (events.db, team.db, graph.db) share: opening the file (created with its
 tables when missing, in WAL mode, its schema version checked), one store class with its connection,
-sqlite's errors turned into the store's own, short write transactions, statements that finish at
-once, and plain records.
+the connections a long-lived process keeps open between uses (`Pool`), sqlite's errors turned into
+the store's own, short write transactions, statements that finish at once, and plain records.
 
 Stdlib only and cheap to import: every hook process opens at least one of these stores.
 """
@@ -165,14 +165,19 @@ class Schema(Record):
 
 
 class Store:
-    """One connection (`conn`) to a store's file (`path`); `with` closes it."""
+    """One connection (`conn`) to a store's file (`path`); `with` closes it (gives it back to the
+    `pool` it came from, if any)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, pool: Pool | None = None) -> None:
         self.conn = conn
         self.path = path
+        self.pool = pool
 
     def close(self) -> None:
-        self.conn.close()
+        if self.pool is not None:
+            self.pool.release(self.conn)
+        else:
+            self.conn.close()
 
     def __enter__(self) -> Self:
         return self
@@ -181,10 +186,73 @@ class Store:
         self.close()
 
 
-def connect(path: str, schema: Schema, timeout: float) -> sqlite3.Connection:
+class Pool:
+    """The connections a long-lived process (the hook server) keeps open between uses, at most one
+    idle per file: opening a store costs more than most events' whole work in it (the file's
+    schema read again, WAL mode set, the schema version checked). A connection is taken again only
+    for the same file: a file replaced since (a reset, a rebuild) gets a new one. Used by one
+    thread: the server answers its events one at a time."""
+
+    __slots__ = ("_idle", "_files")
+
+    def __init__(self) -> None:
+        self._idle: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
+        self._files: dict[sqlite3.Connection, tuple[str, tuple[int, int]]] = {}  # in use: its file
+
+    def reuse(self, path: str, check: Callable[[sqlite3.Connection], bool]) -> sqlite3.Connection | None:
+        """The idle connection to the file at `path`, when that file is still the one it opened and
+        the connection passes `check` (its schema version, say); else None, and it is closed."""
+        held = self._idle.pop(path, None)
+        if held is None:
+            return None
+        identity, conn = held
+        try:
+            usable = _identity(path) == identity and check(conn)
+        except sqlite3.Error:
+            usable = False
+        if not usable:
+            conn.close()
+            return None
+        self._files[conn] = (path, identity)
+        return conn
+
+    def track(self, path: str, conn: sqlite3.Connection) -> None:
+        """A connection just opened to the file at `path`, to be given back (`release`) after use."""
+        identity = _identity(path)
+        if identity is not None:
+            self._files[conn] = (path, identity)
+
+    def release(self, conn: sqlite3.Connection) -> None:
+        """Done with a connection: kept idle for its file, unless it is in a transaction (a use that
+        failed half-way), the file has one idle already, or it was never tracked; else closed."""
+        path, identity = self._files.pop(conn, ("", (0, 0)))
+        if not path or conn.in_transaction or path in self._idle:
+            conn.close()
+            return
+        self._idle[path] = (identity, conn)
+
+    def close(self) -> None:
+        for _, conn in self._idle.values():
+            conn.close()
+        self._idle.clear()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def connect(path: str, schema: Schema, timeout: float, pool: Pool | None = None) -> sqlite3.Connection:
     """Open a store's file (its folder and tables created when missing) in WAL mode, waiting up to
     `timeout` seconds for other writers; `schema.error` when it is not this store at this version,
-    `schema.error_for` of any other sqlite error."""
+    `schema.error_for` of any other sqlite error. From `pool`, an idle connection to the same file
+    is taken instead when its schema version is still this one."""
+    kept = pool.reuse(path, lambda conn: _version(conn, schema) == schema.version) if pool is not None else None
+    if kept is not None:
+        return kept
     try:
         folder = os.path.dirname(path)
         private_folder(folder)
@@ -203,21 +271,28 @@ def connect(path: str, schema: Schema, timeout: float) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         conn.close()
         raise schema.error_for(exc, path) from exc
+    if pool is not None:
+        pool.track(path, conn)
     return conn
 
 
 def _check_schema(conn: sqlite3.Connection, path: str, schema: Schema, deadline: float) -> None:
     """One query on the usual path; the tables are created only when the meta table is missing."""
     try:
-        found = rows(conn, "SELECT value FROM meta WHERE name = ?", (schema.key,))
+        version = _version(conn, schema)
     except sqlite3.OperationalError as exc:
         if "no such table" not in str(exc):
             raise
         found = _create_schema(conn, path, schema, deadline)
-    version = found[0][0] if found else None
+        version = found[0][0] if found else None
     if version != schema.version:
         label = schema.key.replace("-", " ")
         raise schema.error(f"{path} has {label} {version}, this hivelore needs {schema.version}{schema.advice}")
+
+
+def _version(conn: sqlite3.Connection, schema: Schema) -> str | None:
+    found = rows(conn, "SELECT value FROM meta WHERE name = ?", (schema.key,))
+    return found[0][0] if found else None
 
 
 def _create_schema(conn: sqlite3.Connection, path: str, schema: Schema, deadline: float) -> list:

@@ -219,16 +219,26 @@ _guarded = sqlitedb.guarded(_SCHEMA)
 class EventStore(sqlitedb.Store):
     """One connection to events.db; every public method is one short transaction (or one statement)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        super().__init__(conn, path)
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, clock: Callable[[], float], pool: sqlitedb.Pool | None = None
+    ) -> None:
+        super().__init__(conn, path, pool)
         self.clock = clock
 
     @classmethod
-    def open(cls, folder: str, *, timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time) -> EventStore:
-        """Open folder/events.db, creating the folder and the database when missing."""
+    def open(
+        cls,
+        folder: str,
+        *,
+        timeout: float = BUSY_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+        pool: sqlitedb.Pool | None = None,
+    ) -> EventStore:
+        """Open folder/events.db, creating the folder and the database when missing (or take the
+        connection `pool` keeps to it)."""
         path = os.path.join(folder, FILENAME)
-        conn = sqlitedb.connect(path, _SCHEMA, timeout)
-        return cls(conn, path, clock)
+        conn = sqlitedb.connect(path, _SCHEMA, timeout, pool)
+        return cls(conn, path, clock, pool)
 
     # -- sessions ---------------------------------------------------------------------------------
 

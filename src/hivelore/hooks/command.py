@@ -24,13 +24,15 @@ from hivelore.hooks.wire import MAX_PAYLOAD
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.memory.service import Hivelore
+    from hivelore.sqlitedb import Pool
 
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 
 
-def respond(argv: list[str], raw: bytes, cwd: str, ppid: int) -> tuple[str, str]:
+def respond(argv: list[str], raw: bytes, cwd: str, ppid: int, pool: Pool | None = None) -> tuple[str, str]:
     """What to print on stdout and on stderr for one hook event: its command line, the bytes that
-    came on stdin, the folder and the parent process (the agent) of the hook process."""
+    came on stdin, the folder and the parent process (the agent) of the hook process. `pool`: the
+    SQLite connections the hook server keeps open from one event to the next."""
     try:
         agent, event_name, read_only = _arguments(argv)
     except ValueError as exc:
@@ -45,7 +47,7 @@ def respond(argv: list[str], raw: bytes, cwd: str, ppid: int) -> tuple[str, str]
     # they answer before the stores are even imported.
     if event.kind != "other" and not (event.kind == "pre_tool" and event.action != "edit"):
         try:
-            text = _handle(event, read_only, cwd)
+            text = _handle(event, read_only, cwd, pool)
         except Exception as exc:  # a hook never fails the agent: the log says what went wrong
             log(agent, event_name, f"{type(exc).__name__}: {exc}")
     reply = answer(event, text)
@@ -120,7 +122,7 @@ def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
     event.anchors = tuple(strip_private(anchor, prefixes) for anchor in event.anchors)
 
 
-def _handle(event: Event, read_only: bool, cwd: str) -> str:
+def _handle(event: Event, read_only: bool, cwd: str, pool: Pool | None) -> str:
     from hivelore.config import switches
     from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
@@ -130,7 +132,7 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
 
         from hivelore.memory.service import Hivelore
 
-        return Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id)
+        return Hivelore.open(Path(cwd), agent=event.agent, session=event.session_id, pool=pool)
 
     if event.cwd and os.path.isdir(event.cwd):
         cwd = event.cwd
@@ -144,7 +146,7 @@ def _handle(event: Event, read_only: bool, cwd: str) -> str:
     home = home_path(os.environ)
     store = None
     try:
-        store = EventStore.open(home)
+        store = EventStore.open(home, pool=pool)
     except EventStoreBusy as exc:
         log(event.agent, event.name, f"event store busy, event not recorded: {exc}")
     except EventStoreUnavailable as exc:

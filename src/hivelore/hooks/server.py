@@ -1,8 +1,9 @@
 """The hook server: one resident process per HIVELORE_HOME (and interpreter and version) that
 answers hook events for the short-lived `hivelore hook` processes agents start.
 
-A hook process that answers an event itself spends most of its time importing hivelore and reading
-the stores' first pages from disk; here both are done once. Each event is answered exactly as the
+A hook process that answers an event itself spends most of its time importing hivelore and opening
+the stores; here both are done once (the stores' connections stay open from one event to the next,
+`sqlitedb.Pool`). Each event is answered exactly as the
 hook process would have answered it (`hooks.command.respond`), in the hook process's environment,
 folder and umask, one event at a time — except that, with the `semantic` extra, the server loads the
 model in the background and, once it is loaded, the prompt and failure hooks recall by meaning too
@@ -43,7 +44,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from hivelore import __version__
+from hivelore import __version__, sqlitedb
 from hivelore.hooks.command import respond
 from hivelore.hooks.log import log
 from hivelore.hooks.wire import (
@@ -143,6 +144,7 @@ class HookServer:
         self.events = 0
         self.searches = 0  # `hivelore search` commands answered
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
+        self.pool = sqlitedb.Pool()  # the stores' connections, kept from one event to the next
         self.refused_uids: set[int] = set()
         self.leaving = threading.Event()
         self.wake = threading.Event()  # an event was answered: send what it queued now
@@ -287,6 +289,7 @@ class HookServer:
             for conn in requests:
                 conn.close()
             selector.close()
+            self.pool.close()
 
     def _wait(self, requests: dict[socket.socket, Request]) -> float:
         if not requests:
@@ -368,7 +371,7 @@ class HookServer:
         args = self._enter(argv, cwd, mask, environ) if ppid.isdigit() else None
         if args is None:
             return [b"refused", b"", b""]
-        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid))
+        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid), self.pool)
         return [b"ok", out.encode("utf-8", "replace"), err.encode("utf-8", "replace")]
 
     def _search(self, fields: list[bytes]) -> list[bytes]:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from hivelore import errors
+from hivelore import errors, sqlitedb
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
@@ -850,6 +850,7 @@ class Hivelore(MemoryService):
         env: Mapping[str, str] | None = None,
         network_budget_s: float = 0.0,
         token: str | None = None,
+        pool: sqlitedb.Pool | None = None,
     ) -> None:
         budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
         super().__init__(chain, budgets, agent, session)
@@ -863,6 +864,7 @@ class Hivelore(MemoryService):
         # Within one scope the project tier (committed with the repository) wins over the home tier.
         self.vaults = [v for v in (self.project, self.home) if v]
         self._local: VaultTier | None = None
+        self.pool = pool  # the connections a long-lived process keeps (the hook server's), or None
         self.env = os.environ if env is None else env
         self.network_budget_s = network_budget_s
         self.token = token  # the team server's token a command was given (HIVELORE_TOKEN); else the kept one
@@ -891,9 +893,11 @@ class Hivelore(MemoryService):
         network_budget_s: float = 0.0,
         token: str | None = None,
         allow_off: bool = False,
+        pool: sqlitedb.Pool | None = None,
     ) -> Hivelore:
         """The service for `cwd`'s folder. Where hivelore is off (`"mode": "off"`) this raises `Off`
-        saying so, unless the caller looks at the switch itself (`allow_off`: doctor, forget, uninstall)."""
+        saying so, unless the caller looks at the switch itself (`allow_off`: doctor, forget, uninstall).
+        `pool`: the SQLite connections a long-lived process keeps between services (the hook server)."""
         env = os.environ if env is None else env
         chain = chain_for(cwd or Path.cwd())
         settings = load_settings(chain.git.root if chain.git else None, env)
@@ -902,7 +906,14 @@ class Hivelore(MemoryService):
         session = session or env.get("HIVELORE_SESSION", "")
         agent = env.get("HIVELORE_AGENT", agent)
         return cls(
-            settings, chain, agent=agent, session=session, env=env, network_budget_s=network_budget_s, token=token
+            settings,
+            chain,
+            agent=agent,
+            session=session,
+            env=env,
+            network_budget_s=network_budget_s,
+            token=token,
+            pool=pool,
         )
 
     def profile(self, profile_id: str | None = None) -> Profile:
@@ -921,7 +932,7 @@ class Hivelore(MemoryService):
         """The local tier: read through the index, or (when it cannot be used) by scanning the
         files, decided on first use and kept."""
         if self._local is None:
-            self._local = open_local(self.vaults, self.project_root, self.index_path, self.warnings)
+            self._local = open_local(self.vaults, self.project_root, self.index_path, self.warnings, self.pool)
         return self._local
 
     @property

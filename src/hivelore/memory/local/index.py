@@ -233,14 +233,22 @@ def fts_query(words: Sequence[str], every_word: bool) -> str:
 
 
 class Index:
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path, pool: sqlitedb.Pool | None = None) -> None:
         self.conn = conn
         self.path = path
+        self.pool = pool
         self.warnings: list[str] = []
 
     @classmethod
-    def open(cls, path: Path, *, create: bool, timeout: float = BUSY_TIMEOUT) -> Index:
-        """Open the index; create it only when asked (a missing index on a full vault is a fallback case)."""
+    def open(
+        cls, path: Path, *, create: bool, timeout: float = BUSY_TIMEOUT, pool: sqlitedb.Pool | None = None
+    ) -> Index:
+        """Open the index; create it only when asked (a missing index on a full vault is a fallback case).
+        From `pool`, an idle connection to the same file is taken instead, its schema checked again."""
+        if pool is not None:
+            kept = pool.reuse(str(path), lambda conn: cls._version(conn) == SCHEMA_VERSION)
+            if kept is not None:
+                return cls(kept, path, pool)
         if not create and not path.exists():
             raise IndexUnavailable(f"the index {path} does not exist")
         try:
@@ -264,7 +272,9 @@ class Index:
             raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
         except (OSError, sqlite3.DatabaseError) as exc:
             raise IndexUnavailable(f"the index {path} cannot be read ({exc})") from exc
-        return cls(conn, path)
+        if pool is not None:
+            pool.track(str(path), conn)
+        return cls(conn, path, pool)
 
     @staticmethod
     def _version(conn: sqlite3.Connection) -> str | None:
@@ -275,7 +285,10 @@ class Index:
         return row[0] if row else None
 
     def close(self) -> None:
-        self.conn.close()
+        if self.pool is not None:
+            self.pool.release(self.conn)
+        else:
+            self.conn.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from hivelore import sqlitedb
 from hivelore.confined import LinkRefused
 from hivelore.memory import recall
 from hivelore.memory.local.index import Index, IndexUnavailable, Row, folder_mtime, fts_query
@@ -31,12 +32,19 @@ OR_WORDS = 4  # words an any-word search looks for: the rarest, when a query has
 Place = tuple[Path, Memory | None, Stamp | None]
 
 
-def open_local(vaults: Sequence[Vault], project_root: Path | None, index_path: Path, warnings: list[str]) -> VaultTier:
+def open_local(
+    vaults: Sequence[Vault],
+    project_root: Path | None,
+    index_path: Path,
+    warnings: list[str],
+    pool: sqlitedb.Pool | None = None,
+) -> VaultTier:
     """The tier over these vaults: `LocalTier` when the index opens (it is created when the vaults
-    are empty or it exists), else `ScanTier`, with a warning saying how to repair it."""
+    are empty or it exists; taken from `pool` when it keeps a connection to it), else `ScanTier`,
+    with a warning saying how to repair it."""
     empty = not any(v.has_memories() for v in vaults)
     try:
-        index = Index.open(index_path, create=empty or index_path.exists())
+        index = Index.open(index_path, create=empty or index_path.exists(), pool=pool)
     except IndexUnavailable as exc:
         warnings.append(
             f"{exc}; reading files directly (at most {FALLBACK_SCAN_LIMIT} per command): run `hivelore index rebuild`."
