@@ -23,8 +23,7 @@ from hivelore.hooks.wire import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
-    from hivelore.memory.service import Hivelore
-    from hivelore.sqlitedb import Pool
+    from hivelore.memory.service import Hivelore, Pool
 
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 

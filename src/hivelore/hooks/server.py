@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from hivelore import __version__, sqlitedb
+from hivelore import __version__
 from hivelore.hooks.command import respond
 from hivelore.hooks.log import log
 from hivelore.hooks.wire import (
@@ -58,6 +58,7 @@ from hivelore.hooks.wire import (
     unpack,
     unpack_environ,
 )
+from hivelore.memory.service import Pool
 
 TYPE_CHECKING = False  # typing is not imported at run time (records.py)
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class HookServer:
         self.events = 0
         self.searches = 0  # `hivelore search` commands answered
         self.keepers: dict[str, tuple[tuple[int, int], sqlite3.Connection]] = {}
-        self.pool = sqlitedb.Pool()  # the stores' connections, kept from one event to the next
+        self.pool = Pool()  # the stores' connections, kept from one event to the next
         self.refused_uids: set[int] = set()
         self.leaving = threading.Event()
         self.wake = threading.Event()  # an event was answered: send what it queued now

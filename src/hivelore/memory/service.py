@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from hivelore import errors, sqlitedb
+from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
@@ -40,6 +40,7 @@ from hivelore.memory.tier import Candidate, Tier, Wanted, listing_order
 from hivelore.memory.transfer import ImportRecord, ImportReport
 from hivelore.privacy import strip_private
 from hivelore.records import record
+from hivelore.sqlitedb import Pool  # the type of `Hivelore.open`'s pool, for the surfaces that keep one
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -850,7 +851,7 @@ class Hivelore(MemoryService):
         env: Mapping[str, str] | None = None,
         network_budget_s: float = 0.0,
         token: str | None = None,
-        pool: sqlitedb.Pool | None = None,
+        pool: Pool | None = None,
     ) -> None:
         budgets = Budgets(settings.context_budget_chars, settings.context_line_chars, settings.search_limit)
         super().__init__(chain, budgets, agent, session)
@@ -893,7 +894,7 @@ class Hivelore(MemoryService):
         network_budget_s: float = 0.0,
         token: str | None = None,
         allow_off: bool = False,
-        pool: sqlitedb.Pool | None = None,
+        pool: Pool | None = None,
     ) -> Hivelore:
         """The service for `cwd`'s folder. Where hivelore is off (`"mode": "off"`) this raises `Off`
         saying so, unless the caller looks at the switch itself (`allow_off`: doctor, forget, uninstall).
