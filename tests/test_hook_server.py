@@ -391,6 +391,24 @@ def test_a_store_removed_while_the_server_runs_is_created_again(served: Path, re
     assert events_answered(served) == 3
 
 
+def test_what_other_processes_write_between_events_is_what_the_next_event_reads(served: Path, repo: Path) -> None:
+    """The server keeps each store's connection open from one event to the next: a lesson another process
+    writes between two prompts is found by the second, and an index deleted and rebuilt into a new file
+    in between is the one the next prompt reads."""
+    prompt = "why does pnpm test fail with ECONNREFUSED 5432?"
+    assert hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "s-1", prompt)) == ""
+    write_lesson(served, repo)
+    assert LESSON[:40] in hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "s-2", prompt))
+    for suffix in ("", "-wal", "-shm"):
+        (served / f"index.db{suffix}").unlink(missing_ok=True)
+    env = {**os.environ, "HIVELORE_HOME": str(served)}
+    subprocess.run([sys.executable, "-m", "hivelore", "index", "rebuild"], cwd=repo, env=env, check=True)
+
+    assert LESSON[:40] in hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "s-3", prompt))
+    assert events_answered(served) == 3
+    assert not [line for line in log_lines(served) if "index" in line]
+
+
 # --- 3. when the server leaves ----------------------------------------------------------------------------------
 
 
