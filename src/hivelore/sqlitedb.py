@@ -174,10 +174,7 @@ class Store:
         self.pool = pool
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.release(self.conn)
-        else:
-            self.conn.close()
+        close(self.conn, self.pool)
 
     def __enter__(self) -> Self:
         return self
@@ -235,6 +232,14 @@ class Pool:
         for _, conn in self._idle.values():
             conn.close()
         self._idle.clear()
+
+
+def close(conn: sqlite3.Connection, pool: Pool | None) -> None:
+    """Done with a connection: given back to the pool it came from, or closed."""
+    if pool is not None:
+        pool.release(conn)
+    else:
+        conn.close()
 
 
 def _identity(path: str) -> tuple[int, int] | None:

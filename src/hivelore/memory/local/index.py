@@ -246,7 +246,7 @@ class Index:
         """Open the index; create it only when asked (a missing index on a full vault is a fallback case).
         From `pool`, an idle connection to the same file is taken instead, its schema checked again."""
         if pool is not None:
-            kept = pool.reuse(str(path), lambda conn: cls._version(conn) == SCHEMA_VERSION)
+            kept = pool.reuse(str(path), cls._usable)
             if kept is not None:
                 return cls(kept, path, pool)
         if not create and not path.exists():
@@ -265,7 +265,7 @@ class Index:
             elif version != SCHEMA_VERSION:
                 conn.close()
                 raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
-            conn.execute("SELECT count(*) FROM memories_fts WHERE rowid = 0").fetchone()
+            cls._read_text_table(conn)
         except sqlite3.OperationalError as exc:
             if sqlitedb.is_busy(exc):
                 raise IndexBusy(f"the index {path} is busy: another hivelore process holds it") from exc
@@ -276,6 +276,17 @@ class Index:
             pool.track(str(path), conn)
         return cls(conn, path, pool)
 
+    @classmethod
+    def _usable(cls, conn: sqlite3.Connection) -> bool:
+        """Whether a kept connection's index is still at this schema version and its full-text table
+        reads (a damaged one raises), as a new connection's is checked."""
+        cls._read_text_table(conn)
+        return cls._version(conn) == SCHEMA_VERSION
+
+    @staticmethod
+    def _read_text_table(conn: sqlite3.Connection) -> None:
+        conn.execute("SELECT count(*) FROM memories_fts WHERE rowid = 0").fetchone()
+
     @staticmethod
     def _version(conn: sqlite3.Connection) -> str | None:
         has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
@@ -285,10 +296,7 @@ class Index:
         return row[0] if row else None
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.release(self.conn)
-        else:
-            self.conn.close()
+        sqlitedb.close(self.conn, self.pool)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
