@@ -13,6 +13,7 @@ a shared machine's load falls on each alike (each round another query), and prin
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import synth
 
+import hivelore as hivelore_package
 from hivelore.hooks.client import server_state, start_server, stop_server
 
 # One per round, each mode asked the same: a warm process caches a query's vector, and a user's next
@@ -55,6 +57,9 @@ def main() -> int:
     args = parser.parse_args()
     if not 1 <= args.rounds <= len(QUERIES):
         parser.error(f"--rounds must be from 1 to {len(QUERIES)}: each round asks another query")
+    # As pip leaves an installed package: with PYTHONDONTWRITEBYTECODE set (some machines and CI images),
+    # an editable install would compile hivelore from source in every timed process.
+    compileall.compile_dir(Path(hivelore_package.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="hivelore-warm-search-") as folder:
         home, repo = Path(folder) / "home", Path(folder) / "checkout"
         synth.generate(home, args.count)

@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from hivelore.memory.service import Hivelore
+    from hivelore.memory.service import Hivelore, Pool
     from hivelore.memory.vectors import Semantic
 
     Ranker = Callable[[Hivelore], Semantic | None]
@@ -32,18 +32,22 @@ SEARCH = Command(
 )
 
 
-def answer_search(args: dict, ranker: Ranker, token: str | None) -> int:
+def answer_search(args: dict, ranker: Ranker, token: str | None, pool: Pool | None = None) -> int:
     """`hivelore search` once its arguments are parsed, ranking by meaning too with what `ranker` gives
     for the service (None: BM25 alone), reading the team server with `token` in remote mode: the
-    command and the hook server both answer through this, so an answer by either prints the same."""
+    command and the hook server both answer through this, so an answer by either prints the same.
+    `pool`: the SQLite connections the hook server keeps between its answers."""
     from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S, Hivelore
 
     query, scopes, limit = args["query"], args["scope"] or None, args["limit"]
     with reported_errors():
-        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=token)
-        service.semantic = ranker(service)
-        hits = service.search(query, scopes, limit)
-        print_warnings(service)
+        service = Hivelore.open(network_budget_s=COMMAND_NETWORK_BUDGET_S, token=token, pool=pool)
+        try:
+            service.semantic = ranker(service)
+            hits = service.search(query, scopes, limit)
+            print_warnings(service)
+        finally:
+            service.close()
     if args["json"]:
         print_json(
             [

@@ -395,7 +395,7 @@ class HookServer:
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 # No token: the command asks only when it has none (and the server never holds one).
-                code = answer_search(SEARCH.parse(args), lambda _: semantic, None)
+                code = answer_search(SEARCH.parse(args), lambda _: semantic, None, self.pool)
         except SystemExit as exc:  # a bad input, said on stderr, with its exit code
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         except Exception as exc:  # noqa: BLE001 -- a bug: the command searches itself, and shows it
