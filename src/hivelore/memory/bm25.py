@@ -60,6 +60,11 @@ class Phrase:
 
     def count(self, words: Sequence[str]) -> int:
         """How many times the phrase occurs in one column's tokens."""
+        return self.occurrences(words, " " + " ".join(words))
+
+    def occurrences(self, words: Sequence[str], spaced: str) -> int:
+        """`count`, given also the column as one string, each token after a space (`spaced`): a row
+        scored for several phrases joins its columns once, not once per phrase."""
         n = len(self.parts)
         if n == 0:
             return 0
@@ -69,7 +74,7 @@ class Phrase:
                 return words.count(part)
             # Tokens hold no space, so " part" occurs once at each token that begins with part, and
             # two occurrences never overlap: counted in C, three times as fast as a loop here.
-            return (" " + " ".join(words)).count(" " + part)
+            return spaced.count(" " + part)
         found = 0
         for start in range(len(words) - n + 1):
             head, last = words[start : start + n - 1], words[start + n - 1]
@@ -99,8 +104,9 @@ def score(phrases: Sequence[Phrase], row: tuple[list[str], list[str], list[str]]
     """FTS5's bm25 of one row (as a relevance: higher is better; FTS5 gives its negative)."""
     length = sum(len(column) for column in row)
     average = corpus.total_tokens / corpus.rows if corpus.rows else 1.0
+    columns = [(weight, column, " " + " ".join(column)) for weight, column in zip(WEIGHTS, row, strict=True)]
     total = 0.0
     for i, phrase in enumerate(phrases):
-        frequency = sum(weight * phrase.count(column) for weight, column in zip(WEIGHTS, row, strict=True))
+        frequency = sum(weight * phrase.occurrences(column, spaced) for weight, column, spaced in columns if column)
         total += corpus.idf(i) * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / average))
     return total

@@ -50,6 +50,7 @@ MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
 OR_WORDS = 4  # an any-word search looks for the rarest four words of a longer query, as locally
 SETTLED_S = 10  # a change this old was committed by a transaction that has ended (see `changes`)
+TERM_PREFIX_UPTO = 16  # memory_terms keeps the prefixes of a token from bm25.PREFIX_FROM characters to this many
 SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
 _VISIBLE = "NOT archived AND (expires_ts IS NULL OR expires_ts > %(now)s)"
@@ -116,6 +117,18 @@ def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
 # The part of a write's statement that drops its row's vector when the text changed: the replica
 # computes the new one in the background (postgres/vectors.py `Meaning.written`).
 _UNVECTORED = ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
+
+
+def held_term(phrase: bm25.Phrase) -> str | None:
+    """The `memory_terms` entry that counts the rows holding `phrase` (migration 0020), or None when
+    the table keeps none for it: a phrase of several tokens, or a prefix outside the lengths kept."""
+    if len(phrase.parts) != 1:
+        return None
+    token = phrase.parts[0]
+    if not phrase.prefix:
+        # A word of under four characters: its one token, as short; a longer token cannot come of it.
+        return f"={token}" if len(token) < bm25.PREFIX_FROM else None
+    return token if bm25.PREFIX_FROM <= len(token) <= TERM_PREFIX_UPTO else None
 
 
 def phrase_query(phrase: bm25.Phrase) -> str:
@@ -233,7 +246,7 @@ class PostgresTier(Tier):
         shortlist = limit * SHORTLIST_FACTOR
         query = join.join(f"({phrase_query(p)})" for p in phrases)
         # Ties at the cut are broken by id, so that the same query over the same rows scores the same ones.
-        rank = "0.0" if matches <= shortlist else "ts_rank_cd(doc, %(query)s::tsquery)"
+        rank = "0.0" if matches <= shortlist else "ts_rank(doc, %(query)s::tsquery)"
         rows = self.conn.execute(
             f"""
             SELECT m.id, m.terms, CASE WHEN m.terms IS NULL THEN m.record END FROM (
@@ -263,17 +276,24 @@ class PostgresTier(Tier):
         """Per phrase, the rows of the tier's spaces (every scope, hidden ones too) that hold it,
         counted once a request (an any-word search reuses the every-word search's counts).
 
-        One pass over the spaces' rows counts every phrase: query words are common enough (a tenth to
-        half of a large organisation's rows) that a count per phrase through the GIN index took twice
-        as long. The pass reads `memory_docs` (migration 0005), a fraction of the size of `memories`."""
+        The writes keep these counts for single words (migration 0020's `memory_terms`): one lookup
+        by the primary key. A phrase of several tokens, or a prefix the table has no entry for, is
+        counted through the GIN index: rare in queries, and its rows are those holding all its tokens."""
         wanted = [p for p in dict.fromkeys(phrases) if p not in self._held]
-        if wanted:
-            counts = ", ".join(f"count(*) FILTER (WHERE doc @@ %(q{n})s::tsquery)" for n in range(len(wanted)))
-            params: dict[str, object] = {f"q{n}": phrase_query(p) for n, p in enumerate(wanted)}
+        terms = {p: term for p in wanted if (term := held_term(p)) is not None}
+        if terms:
+            rows = self.conn.execute(
+                "SELECT term, sum(rows) FROM memory_terms WHERE space = ANY(%s) AND term = ANY(%s) GROUP BY term",
+                (self._spaces(), sorted(set(terms.values()))),
+            )
+            counted = {term: int(n) for term, n in rows}
+            self._held.update((p, counted.get(term, 0)) for p, term in terms.items())
+        for phrase in (p for p in wanted if p not in terms):
             row = self.conn.execute(
-                f"SELECT {counts} FROM memory_docs WHERE space = ANY(%(spaces)s)", {"spaces": self._spaces(), **params}
+                "SELECT count(*) FROM memory_docs WHERE space = ANY(%s) AND doc @@ %s::tsquery",
+                (self._spaces(), phrase_query(phrase)),
             ).fetchone()
-            self._held.update(zip(wanted, (int(n) for n in row or [0] * len(wanted)), strict=True))
+            self._held[phrase] = int(row[0]) if row else 0
         return [self._held[p] for p in phrases]
 
     def _corpus(self, phrases: Sequence[bm25.Phrase]) -> bm25.Corpus:
