@@ -1254,3 +1254,33 @@ def test_an_unannotated_parameter_takes_the_one_class_the_files_calls_pass(tmp_p
     assert found[("spin", "Wheel.__iter__")] == 0.8 and found[("spin", "Wheel.__next__")] == 0.8
     # two classes passed: no type, so the name is guessed among the candidates, as before
     assert found[("either", "Engine.start")] < 0.8 and found[("either", "Wheel.start")] < 0.8
+
+
+def test_an_outer_decorator_is_given_the_wrapper_of_the_inner_one(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def outer(f):
+            def wrap_outer():
+                return f()
+
+            return wrap_outer
+
+        def inner(f):
+            def wrap_inner():
+                return f()
+
+            return wrap_inner
+
+        @outer
+        @inner
+        def job():
+            return 1
+
+        def main():
+            return job()
+        """,
+    )
+    assert found[("main", "outer.wrap_outer")] == 1.0
+    assert found[("outer.wrap_outer", "inner.wrap_inner")] == 1.0 and ("outer.wrap_outer", "job") not in found
+    assert found[("inner.wrap_inner", "job")] == 1.0
