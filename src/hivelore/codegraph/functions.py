@@ -97,20 +97,27 @@ class FunctionValues:
     def settle(self, qualnames: set[str]) -> None:
         """Give each parameter what the file's calls pass it, once the file is read: again until
         nothing changes, as a parameter holding a function can be the callee of another call."""
+        fixed: dict[tuple[int, int | str], list[tuple[str, str]]] = {}  # callees named outright: one look-up
+        moving = list(self.passed)
         for _round in range(_ROUNDS):
             before = sum(map(len, self.given.values()))
-            for callees, slot, held, suffix in self.passed:
-                for function, name in self._slots(callees, slot, qualnames):
+            for callees, slot, held, suffix in moving:
+                for function, name in self._slots(callees, slot, qualnames, fixed):
                     known = self.given.setdefault((function, name + suffix), [])
                     known.extend(h for h in held if h not in known)
-            if sum(map(len, self.given.values())) == before:
+            moving = [entry for entry in moving if any(h.kind != DEF for h in entry[0])]
+            if not moving or sum(map(len, self.given.values())) == before:
                 break
         for callees, slot, value_type in self.typed:
-            for function, name in self._slots(callees, slot, qualnames):
+            for function, name in self._slots(callees, slot, qualnames, fixed):
                 self.types.setdefault(parameter_type(function, name), set()).add(value_type)
 
-    def _slots(self, callees: list[Held], slot: int | str, qualnames: set[str]) -> list[tuple[str, str]]:
-        """The (function, parameter) pairs an argument `slot` of a call of `callees` reaches."""
+    def _slots(self, callees: list[Held], slot: int | str, qualnames: set[str], fixed: dict) -> list[tuple[str, str]]:
+        """The (function, parameter) pairs an argument `slot` of a call of `callees` reaches; kept in
+        `fixed` when `callees` only names definitions (what parameters hold does not change them)."""
+        key = (id(callees), slot)
+        if key in fixed:
+            return fixed[key]
         found = []
         for function in self._expand(callees, qualnames, set()):
             if function not in self.positional:  # a class: its constructor takes the arguments
@@ -122,6 +129,8 @@ class FunctionValues:
                 name = slot if slot in self.keywords.get(function, ()) else ""
             if name:
                 found.append((function, name))
+        if all(h.kind == DEF for h in callees):
+            fixed[key] = found
         return found
 
     def sites(self, qualnames: set[str]) -> list[Site]:
