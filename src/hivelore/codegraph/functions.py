@@ -153,11 +153,11 @@ class FunctionValues:
                 found.append(_qualified(item.where, item.name, qualnames) or item.name)
             elif item.kind == ATTRIBUTE:
                 method = f"{item.where[0]}.{item.name}"
-                held = self.attributes.get((item.where[0], item.name))
-                if held is None and method in qualnames:  # `self.step = self.strip`: a bound method
+                kept = self.attributes.get((item.where[0], item.name))
+                if kept is None and method in qualnames:  # `self.step = self.strip`: a bound method
                     found.append(method)
                 else:
-                    found += self._expand(held or [], qualnames, seen)
+                    found += self._expand(kept or [], qualnames, seen)
             else:
                 found += self._expand(self.given.get((item.where[0], item.name), []), qualnames, seen)
         return found
