@@ -1207,6 +1207,28 @@ def test_a_bound_method_stored_on_self_is_called_through_the_attribute_also_from
     assert found[("Lower.repeat", "Lower.lower")] == 1.0
 
 
+def test_a_class_extending_its_imported_namesake_or_a_cycle_of_bases_still_parses(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        from elsewhere import Job
+
+        class Job(Job):
+            def run(self):
+                return self.inherited()
+
+        class Ping(Pong):
+            def go(self):
+                return self.missing()
+
+        class Pong(Ping):
+            def back(self):
+                return self.go()
+        """,
+    )
+    assert found[("Pong.back", "Ping.go")] == 1.0
+
+
 def test_an_unannotated_parameter_takes_the_one_class_the_files_calls_pass(tmp_path):
     found = edges_of(
         tmp_path,

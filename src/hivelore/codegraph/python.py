@@ -536,13 +536,19 @@ class _Parser:
             self.sites.append(Site(caller, name, "self", "", line))
 
     def _subclasses(self, class_q: str) -> list[str]:
-        """The classes of the file that name `class_q` among their bases, and theirs, and so on."""
+        """The classes of the file that name `class_q` among their bases, and theirs, and so on
+        (`class Foo(Foo)`, which extends an imported namesake, and cycles end)."""
         found: list[str] = []
-        names = {class_q, class_q.rpartition(".")[2]}
-        for definition in self.definitions:
-            if definition.kind == "class" and names & set(definition.bases) and definition.qualname not in found:
-                found.append(definition.qualname)
-                found += [sub for sub in self._subclasses(definition.qualname) if sub not in found]
+        todo = [class_q]
+        while todo:
+            base = todo.pop()
+            names = {base, base.rpartition(".")[2]}
+            for definition in self.definitions:
+                if definition.kind != "class" or definition.qualname in found or definition.qualname == class_q:
+                    continue
+                if names & set(definition.bases):
+                    found.append(definition.qualname)
+                    todo.append(definition.qualname)
         return found
 
     # -- calls ------------------------------------------------------------------------------------
