@@ -1117,3 +1117,192 @@ def test_a_decorator_in_another_file_calls_what_it_decorates_also_after_an_edit(
     found = calls(graph)
     assert found[("deco.py::logged.wrapper", "app.py::refund")] == 1.0
     assert ("app.py::main", "app.py::refund") not in found
+
+
+def test_a_function_handed_on_through_variables_parameters_and_bound_methods_is_followed(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def inner():
+            return 1
+
+        def spare():
+            return 2
+
+        def runs(step):
+            return step()
+
+        def hands_on(step, then=spare):
+            return step(then)  # `step` holds `runs`: `runs` is given `then`
+
+        class Jobs:
+            def first(self):
+                return 0
+
+            def each(self, job):
+                return job()
+
+        def main(jobs: Jobs):
+            call = hands_on
+            call(runs)  # a variable holding the callee
+            jobs.each(jobs.first)  # a method of a typed value, given a bound method
+            todo = Jobs()
+            return todo.each(todo.first)
+        """,
+    )
+    assert found[("hands_on", "runs")] == 1.0
+    assert found[("runs", "spare")] == 1.0  # given through `hands_on`'s parameter, from its default
+    assert found[("Jobs.each", "Jobs.first")] == 1.0
+    assert ("runs", "inner") not in found and ("hands_on", "spare") not in found
+
+
+def test_the_items_of_a_parameter_hold_what_the_calls_arguments_hold(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def on_a():
+            return 1
+
+        def on_b():
+            return 2
+
+        def dispatch(table, key):
+            return table[key]()
+
+        def main(key):
+            return dispatch({"a": on_a, "b": on_b}, key)
+        """,
+    )
+    assert found[("dispatch", "on_a")] == 1.0 and found[("dispatch", "on_b")] == 1.0
+
+
+def test_a_bound_method_stored_on_self_is_called_through_the_attribute_also_from_a_base(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        class Base:
+            def run(self):
+                return self.step()  # only the subclasses set `step`
+
+        class Upper(Base):
+            def __init__(self):
+                self.step = self.upper
+
+            def upper(self):
+                return 1
+
+        class Lower(Base):
+            def __init__(self):
+                self.step = self.lower
+                self.again = self.lower
+
+            def lower(self):
+                return 2
+
+            def repeat(self):
+                return self.again()
+        """,
+    )
+    assert found[("Base.run", "Upper.upper")] == 1.0 and found[("Base.run", "Lower.lower")] == 1.0
+    assert found[("Lower.repeat", "Lower.lower")] == 1.0
+
+
+def test_a_class_extending_its_imported_namesake_or_a_cycle_of_bases_still_parses(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        from elsewhere import Job
+
+        class Job(Job):
+            def run(self):
+                return self.inherited()
+
+        class Ping(Pong):
+            def go(self):
+                return self.missing()
+
+        class Pong(Ping):
+            def back(self):
+                return self.go()
+        """,
+    )
+    assert found[("Pong.back", "Ping.go")] == 1.0
+
+
+def test_an_unannotated_parameter_takes_the_one_class_the_files_calls_pass(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        class Engine:
+            def start(self):
+                return 1
+
+        class Wheel:
+            def start(self):
+                return 2
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                raise StopIteration
+
+        class Car:
+            def __init__(self, engine):
+                self.engine = engine
+
+            def drive(self):
+                return self.engine.start()
+
+        def spin(wheel):
+            for _ in wheel:
+                pass
+
+        def either(part):
+            return part.start()
+
+        class Garage:
+            def __init__(self):
+                self.engine = Engine()
+
+            def build(self):
+                spin(Wheel())
+                either(Engine())
+                either(Wheel())
+                return Car(self.engine)  # the attribute's type is handed on
+        """,
+    )
+    assert found[("Car.drive", "Engine.start")] == 0.8 and ("Car.drive", "Wheel.start") not in found
+    assert found[("spin", "Wheel.__iter__")] == 0.8 and found[("spin", "Wheel.__next__")] == 0.8
+    # two classes passed: no type, so the name is guessed among the candidates, as before
+    assert found[("either", "Engine.start")] < 0.8 and found[("either", "Wheel.start")] < 0.8
+
+
+def test_an_outer_decorator_is_given_the_wrapper_of_the_inner_one(tmp_path):
+    found = edges_of(
+        tmp_path,
+        """
+        def outer(f):
+            def wrap_outer():
+                return f()
+
+            return wrap_outer
+
+        def inner(f):
+            def wrap_inner():
+                return f()
+
+            return wrap_inner
+
+        @outer
+        @inner
+        def job():
+            return 1
+
+        def main():
+            return job()
+        """,
+    )
+    assert found[("main", "outer.wrap_outer")] == 1.0
+    assert found[("outer.wrap_outer", "inner.wrap_inner")] == 1.0 and ("outer.wrap_outer", "job") not in found
+    assert found[("inner.wrap_inner", "job")] == 1.0

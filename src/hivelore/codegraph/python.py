@@ -15,16 +15,21 @@ import hashlib
 from hivelore.codegraph.functions import (
     ABSTRACT,
     ATTRIBUTE,
+    ATTRIBUTE_TYPE,
     CALLS_ARGUMENT,
     CALLS_KEY,
     DECORATED,
     IDENTITY,
     PARAMETER,
+    PARAMETER_TYPE,
     RESULT,
     FunctionValues,
     Held,
+    attribute_type,
+    parameter_type,
 )
 from hivelore.codegraph.model import ALIAS, VALUE, Binding, Definition, ParsedFile, Site
+from hivelore.records import replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -137,6 +142,7 @@ class _Parser:
         self.class_attrs: dict[str, dict[str, str]] = {}  # class qualname → attribute → type
         self.deferred: list[tuple[int, str, str, str, int]] = []  # calls on `self.attr`, typed at the end
         self.on_self: list[tuple[int, str, str, int]] = []  # `self.name()`: a method, or an attribute holding one
+        self.protocols: list[Site] = []  # `for x in param`: kept once the parameter's type is known
         self.values = FunctionValues()
 
     def run(self, tree: ast.Module) -> ParsedFile:
@@ -146,15 +152,38 @@ class _Parser:
             self._passing(call, module)
         for node in code.nested:
             self._define(node, module)
+        qualnames = {d.qualname for d in self.definitions}
+        self.values.settle(qualnames)
+        for attrs in self.class_attrs.values():
+            for attr, attr_type in attrs.items():
+                attrs[attr] = self._concrete(attr_type)
         for caller, name, receiver, class_q, line in self.deferred:
             attr_type = self.class_attrs.get(class_q, {}).get(receiver.split(".", 1)[1], _UNKNOWN)
             self.sites.append(Site(caller, name, receiver, attr_type, line))
-        qualnames = {d.qualname for d in self.definitions}
         for caller, name, class_q, line in self.on_self:
             self._on_self(caller, name, class_q, line, qualnames)
+        self.sites = [self._typed(site) for site in self.sites]
+        self.sites.extend(site for site in map(self._typed, self.protocols) if site.receiver_type != _UNKNOWN)
         self.sites.extend(self.values.sites(qualnames))
         self.sites.sort(key=lambda site: (site.caller, site.line))
         return ParsedFile(self.path, "python", self.definitions, self.sites, self.bindings)
+
+    def _concrete(self, value_type: str, seen: frozenset[str] = frozenset()) -> str:
+        """The type a parameter's or an attribute's placeholder stands for, once the file is read:
+        the one type the file's calls pass (or assign), "?" when they differ or nothing says."""
+        if not value_type.startswith((PARAMETER_TYPE, ATTRIBUTE_TYPE)):
+            return value_type
+        if value_type in seen:
+            return _UNKNOWN
+        if value_type.startswith(ATTRIBUTE_TYPE):
+            class_q, _, attr = value_type.removeprefix(ATTRIBUTE_TYPE).partition(":")
+            return self._concrete(self.class_attrs.get(class_q, {}).get(attr, _UNKNOWN), seen | {value_type})
+        passed = {self._concrete(t, seen | {value_type}) for t in self.values.types.get(value_type, ())}
+        return passed.pop() if len(passed) == 1 else _UNKNOWN
+
+    def _typed(self, site: Site) -> Site:
+        concrete = self._concrete(site.receiver_type)
+        return site if concrete == site.receiver_type else replace(site, receiver_type=concrete)
 
     # -- definitions ----------------------------------------------------------------------------
 
@@ -204,7 +233,7 @@ class _Parser:
         with the function (the module's code is no symbol, so there it is no edge), `@rule("x")`
         calls `rule` and then what it returns."""
         decorated = [Held.definition((parent.qualname,) if parent.kind == "class" else parent.prefixes(), node.name)]
-        for decorator in node.decorator_list:
+        for position, decorator in enumerate(node.decorator_list):
             if isinstance(decorator, ast.Call):
                 if parent.index >= 0:
                     self._site(decorator.func, parent, decorator.lineno)
@@ -212,8 +241,11 @@ class _Parser:
                     self._result_site(decorator.func, parent, decorator.lineno)
                 continue
             name = dotted(decorator)
-            if name and not parent.variable(name.split(".")[0]):
-                self.values.pass_to(parent.prefixes(), name, 0, decorated)
+            # the innermost decorator is given the function; an outer one what the next one returned,
+            # which resolution follows (a DECORATED site) as it can cross files
+            innermost = position == len(node.decorator_list) - 1
+            if name and innermost and not parent.variable(name.split(".")[0]):
+                self.values.pass_to([Held.definition(parent.prefixes(), name)], 0, decorated)
             if parent.index >= 0:
                 self._site(decorator, parent, decorator.lineno)
 
@@ -221,7 +253,9 @@ class _Parser:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         for arg in [*positional, *args.kwonlyargs]:
-            scope.variables[arg.arg] = annotation(arg.annotation) if arg.annotation else _UNKNOWN
+            # unannotated: the type the file's calls pass it, known once the file is read
+            untyped = parameter_type(scope.qualname, arg.arg) if arg.arg != scope.self_name else _UNKNOWN
+            scope.variables[arg.arg] = annotation(arg.annotation) if arg.annotation else untyped
         for rest in (args.vararg, args.kwarg):
             if rest:
                 scope.variables[rest.arg] = _UNKNOWN
@@ -383,7 +417,12 @@ class _Parser:
         root, _, rest = text.partition(".")
         if scope.self_name and root == scope.self_name:
             return [Held(ATTRIBUTE, (scope.class_q,), rest)] if rest and "." not in rest else []
-        return [Held.definition(scope.prefixes(), text)] if not scope.variable(root) else []
+        kind = scope.variable(root)
+        if not kind:
+            return [Held.definition(scope.prefixes(), text)]
+        if kind.endswith("()") and "." not in rest:  # `cart.total` with `cart = Cart()`: a bound method
+            return [Held.definition(scope.prefixes(), f"{kind[:-2]}.{rest}")]
+        return []
 
     def _items(self, node: ast.AST, scope: _Scope) -> list[Held]:
         """The functions the items of a container may be: a literal list, tuple, set or dict (its
@@ -394,7 +433,11 @@ class _Parser:
             return [h for value in node.values for h in self._held(value, scope)]
         if isinstance(node, ast.Name):
             owner = scope.owner(node.id)
-            return list(owner.functions.get(node.id + "[]", [])) if owner is not None else []
+            if owner is None:
+                return []
+            if node.id + "[]" not in owner.functions and self.values.is_parameter(owner.qualname, node.id):
+                return [Held(PARAMETER, (owner.qualname,), node.id + "[]")]  # what the calls' arguments hold
+            return list(owner.functions.get(node.id + "[]", []))
         text = dotted(node)
         if text and scope.self_name and text.count(".") == 1 and text.startswith(scope.self_name + "."):
             return [Held(ATTRIBUTE, (scope.class_q,), text.partition(".")[2] + "[]")]
@@ -416,7 +459,8 @@ class _Parser:
         name = dotted(call.func)
         if name is None or scope.variable(name.split(".")[0]):
             name = call.func.attr if isinstance(call.func, ast.Attribute) and call.func.attr == "sort" else None
-        if name is None:
+        callees = self._held(call.func, scope)
+        if name is None and not callees:
             return
         arguments: list[tuple[int | str, ast.AST]] = []
         for position, positional in enumerate(call.args):
@@ -426,13 +470,28 @@ class _Parser:
         arguments += [(k.arg, k.value) for k in call.keywords if k.arg]
         for slot, argument in arguments:
             held = self._held(argument, scope)
-            if not held:
-                continue
-            if CALLS_ARGUMENT.get(name) == slot or (name in CALLS_KEY and slot == "key"):
-                if scope.index >= 0:
+            if name and (CALLS_ARGUMENT.get(name) == slot or (name in CALLS_KEY and slot == "key")):
+                if held and scope.index >= 0:
                     self.values.call(scope.index, held, call.lineno)
-            else:
-                self.values.pass_to(scope.prefixes(), name, slot, held)
+                continue
+            if callees:
+                if held:
+                    self.values.pass_to(callees, slot, held)
+                items = self._items(argument, scope)
+                if items:
+                    self.values.pass_to(callees, slot, items, items=True)
+                self.values.pass_type(callees, slot, self._argument_type(argument, scope))
+
+    def _argument_type(self, node: ast.AST, scope: _Scope) -> str:
+        """The type of a value given as an argument, as a parameter receiving it would have it."""
+        if isinstance(node, ast.Name):
+            found = scope.variable(node.id)
+            return found if found and found != _SELF else _UNKNOWN
+        text = dotted(node)
+        if text and scope.self_name and text.count(".") == 1 and text.startswith(scope.self_name + "."):
+            return attribute_type(scope.class_q, text.partition(".")[2])
+        value_type = _value_type(node, scope)
+        return value_type if value_type != _SELF else _UNKNOWN
 
     def _protocol(self, value: ast.AST, methods: tuple[str, ...], scope: _Scope, line: int) -> None:
         """`for x in Countdown(3)`, `len(bag)`: the special methods the loop or builtin calls, on a
@@ -446,8 +505,9 @@ class _Parser:
         else:
             return
         if value_type and value_type != _UNKNOWN:
+            into = self.protocols if value_type.startswith(PARAMETER_TYPE) else self.sites
             for method in methods:
-                self.sites.append(Site(scope.index, method, receiver, value_type, line))
+                into.append(Site(scope.index, method, receiver, value_type, line))
 
     def _result_site(self, func: ast.AST, scope: _Scope, line: int) -> None:
         """`with_tax(0.2)(10)`: a call of what calling a function returns."""
@@ -465,11 +525,31 @@ class _Parser:
             self.sites.append(Site(caller, name, "self", "", line))
         elif self.values.holds_attribute(class_q, name):
             self.values.call(caller, [Held(ATTRIBUTE, (class_q,), name)], line)
+        elif any(self.values.holds_attribute(sub, name) for sub in self._subclasses(class_q)):
+            # `self.child()` in a base whose subclasses set `self.child = self.func2`: self may be one
+            held = [Held(ATTRIBUTE, (sub,), name) for sub in self._subclasses(class_q)]
+            self.values.call(caller, [h for h in held if self.values.holds_attribute(h.where[0], name)], line)
         elif attr_type.endswith("()") and attr_type != _SELF:
             receiver, _, last = attr_type[:-2].rpartition(".")
             self.sites.append(Site(caller, last, receiver, RESULT, line))
         else:
             self.sites.append(Site(caller, name, "self", "", line))
+
+    def _subclasses(self, class_q: str) -> list[str]:
+        """The classes of the file that name `class_q` among their bases, and theirs, and so on
+        (`class Foo(Foo)`, which extends an imported namesake, and cycles end)."""
+        found: list[str] = []
+        todo = [class_q]
+        while todo:
+            base = todo.pop()
+            names = {base, base.rpartition(".")[2]}
+            for definition in self.definitions:
+                if definition.kind != "class" or definition.qualname in found or definition.qualname == class_q:
+                    continue
+                if names & set(definition.bases):
+                    found.append(definition.qualname)
+                    todo.append(definition.qualname)
+        return found
 
     # -- calls ------------------------------------------------------------------------------------
 

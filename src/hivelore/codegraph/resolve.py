@@ -217,13 +217,20 @@ class Resolver:
         return _edges(found, EXACT)
 
     def _decorated_with(self, decorator) -> list:
+        """What `decorator` is given: each function it decorates, or, under `@outer @inner`, the
+        wrapper the decorators below it made of the function (`outer` is given `inner`'s wrapper)."""
         rows = []
         for row in self._by_base_name("decorated", decorator.name):  # those naming it, then those meaning it
             scope = replace(row, qualname=row.qualname.rpartition(".")[0])
-            for name in row.bases.split("\n"):
+            names = row.bases.split("\n")
+            for position, name in enumerate(names):
                 target, _ = self.resolve_dotted(scope, name) if not name.endswith("()") else (None, 0)
                 if isinstance(target, list) and any(t.key == decorator.key for t in target):
-                    rows.append(row)
+                    given = [row]
+                    for inner in reversed(names[position + 1 :]):
+                        made = self._decorator(scope, inner)
+                        given = made if made and made != IDENTITY else given
+                    rows += given
                     break
         return rows
 

@@ -22,7 +22,7 @@ from hivelore.sqlitedb import Immediate, chunks, remove_database
 SCHEMA_VERSION = "1"
 BUSY_TIMEOUT = 30.0  # seconds a writer waits for another: indexing a large repository holds the lock long
 # Bumped when parsing or resolution changes: the next full index re-parses every file.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
