@@ -13,6 +13,14 @@ command so machine noise hits all of them alike, it times:
     hivelore search "ECONNREFUSED 5432"   again, right after those writes changed the repo folder
     hivelore index rebuild             fewer runs at large sizes
 
+and the searches a new user types (`QUERIES`): the issue's "connection refused deadlock", the store's
+most common words (read from the index's vocabulary after the rebuild, stop words left out) one, two
+and three at a time, and a pasted prompt, each as the plain command with no hook server
+(HIVELORE_HOOK_SERVER=off) and with the warm hook server up. With `--baseline SRC` every search and
+`context` row also runs with PYTHONPATH=SRC (another checkout's `src`, compiled first), interleaved
+with this code's runs: a before/after in one run. `--searches-only` leaves out the writes, hooks,
+imports and rebuilds.
+
 Before the rounds, the store is exported (`hivelore export --include-hidden`, untimed) and that
 JSONL file is imported into a fresh HIVELORE_HOME (`hivelore import FILE`, every record through the
 guard), then imported again (every record unchanged); one run each from 20,000 memories up.
@@ -22,6 +30,7 @@ multiple of the bare Python median, with PASS/MISS for the targets at 60,000 mem
 
     python benchmarks/bench_core.py                       # 600, 6,000 and 60,000 memories, 7 runs
     python benchmarks/bench_core.py --sizes 200 --runs 3  # the CI smoke run, a few seconds
+    python benchmarks/bench_core.py --sizes 60000 --searches-only --baseline ../wt-base/src   # before/after
 
 Exit status: 0 when every command ran (missed targets included: this prints figures, it does not
 gate); 1 when a command failed, with its output printed.
@@ -63,6 +72,14 @@ ORIGIN = "git@github.com:acme/checkout.git"
 BARE = "python -c pass (bare)"
 CONTEXT = "hivelore context"
 SEARCH = f'hivelore search "{QUERY}"'
+ISSUE_QUERY = "connection refused deadlock"  # issue 26's: a new user's first search
+# Pasted from a chat with an agent: most of its words are common in the store, none rare.
+PASTED = (
+    "the checkout tests fail in ci with a database error after I updated the deps, "
+    "how do I run pytest against the dev db in docker?"
+)
+PLAIN = "no hook server"  # the command answers itself: what a new user, with no hook server yet, runs
+BEFORE = "baseline"  # with PYTHONPATH=--baseline: the code before the change, same store, same round
 SEARCH_AFTER_WRITE = "  same, right after a write"
 WRITE_NEW = "hivelore write (new key)"
 WRITE_UPDATE = "hivelore write (update)"
@@ -81,7 +98,7 @@ HOOKS = (*INJECTING, HOOK_READ, HOOK_SHELL)
 ALONE = "  same, no hook server"  # the hook answers in its own process (the first event after idle, or off)
 HOOKS_ALONE = tuple(f"{label} {ALONE.strip()}" for label in HOOKS)
 ROW_ORDER = (
-    BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT,
+    BARE, WRITE_NEW, WRITE_UPDATE, SEARCH, SEARCH_AFTER_WRITE, CONTEXT, f"{CONTEXT} | {BEFORE}",
     *(row for pair in zip(HOOKS, HOOKS_ALONE, strict=True) for row in pair), REBUILD_FIRST, REBUILD,
     IMPORT, IMPORT_AGAIN,
 )  # fmt: skip
@@ -107,12 +124,55 @@ class SizeResult:
     notes: list[str]
 
 
+def variant(label: str, *tags: str) -> str:
+    """The row of `label` run another way (`PLAIN`, `BEFORE`), shown indented under it."""
+    return f"{label} | {', '.join(tags)}"
+
+
+def shown(label: str) -> str:
+    if label in HOOKS_ALONE:
+        return ALONE
+    return f"  same, {label.split(' | ')[1]}" if " | " in label else label
+
+
+def common_words(index: Path, count: int) -> list[str]:
+    """The `count` words the most memories hold, read from the index's vocabulary: stop words (the
+    search keeps them, but a new user types them in a sentence, not alone), words of one letter or
+    digits only, and words an earlier one already matches as a prefix (a search for "test" finds
+    "tests") left out."""
+    from hivelore.memory.recall import STOPWORDS
+
+    conn = sqlite3.connect(index)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, row)")
+        terms = [t for (t,) in conn.execute("SELECT term FROM temp.vocab ORDER BY doc DESC, term LIMIT 200")]
+    finally:
+        conn.close()
+    chosen: list[str] = []
+    for term in terms:
+        covered = any(term.startswith(word) for word in chosen if len(word) >= 4)
+        if term.isalpha() and len(term) > 1 and term not in STOPWORDS and not covered:
+            chosen.append(term)
+    return chosen[:count]
+
+
 class Bench:
     def __init__(
-        self, size: int, runs: int, rebuild_runs: int, seed: int, timeout: float, budget: float, keep: bool
+        self,
+        size: int,
+        runs: int,
+        rebuild_runs: int,
+        seed: int,
+        timeout: float,
+        budget: float,
+        keep: bool,
+        baseline: str | None = None,
+        searches_only: bool = False,
     ) -> None:
         self.size, self.runs, self.rebuild_runs = size, runs, rebuild_runs
         self.seed, self.timeout, self.budget, self.keep = seed, timeout, budget, keep
+        self.baseline, self.searches_only = baseline, searches_only
+        self.queries: list[str] = []
         self.hivelore = str(Path(sys.executable).parent / "hivelore")
         launcher = Path(sys.executable).parent / "hivelore-hook"  # what `hivelore install` wires, when present
         self.hook = [str(launcher)] if launcher.is_file() else [self.hivelore, "hook"]
@@ -177,8 +237,8 @@ class Bench:
         series.samples.append(seconds)
         return proc
 
-    def untimed(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
-        _, proc, failure = self.run(argv)
+    def untimed(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str] | None:
+        _, proc, failure = self.run(argv, env=env)
         if failure:
             self.notes.append(f"untimed warm-up failed: {failure}")
             return None
@@ -228,7 +288,11 @@ class Bench:
             proc = self.timed(REBUILD_FIRST, [self.hivelore, "index", "rebuild"])
             if proc is not None:
                 self.notes.append(f"setup rebuild said: {proc.stdout.strip()}")
-            self.imports(tmp)
+            if not self.searches_only:
+                self.imports(tmp)
+            words = common_words(self.home / "index.db", 3)
+            self.queries = [ISSUE_QUERY, *(" ".join(words[:n]) for n in range(1, len(words) + 1)), PASTED]
+            self.notes.append(f"the store's most common words, stop words left out: {', '.join(words)}")
             self.warm_up()
             self.start_hook_server()
             repo_keys = stats.keys.get(REPO_ADDRESS, [])
@@ -277,6 +341,14 @@ class Bench:
             top = f"; best: {hits[0]['scope']}::{hits[0]['key']}" if hits else ""
             took = f" (first read after the rebuild, untimed run: {time.perf_counter() - started:.2f} s)"
             self.notes.append(f'search "{QUERY}": {len(hits)} hits{top}{took}')
+        for query in self.queries:  # each query's first run, and the baseline's, untimed as well
+            self.untimed([self.hivelore, "search", query])
+            if self.baseline:
+                self.untimed([self.hivelore, "search", query], self.before_env)
+
+    @property
+    def before_env(self) -> dict[str, str]:
+        return {**self.env, "PYTHONPATH": str(self.baseline)}
 
     def start_hook_server(self) -> None:
         """An untimed hook event: answered in its own process, it starts the hook server, which the
@@ -301,17 +373,35 @@ class Bench:
             (WRITE_UPDATE, lambda: [hl, "write", f"{REPO_ADDRESS}::{update_key}", _update_value(round_no)]),
             (SEARCH_AFTER_WRITE, lambda: [hl, "search", QUERY]),
         ]
+        if self.searches_only:
+            steps = steps[:3]
         for label, argv in steps:
             proc = self.timed(label, argv())
+            if label == CONTEXT and self.baseline:
+                self.timed(variant(CONTEXT, BEFORE), argv(), env=self.before_env)
             if label == CONTEXT and proc is not None and round_no == 0:
                 lines = proc.stdout.strip().splitlines()
                 summary = f"{len(lines)} lines, {len(proc.stdout):,} chars"
                 self.notes.append(f"context: {summary}; {lines[0][:100] if lines else ''}")
+        self.searches()
+        if self.searches_only:
+            return
         self.hooks(round_no)
         if rebuild:
             self.timed(REBUILD, [hl, "index", "rebuild"])
             # A rebuild rewrites the whole index: warm it again, so every round's reads start alike.
             self.untimed([hl, "search", QUERY])
+
+    def searches(self) -> None:
+        """Each query with the warm hook server up, then as the plain command (no hook server), then,
+        with --baseline, the plain command of the code before."""
+        plain = {**self.env, "HIVELORE_HOOK_SERVER": "off"}
+        for query in self.queries:
+            label, argv = f'hivelore search "{_cut(query)}"', [self.hivelore, "search", query]
+            self.timed(label, argv)
+            self.timed(variant(label, PLAIN), argv, env=plain)
+            if self.baseline:
+                self.timed(variant(label, PLAIN, BEFORE), argv, env={**plain, "PYTHONPATH": str(self.baseline)})
 
     def hooks(self, round_no: int) -> None:
         """The three hooks an agent runs most, each in a new session (so session start has something
@@ -376,6 +466,10 @@ def _update_value(i: int) -> str:
     )
 
 
+def _cut(text: str, chars: int = 40) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def _shell(argv: list[str]) -> str:
     plain = (a.replace("-", "").replace("/", "").replace(":", "").replace(".", "").isalnum() for a in argv)
     return " ".join(a if ok else repr(a) for a, ok in zip(argv, plain, strict=True))
@@ -391,7 +485,7 @@ def _folder_mb(folder: Path) -> float:
 def _target(size: int, label: str, median: float, bare: float | None) -> str:
     if size != TARGET_SIZE:
         return "-"
-    if label in (CONTEXT, SEARCH, SEARCH_AFTER_WRITE):
+    if label in (CONTEXT, SEARCH, SEARCH_AFTER_WRITE) or label.startswith(("hivelore search", CONTEXT)):
         if bare is None:
             return "n/a"
         return f"{'PASS' if median / bare <= TARGET_RATIO else 'MISS'} (≤ {TARGET_RATIO:g}×)"
@@ -412,7 +506,8 @@ def table(results: list[SizeResult]) -> str:
     for result in results:
         bare_series = result.series.get(BARE)
         bare = statistics.median(bare_series.samples) if bare_series and bare_series.samples else None
-        for label in ROW_ORDER:
+        others = [label for label in result.series if label not in ROW_ORDER]
+        for label in (*ROW_ORDER, *others):
             series = result.series.get(label)
             if series is None:
                 continue
@@ -422,11 +517,10 @@ def table(results: list[SizeResult]) -> str:
             median, low = statistics.median(series.samples), min(series.samples)
             ratio = f"{median / bare:.1f}×" if bare else "-"
             failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
-            shown = ALONE if label in HOOKS_ALONE else label
             rows.append(
                 (
                     f"{result.size:,}",
-                    shown,
+                    shown(label),
                     f"{len(series.samples)}{failed}",
                     f"{median * 1000:,.0f}",
                     f"{low * 1000:,.0f}",
@@ -483,6 +577,14 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds of samples per command and size after which it gets no more runs (default 300)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders for inspection")
+    parser.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="another checkout's src folder: each search and context also runs with PYTHONPATH=SRC, interleaved",
+    )
+    parser.add_argument(
+        "--searches-only", action="store_true", help="only bare Python, context and the searches (no writes, hooks…)"
+    )
     args = parser.parse_args(argv)
     try:
         sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
@@ -499,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     # every timed run would compile hivelore from source.
     package = Path(importlib.util.find_spec("hivelore").origin).parent
     compileall.compile_dir(package, quiet=1)
+    if args.baseline:
+        baseline = Path(args.baseline).resolve()
+        if not (baseline / "hivelore").is_dir():
+            parser.error(f"--baseline {args.baseline} holds no hivelore package: give a checkout's src folder")
+        compileall.compile_dir(baseline / "hivelore", quiet=1)
+        args.baseline = str(baseline)
     try:
         version = metadata.version("hivelore")
     except metadata.PackageNotFoundError:
@@ -509,7 +617,17 @@ def main(argv: list[str] | None = None) -> int:
         rebuild_runs = (
             args.rebuild_runs if args.rebuild_runs is not None else (args.runs if size < 20_000 else min(args.runs, 2))
         )
-        bench = Bench(size, args.runs, rebuild_runs, args.seed, args.timeout, args.budget, args.keep)
+        bench = Bench(
+            size,
+            args.runs,
+            rebuild_runs,
+            args.seed,
+            args.timeout,
+            args.budget,
+            args.keep,
+            args.baseline,
+            args.searches_only,
+        )
         results.append(bench.execute())
 
     print(f"hivelore {version} core benchmark · {datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
