@@ -62,6 +62,7 @@ from pathlib import Path
 
 import bench_outbox
 import bench_remote_hooks
+import bench_statements
 import httpx
 import psycopg
 import synth
@@ -562,6 +563,42 @@ def run_clients(
     return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0], load_average, pace_ms)
 
 
+def count_statements(url: str, team: Team, loaded: Loaded, work: Path) -> list[bench_statements.Counted]:
+    """The statements a write sends, and a record of an import, counted in PostgreSQL's log on a
+    replica of its own (bench_statements.py), one request at a time; the database's logging is
+    reset after."""
+    bench_statements.logging_all(ADMIN_URL, team.database, on=True)
+    replica = None
+    try:
+        replica = start_replica(url, work)
+        client = Client(0, team.clients[0], replica, loaded, seed=0)
+        client.timed("write", client.write("warm"))  # the pool's first connection and its statements' plans
+
+        def writes() -> None:
+            for _ in range(bench_statements.WRITES):
+                client.timed("write", client.write("count"))
+
+        def imports() -> None:
+            for _ in range(bench_statements.IMPORTS):
+                client.timed("import", client.batch("count"))
+
+        written = bench_statements.WRITES
+        imported = bench_statements.IMPORTS * BATCH_RECORDS
+        import_what = f"POST /v1/memories/import ({BATCH_RECORDS} records a request)"
+        counts = [
+            bench_statements.counted(url, team.database, "POST /v1/memories", writes, written, written),
+            bench_statements.counted(url, team.database, import_what, imports, bench_statements.IMPORTS, imported),
+        ]
+        failed = [s for s in client.samples if not s.status.startswith("2")]
+        if failed:
+            raise RuntimeError(f"{len(failed)} of the counted requests failed: {failed[0].status}")
+        return counts
+    finally:
+        if replica is not None:
+            stop_replica(replica)
+        bench_statements.logging_all(ADMIN_URL, team.database, on=False)
+
+
 # -- the report --------------------------------------------------------------------------------
 
 
@@ -686,6 +723,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
         log(f"loaded in {loaded.seconds:.1f} s")
 
+        statements = count_statements(url, team, loaded, work) if args.statements else []
         runs = []
         outbox_reports: list[tuple[list[bench_outbox.Round], int, int]] = []
         outbox_writes = 60 if args.small else OUTBOX_WRITES
@@ -731,6 +769,9 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             log(f"dropped {name}")
 
     report(args, loaded, runs, end, started_load)
+    if statements:
+        print()
+        bench_statements.report(statements)
     for replayed, count, senders in outbox_reports:
         print()
         bench_outbox.report(replayed, count, senders, outbox_writes)
@@ -815,6 +856,11 @@ def main(argv: list[str] | None = None) -> int:
         "--runs",
         default=",".join(RUNS),
         help=f"the runs to make, comma-separated (default all: {','.join(RUNS)}); e.g. --runs floor,writes",
+    )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="first count the statements a write and an import send to PostgreSQL, in its log (bench_statements.py)",
     )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
     parser.add_argument(
