@@ -148,7 +148,9 @@ async def test_server_lists_its_tools_with_output_schemas_and_honest_annotations
     # What makes a lesson findable in other words (benchmarks/bench_recall.py measures both): the agent
     # searches with the words the problem would show, and writes two or three symptoms with a lesson.
     assert "the likely error message, tool, command" in " ".join(tools["memory_search"].description.split())
-    assert "Give two or three, each worded differently" in " ".join(tools["memory_write"].description.split())
+    # The symptoms' guidance is in the argument's schema (Codex's tool_search does not index it there).
+    when = write_input["properties"]["when"]["description"]
+    assert "Give two or three, each worded differently" in " ".join(when.split())
 
 
 # -- 2. a lesson's life, shared with the CLI ----------------------------------------------------------------
@@ -447,11 +449,11 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
     path = home / answers.FILENAME
     book = json.loads(path.read_text())
     listed = book["answers"]["2025-06-18"]["tools/list"]
-    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Save a lesson", "Save a LESSON")
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
     path.write_text(json.dumps(book))
 
     tampered, stderr = raw_session(home, repo, handshake(), answers=6)
-    assert "Save a LESSON" in tampered[2], "the prepared answer is the one sent before the SDK runs"
+    assert "Write a LESSON" in tampered[2], "the prepared answer is the one sent before the SDK runs"
     assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
     assert json.loads(path.read_text())["answers"]["2025-06-18"]["tools/list"] == listed
 
@@ -460,7 +462,7 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
 
     book = json.loads(path.read_text())
     book["fingerprint"] = "made by another version"
-    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Save a lesson", "Save a LESSON")
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
     path.write_text(json.dumps(book))
     stale, stderr = raw_session(home, repo, handshake(), answers=6)
     assert stale == from_sdk and stderr == ""
@@ -538,12 +540,12 @@ def test_codex_tools_list_is_answered_before_the_sdk_loads(home: Path, repo: Pat
     path = home / answers.FILENAME
     book = json.loads(path.read_text())
     listed = book["answers"]["2025-06-18"]["tools/list"]
-    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Save a lesson", "Save a LESSON")
+    book["answers"]["2025-06-18"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
     path.write_text(json.dumps(book))
     lines = handshake()
     lines[2] = {**lines[2], "params": CODEX_TOOLS_LIST}
     written, stderr = raw_session(home, repo, lines, answers=6)
-    assert "Save a LESSON" in written[2], "Codex's tools/list waited for the SDK"
+    assert "Write a LESSON" in written[2], "Codex's tools/list waited for the SDK"
     assert "the prepared answer to tools/list (2025-06-18) differed from the SDK's" in stderr
 
 

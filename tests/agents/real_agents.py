@@ -315,9 +315,10 @@ class Codex(Agent):
         return [Call("exec_command", {"cmd": command})]
 
     def write_memory(self, arguments: dict) -> list[Call]:
-        # Codex offers MCP tools in a deferred namespace (mcp__hivelore): loaded by its tool_search, which
-        # ranks them by the query; a limit above the tool count loads memory_write whatever else matches.
-        return [Call("tool_search", {"query": "hivelore memory_write", "limit": 40}), Call("memory_write", arguments)]
+        # Codex offers MCP tools in a deferred namespace (mcp__hivelore), loaded by its tool_search: the
+        # model searches as told ("save it with memory_write"), without a limit, so it gets the 8 tools
+        # Codex ranks first and can call memory_write only if it is one of them (test_codex_tool_search.py).
+        return [Call("tool_search", {"query": "hivelore memory_write"}), Call("memory_write", arguments)]
 
     def edit(self, ws: Workspace, path: str, old: str, new: str) -> list[Call]:
         patch = f"*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n"

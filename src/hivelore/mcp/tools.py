@@ -15,10 +15,12 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from hivelore import errors
 from hivelore.memory import grooming
@@ -77,6 +79,24 @@ INSTRUCTIONS = (
     "instructions come first."
 )
 
+# Codex loads an MCP tool only when its tool_search (BM25 over the tool's name, title, description and
+# argument names, 8 results by default) finds it: memory_write's title and one-line description carry
+# the words a model searches with, and the guidance for each argument sits in that argument's schema,
+# which the model reads once the tool is loaded but the search does not index.
+WRITE_TITLE = "Write a lesson to hivelore memory (memory_write)"
+SCOPE_HELP = "global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes)."
+KEY_HELP = "A short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it."
+CITES_HELP = (
+    "Symbols (id, qualified name or name) or files it is about; a lesson's or decision's text is also read "
+    "for them. Reads then say when that code changed since."
+)
+WHEN_HELP = (
+    "The symptoms in plain words, as someone hitting this without knowing the cause would say it. Give two "
+    "or three, each worded differently — what they see, what they were doing, what they would ask — e.g. "
+    "\"the tests can't reach the database; the integration suite fails at start with connection refused; "
+    'why do my tests hang waiting for postgres". Each is searched with the lesson, so it is found either way.'
+)
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -105,29 +125,18 @@ def build_server(cwd: Path | None = None) -> MCPServer:
             if svc is not None:
                 svc.close()
 
-    @server.tool(annotations=WRITE)
+    @server.tool(title=WRITE_TITLE, annotations=WRITE)
     def memory_write(
-        scope: str,
-        key: str,
-        value: str,
+        scope: Annotated[str, Field(description=SCOPE_HELP)],
+        key: Annotated[str, Field(description=KEY_HELP)],
+        value: Annotated[str, Field(description="The lesson: symptom, cause, fix.")],
         tags: list[str] | None = None,
-        kind: str | None = None,
+        kind: Annotated[str | None, Field(description="lesson (the default), fact, decision or note.")] = None,
         ttl_days: float | None = None,
-        cites: list[str] | None = None,
-        when: str | None = None,
+        cites: Annotated[list[str] | None, Field(description=CITES_HELP)] = None,
+        when: Annotated[str | None, Field(description=WHEN_HELP)] = None,
     ) -> WriteOut:
-        """Save a lesson to memory (remember a fix, fact, decision or note) so no session rediscovers it.
-
-        scope: global, project::NAME, repo::OWNER/REPO or branch::OWNER/REPO::BRANCH (see memory_scopes).
-        key: a short stable name, e.g. tests-need-local-postgres. Writing the same key again updates it.
-        cites: symbols (id, qualified name or name) or files it is about; a lesson's or decision's text is
-        also read for them. Reads then say when that code changed since.
-        when: the symptoms in plain words, as someone hitting this without knowing the cause would say it.
-        Give two or three, each worded differently — what they see, what they were doing, what they would
-        ask — e.g. "the tests can't reach the database; the integration suite fails at start with
-        connection refused; why do my tests hang waiting for postgres". Each is searched with the lesson,
-        so it is found either way.
-        """
+        """Write a lesson to hivelore memory: save a fix, fact, decision or note so no session rediscovers it."""
         with service() as svc:
             result = svc.write(
                 scope, key, value, tags=tags or [], kind=kind, ttl_days=ttl_days, cites=cites or [], when=when
