@@ -8,10 +8,11 @@ reads filter and rank on.
 A search asks PostgreSQL for the matches (a GIN-indexed `tsvector` of the tokens SQLite FTS5 would
 make, prefix matches from four characters as the local index's), and scores them with FTS5's own
 bm25 (memory/bm25.py) over the spaces read: the same query gives the same relevance, so the same
-order, as on one machine. PostgreSQL's `ts_rank_cd` only picks which matches are scored when there
-are more than the shortlist holds (the corpus counts say when there are not, and then nothing is
-ranked in SQL). The shortlist is scored from the tokens each row keeps (`terms`, written with it), and
-only the rows kept are decoded.
+order, as on one machine while the matches fit in the shortlist. Past it, PostgreSQL's `ts_rank`
+picks which matches are scored (the corpus counts say when they fit, and then nothing is ranked in
+SQL), so a large organisation's order is close to, not always, the local one. The rows holding each
+query word come from the counts the writes keep (`memory_terms`, migration 0020). The shortlist is
+scored from the tokens each row keeps (`terms`, written with it), and only the rows kept are decoded.
 
 A write takes a transaction-scoped advisory lock on its address: N writers of one key give one row
 and N counted updates, as the vault's lock does for files. A write that makes a row visible
