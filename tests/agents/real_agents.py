@@ -21,7 +21,9 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
+import pytest
 from model_server import Action, Call, ModelServer, Request
 
 PINS = Path(__file__).with_name("clis.txt")
@@ -42,6 +44,24 @@ def clis_folder() -> Path:
         return Path(override)
     digest = hashlib.sha256(PINS.read_bytes()).hexdigest()[:16]
     return Path.home() / ".cache" / "hivelore-agents" / digest
+
+
+REQUIRED = "HIVELORE_REQUIRE_AGENT_CLIS"
+
+
+def missing(why: str) -> NoReturn:
+    """Skip the test, saying why; fail it instead when HIVELORE_REQUIRE_AGENT_CLIS=1 (.ci/run sets it),
+    so a CI run that lost the agent CLIs goes red rather than green with the agents left out."""
+    if os.environ.get(REQUIRED) == "1":
+        pytest.fail(f"{why} ({REQUIRED}=1: the real agents must run here; .ci/run takes HIVELORE_SKIP_AGENT_CLIS=1)")
+    pytest.skip(why)
+
+
+def require_clis() -> None:
+    """Skip or fail (see missing) unless the pinned CLIs are installed."""
+    why = why_not_installed()
+    if why is not None:
+        missing(why)
 
 
 def why_not_installed() -> str | None:

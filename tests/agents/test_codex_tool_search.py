@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import Call, ModelServer, Say
-from real_agents import Codex, Workspace, why_not_installed
+from real_agents import Codex, Workspace, missing
 
-pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.skipif(why_not_installed() is not None, reason=why_not_installed() or ""),
-]
+pytestmark = pytest.mark.agents
 
 # What a model writes into tool_search after hivelore's nudge ("save it with memory_write into scope
 # 'repo::acme/shop'"), the skill's table or the server's instructions ("write a lesson (memory_write)").
@@ -36,7 +33,7 @@ QUERIES = [
 def test_each_search_a_model_makes_for_memory_write_loads_it(tmp_path: Path) -> None:
     codex = Codex()
     if not codex.path.exists():
-        pytest.skip(f"{codex.path} is not installed: run scripts/install-agent-clis")
+        missing(f"{codex.path} is not installed: run scripts/install-agent-clis")
     home = tmp_path / "home"
     home.mkdir()
     ws = Workspace(home=home, hivelore_home=tmp_path / "hivelore-home", repo=make_shop(tmp_path / "shop", SHOP_FILES))

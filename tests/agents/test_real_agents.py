@@ -22,12 +22,9 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
-from real_agents import AGENTS, Agent, Workspace, why_not_installed
+from real_agents import AGENTS, Agent, Workspace, missing
 
-pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.skipif(why_not_installed() is not None, reason=why_not_installed() or ""),
-]
+pytestmark = pytest.mark.agents
 
 MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexit 1\n"
 SCOPE = "repo::acme/shop"
@@ -50,7 +47,7 @@ def model() -> ModelServer:
 def agent(request: pytest.FixtureRequest) -> Agent:
     chosen = AGENTS[request.param]
     if not chosen.path.exists():
-        pytest.skip(f"{chosen.path} is not installed: run scripts/install-agent-clis")
+        missing(f"{chosen.path} is not installed: run scripts/install-agent-clis")
     return chosen
 
 
