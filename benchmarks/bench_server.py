@@ -20,6 +20,10 @@ keep-alive httpx.Client and token) run for a fixed time:
              each), BATCH_RECORDS a request, from at most BATCH_SENDERS clients a replica: writes/s
     outbox   real outboxes (remote/replica.py) replayed at once, one write a request and batched,
              alternating in the same run (bench_outbox.py): median writes/s, CPU a write, the ratio
+    paced    the mixed run, each client one operation every PACE_MS (its latency counted from when
+             it was due, so a queue shows)
+    agents   a team as it works: AGENTS clients (--agents), each searching every 2 to 5 s and writing
+             once a minute, at phases of their own; p50 and p99 per operation, counted from when due
 
 and it prints per operation the count, throughput, p50 and p99 and the errors by status, the CPU
 the client, the replicas, PostgreSQL (the backends of the benchmark's database) and anything else
@@ -87,7 +91,8 @@ LOAD_STREAMS = 2  # batches loaded at once
 LOAD_WAYS = {"direct": "through PostgresTier.store_batch", "http": "through POST /v1/memories/import"}
 MIX = (("search", 50), ("list", 20), ("write", 30))  # per cent of a mixed run's operations
 OPS = ("healthz", "search", "list", "write", "import", "batch")  # the order of the table's rows
-RUNS = ("floor", "mixed", "search", "writes", "batched", "writebatch", "outbox", "paced", "hooks")  # in run order
+# In run order:
+RUNS = ("floor", "mixed", "search", "writes", "batched", "writebatch", "outbox", "paced", "agents", "hooks")
 BATCH_RECORDS = 50  # records per import request of the batched run, writes per batch of the writebatch run
 OUTBOX_WRITES = 200  # writes queued in each outbox of the outbox run (60 with --small)
 BATCH_SENDERS = 10  # clients of the batched run per replica: a replica's connections (server/app.py's pool_size)
@@ -96,6 +101,12 @@ BATCH_SENDERS = 10  # clients of the batched run per replica: a replica's connec
 # a busy agent, and 50 of them offer 25 operations a second.
 PACE_MS = 2000.0
 SMALL_PACE_MS = 250.0  # --small: runs of 3 s still give each client a dozen operations
+# The agents run: a team's agents as they work, each searching once a prompt or tool call (every 2 to
+# 5 s, uniformly) and writing a lesson about once a minute, at phases of their own.
+AGENTS = 200
+AGENT_SEARCH_S = (2.0, 5.0)
+AGENT_WRITE_S = 60.0
+SMALL_AGENTS, SMALL_AGENT_SEARCH_S, SMALL_AGENT_WRITE_S = 10, (0.2, 0.5), 1.5  # --small: runs of 3 s
 QUERIES = (
     "ECONNREFUSED 5432",
     "pnpm test fails",
@@ -409,6 +420,20 @@ class Run:
     usage: Usage
     load: float  # the machine's 1-minute load average when the run started
     pace_ms: float | None = None  # a paced run's period per client; None: back to back
+    agents: Agents | None = None  # the agents run's schedule
+
+
+@dataclass(frozen=True)
+class Agents:
+    """The agents run's schedule: each client searches every `search_s` seconds (drawn uniformly
+    between the two) and writes every `write_s`, the first of each at a random phase."""
+
+    search_s: tuple[float, float]
+    write_s: float
+
+    def label(self) -> str:
+        low, high = self.search_s
+        return f"agents (search every {low:g}–{high:g} s, write every {self.write_s:g} s)"
 
 
 class Client:
@@ -508,6 +533,21 @@ class Client:
             if due is not None and pace_s is not None:
                 due += pace_s
 
+    def agent_loop(self, run: str, start: Start, agents: Agents) -> None:
+        """As an agent works: a search every `agents.search_s`, a write every `agents.write_s`, each
+        latency counted from when it was due, until the time is up."""
+        start.wait()
+        next_search = start.began + self.rng.uniform(0.0, agents.search_s[1])
+        next_write = start.began + self.rng.uniform(0.0, agents.write_s)
+        while (due := min(next_search, next_write)) < start.stop:
+            time.sleep(max(0.0, due - time.perf_counter()))
+            if due == next_search:
+                self.timed("search", self.search(), due)
+                next_search += self.rng.uniform(*agents.search_s)
+            else:
+                self.timed("write", self.write(run), due)
+                next_write += agents.write_s
+
 
 class Start:
     """Releases every client at once, and says when they stop."""
@@ -534,9 +574,10 @@ def run_clients(
     seconds: float,
     seed: int,
     pace_ms: float | None = None,
+    agents: Agents | None = None,
 ) -> Run:
     """`clients` threads, spread over the replicas' ports, each running `mix` until the time is up,
-    back to back or (with `pace_ms`) one operation every `pace_ms`."""
+    back to back or (with `pace_ms`) one operation every `pace_ms`, or (with `agents`) on its schedule."""
     load_average = os.getloadavg()[0]
     tag = f"{name}-{len(replicas)}"
     workers = [Client(n, team.clients[n], replicas[n % len(replicas)], loaded, seed) for n in range(clients)]
@@ -545,7 +586,12 @@ def run_clients(
         for worker in workers:  # each keep-alive connection is open before the clock starts
             worker.http.get("/healthz").raise_for_status()
         pace_s = pace_ms / 1000 if pace_ms else None
-        threads = [threading.Thread(target=w.loop, args=(tag, mix, start, pace_s), daemon=True) for w in workers]
+        threads = [
+            threading.Thread(target=w.agent_loop, args=(tag, start, agents), daemon=True)
+            if agents
+            else threading.Thread(target=w.loop, args=(tag, mix, start, pace_s), daemon=True)
+            for w in workers
+        ]
         for thread in threads:
             thread.start()
         with measured(replicas, team.database) as usage:
@@ -560,7 +606,7 @@ def run_clients(
     for worker in workers:
         worker.http.close()
     samples = [s for w in workers for s in w.samples]
-    return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0], load_average, pace_ms)
+    return Run(name, len(replicas), clients, usage[0].wall, samples, usage[0], load_average, pace_ms, agents)
 
 
 def count_statements(url: str, team: Team, loaded: Loaded, work: Path) -> list[bench_statements.Counted]:
@@ -637,7 +683,7 @@ def table(runs: Sequence[Run]) -> str:
             rows.append(
                 (
                     str(run.replicas),
-                    run.name if run.pace_ms is None else f"{run.name} {run.pace_ms:g} ms",
+                    run_label(run),
                     op,
                     f"{len(mine):,}",
                     f"{throughput:,.0f}",
@@ -658,13 +704,24 @@ def table(runs: Sequence[Run]) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, rows)])
 
 
+def run_label(run: Run) -> str:
+    if run.agents is not None:
+        return f"{run.clients} {run.agents.label()}"
+    return run.name if run.pace_ms is None else f"{run.name} {run.pace_ms:g} ms"
+
+
+def closed_loop(run: Run) -> bool:
+    return run.pace_ms is None and run.agents is None
+
+
 def usage_line(run: Run) -> str:
     u, n = run.usage, len(run.samples)
     per_request = f"{u.client / n * 1000:.2f} ms a request" if n else "-"
     others = u.busy - u.client - u.replicas - u.postgres  # other jobs on the machine
     pace = "" if run.pace_ms is None else f" (one every {run.pace_ms:g} ms a client)"
+    what = run_label(run) if run.agents else run.name + pace
     return (
-        f"{run.replicas} replica{'s' if run.replicas > 1 else ''}, {run.name}{pace}: {n / u.wall:,.0f} requests/s in"
+        f"{run.replicas} replica{'s' if run.replicas > 1 else ''}, {what}: {n / u.wall:,.0f} requests/s in"
         f" all; load average at the start {run.load:.1f}; CPU (cores busy): client {u.client / u.wall:.2f}"
         f" ({per_request}), replicas {u.replicas / u.wall:.2f}, PostgreSQL {u.postgres / u.wall:.2f}, anything else"
         f" {max(0.0, others) / u.wall:.2f}; whole machine {u.busy / u.wall:.2f} of {os.cpu_count()}"
@@ -717,7 +774,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         url = create_database(name)
         created = True
         log(f"database {name}; {args.clients} client accounts")
-        team = make_team(url, args.clients)
+        team = make_team(url, max(args.clients, args.agents if "agents" in args.runs else 0))
         replicas.append(start_replica(url, work))
         log(f"loading {args.memories:,} memories ({LOAD_WAYS[args.load]})…")
         loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
@@ -752,6 +809,13 @@ def bench(args: argparse.Namespace, work: Path) -> int:
                 clients = min(args.clients, BATCH_SENDERS * count) if batches else args.clients
                 log(f"{count} replica(s), {run_name}: {clients} clients for {args.seconds:g} s…")
                 runs.append(run_clients(run_name, mix, replicas, team, loaded, clients, args.seconds, args.seed, pace))
+            if "agents" in args.runs:
+                schedule = args.schedule
+                log(f"{count} replica(s), {args.agents} {schedule.label()} for {args.seconds:g} s…")
+                agents = run_clients(
+                    "agents", MIX, replicas, team, loaded, args.agents, args.seconds, args.seed, agents=schedule
+                )
+                runs.append(agents)
             if "outbox" in args.runs:
                 senders = min(args.clients, BATCH_SENDERS * count)
                 replayed = bench_outbox.replay(replicas, team, loaded, senders, outbox_writes, work, args.seed)
@@ -799,7 +863,8 @@ def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: s
     print(
         f"{args.clients} clients (threads, keep-alive httpx, a token each) for {args.seconds:g} s per run, back to"
         f" back except `paced` (one operation every {args.pace_ms:g} ms a client,"
-        f" {args.clients / args.pace_ms * 1000:,.0f} offered a second, its latency counted from when it was due);"
+        f" {args.clients / args.pace_ms * 1000:,.0f} offered a second, its latency counted from when it was due)"
+        f" and `agents` ({args.agents} clients, {args.schedule.label()}, latency from when due);"
         f" seed {args.seed}; load average at the"
         f" start {started_load:.1f}, at the end {os.getloadavg()[0]:.1f}"
     )
@@ -820,7 +885,7 @@ def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: s
     print()
     print("the floor of closed-loop runs (Little's law; `floor` is GET /healthz, the least a request costs here):")
     for run in runs:
-        if run.pace_ms is None:
+        if closed_loop(run):
             print(floor_line(run))
     print()
     print(
@@ -851,6 +916,13 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=None,
         help=f"the paced run's period per client, in ms (default {PACE_MS:g}; {SMALL_PACE_MS:g} with --small)",
+    )
+    parser.add_argument(
+        "--agents",
+        type=int,
+        default=None,
+        help=f"clients of the agents run (default {AGENTS}; {SMALL_AGENTS} with --small), each searching every"
+        f" {AGENT_SEARCH_S[0]:g}–{AGENT_SEARCH_S[1]:g} s and writing every {AGENT_WRITE_S:g} s",
     )
     parser.add_argument(
         "--runs",
@@ -884,8 +956,13 @@ def main(argv: list[str] | None = None) -> int:
         args.memories, args.clients, args.seconds = 2000, 5, 3.0
     if args.pace_ms is None:
         args.pace_ms = SMALL_PACE_MS if args.small else PACE_MS
-    if args.memories <= 0 or args.clients <= 0 or args.seconds <= 0 or args.pace_ms <= 0:
-        parser.error("--memories, --clients, --seconds and --pace-ms must be positive")
+    if args.agents is None:
+        args.agents = SMALL_AGENTS if args.small else AGENTS
+    args.schedule = (
+        Agents(SMALL_AGENT_SEARCH_S, SMALL_AGENT_WRITE_S) if args.small else Agents(AGENT_SEARCH_S, AGENT_WRITE_S)
+    )
+    if min(args.memories, args.clients, args.seconds, args.pace_ms, args.agents) <= 0:
+        parser.error("--memories, --clients, --seconds, --pace-ms and --agents must be positive")
     # SIGTERM (a CI runner giving up) unwinds like Ctrl-C: the servers stop and the database is dropped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="hivelore-bench-server-") as work:
