@@ -88,3 +88,33 @@ def test_score_is_fts5s_bm25_with_the_index_weights(words: list[str], every_word
     corpus = bm25.Corpus(len(rows), sum(len(column) for row in rows for column in row), holding)
     for rowid, relevance in expected.items():
         assert bm25.score(phrases, rows[rowid - 1], corpus) == pytest.approx(relevance, rel=1e-9)
+
+
+WORDS = ["db", "test", "tests", "testing", "postgres", "pg", "redis", "a", "fails", "failed", "5432", "port"]
+COLUMN = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
+
+
+@given(
+    rows=st.lists(st.tuples(COLUMN, COLUMN, COLUMN), min_size=1, max_size=8),
+    words=st.lists(st.sampled_from([*WORDS, "tes", "fail", "postg"]), min_size=1, max_size=3),
+    every_word=st.booleans(),
+)
+def test_a_scorer_over_joined_columns_is_fts5s_bm25(
+    rows: list[tuple[str, str, str]], words: list[str], every_word: bool
+) -> None:
+    """The server scores its shortlist with Scorer.joined over each row's stored terms: any rows, any
+    query of whole words and prefixes, it gives what FTS5 gives."""
+    conn = fts_table()
+    conn.executemany("INSERT INTO t (key, value, tags) VALUES (?, ?, ?)", rows)
+    expected = dict(
+        conn.execute(
+            "SELECT rowid, -bm25(t, 3.0, 1.0, 2.0) FROM t WHERE t MATCH ?", (fts_query(words, every_word),)
+        ).fetchall()
+    )
+    phrases = [bm25.Phrase.of(word) for word in words]
+    tokenized = [tuple(bm25.tokens(column) for column in row) for row in rows]
+    holding = tuple(sum(1 for row in tokenized if any(p.count(c) for c in row)) for p in phrases)
+    corpus = bm25.Corpus(len(rows), sum(len(c) for row in tokenized for c in row), holding)
+    scorer = bm25.Scorer(phrases, corpus)
+    for rowid, relevance in expected.items():
+        assert scorer.joined(*rows[rowid - 1]) == pytest.approx(relevance, rel=1e-9)

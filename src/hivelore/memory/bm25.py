@@ -102,11 +102,43 @@ class Corpus:
 
 def score(phrases: Sequence[Phrase], row: tuple[list[str], list[str], list[str]], corpus: Corpus) -> float:
     """FTS5's bm25 of one row (as a relevance: higher is better; FTS5 gives its negative)."""
-    length = sum(len(column) for column in row)
-    average = corpus.total_tokens / corpus.rows if corpus.rows else 1.0
-    columns = [(weight, column, " " + " ".join(column)) for weight, column in zip(WEIGHTS, row, strict=True)]
-    total = 0.0
-    for i, phrase in enumerate(phrases):
-        frequency = sum(weight * phrase.occurrences(column, spaced) for weight, column, spaced in columns if column)
-        total += corpus.idf(i) * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / average))
-    return total
+    return Scorer(phrases, corpus).joined(*(" ".join(column) for column in row))
+
+
+class Scorer:
+    """`score` for one query over many rows: the phrases' idf and the average length worked out once,
+    and each row given as its columns' tokens joined by single spaces (as a tier stores them), so a
+    row is scored without making a list of its tokens unless a phrase needs one."""
+
+    def __init__(self, phrases: Sequence[Phrase], corpus: Corpus) -> None:
+        # A one-token prefix (most query words) is counted as " token" in the joined string, in C.
+        self.phrases = [
+            (phrase, corpus.idf(i), " " + phrase.parts[0] if phrase.prefix and len(phrase.parts) == 1 else None)
+            for i, phrase in enumerate(phrases)
+        ]
+        self.average = corpus.total_tokens / corpus.rows if corpus.rows else 1.0
+        # Only a whole word (under PREFIX_FROM characters) or a phrase of several tokens counts tokens
+        # one by one; a prefix is counted in the joined string.
+        self.by_token = any(not phrase.prefix or len(phrase.parts) > 1 for phrase in phrases)
+
+    def joined(self, key: str, value: str, tags: str) -> float:
+        """The row's relevance, from its three columns' tokens, each column's joined by single spaces."""
+        columns = []
+        length = 0
+        for weight, text in zip(WEIGHTS, (key, value, tags), strict=True):
+            if text:
+                words = text.split(" ") if self.by_token else _NO_WORDS
+                length += len(words) if self.by_token else text.count(" ") + 1
+                columns.append((weight, words, " " + text))
+        norm = K1 * (1 - B + B * length / self.average)
+        total = 0.0
+        for phrase, idf, needle in self.phrases:
+            frequency = 0.0
+            for weight, words, spaced in columns:
+                frequency += weight * (spaced.count(needle) if needle else phrase.occurrences(words, spaced))
+            if frequency:
+                total += idf * frequency * (K1 + 1) / (frequency + norm)
+        return total
+
+
+_NO_WORDS: list[str] = []  # what a row's tokens are when no phrase of the query counts them one by one

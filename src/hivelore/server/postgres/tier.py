@@ -106,13 +106,13 @@ def terms_of(columns: Columns) -> str:
     return "\t".join(" ".join(column) for column in columns)
 
 
-def _terms(terms: str | None, record: dict[str, object] | None) -> Columns:
-    """A row's columns from its stored terms, or (a row written before migration 0005) its record."""
+def _joined(terms: str | None, record: dict[str, object] | None) -> list[str]:
+    """A row's columns, each its tokens joined by spaces (what bm25.Scorer scores), from its stored
+    terms, or (a row written before migration 0005) its record."""
     if terms is None:
         assert record is not None  # the query sends the record when a row has no terms
-        return columns_of(Memory.from_dict(record))
-    key, value, tags = terms.split("\t")
-    return key.split(), value.split(), tags.split()
+        terms = terms_of(columns_of(Memory.from_dict(record)))
+    return terms.split("\t")
 
 
 # The part of a write's statement that drops its row's vector when the text changed: the replica
@@ -258,9 +258,8 @@ class PostgresTier(Tier):
             """,
             {**self._where(scopes), "query": query, "n": shortlist},
         ).fetchall()
-        scored = [
-            (bm25.score(phrases, _terms(terms, record), corpus), n, id_) for n, (id_, terms, record) in enumerate(rows)
-        ]
+        scorer = bm25.Scorer(phrases, corpus)
+        scored = [(scorer.joined(*_joined(terms, record)), n, id_) for n, (id_, terms, record) in enumerate(rows)]
         scored.sort(key=lambda entry: (-entry[0], entry[1]))
         best = scored[:limit]
         # Read again, a row archived or deleted since the shortlist is left out.
