@@ -355,13 +355,18 @@ class PostgresTier(Tier):
         return Survey(self.counts(scopes), candidates, int(row[0]) if row else 0)
 
     def rivals(self, scopes: Sequence[str], of: Sequence[Candidate]) -> list[Candidate]:
-        have = {(c.origin, c.place) for c in of}
-        found = self._candidates(
+        # The copies in hand are left out in SQL, not decoded again: a search's 50 hits rarely have a
+        # rival. A space holds no "/" and a key none, so space/scope/key names one row.
+        return self._candidates(
             f"SELECT {_COLUMNS} FROM memories"
-            f" WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND key = ANY(%(keys)s) AND {_VISIBLE}",
-            {"scopes": list(scopes), "keys": sorted({c.key for c in of})},
+            f" WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND key = ANY(%(keys)s) AND {_VISIBLE}"
+            " AND space || '/' || scope || '/' || key <> ALL(%(have)s)",
+            {
+                "scopes": list(scopes),
+                "keys": sorted({c.key for c in of}),
+                "have": sorted({f"{c.origin}/{c.place}" for c in of}),
+            },
         )
-        return [c for c in found if (c.origin, c.place) not in have]
 
     def fresh(self, candidate: Candidate) -> Candidate | None:
         found = self._candidates(
