@@ -49,11 +49,16 @@ from hivelore.server.postgres import vectors
 
 MAX_POSITION = 16383  # PostgreSQL keeps a token's positions up to this
 SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shortlist
+CANDIDATE_FACTOR = 5  # an any-word search ranks at most this many rows in SQL per row it shortlists
 OR_WORDS = 4  # an any-word search looks for the rarest four words of a longer query, as locally
 SETTLED_S = 10  # a change this old was committed by a transaction that has ended (see `changes`)
 TERM_PREFIX_UPTO = 16  # memory_terms keeps the prefixes of a token from bm25.PREFIX_FROM characters to this many
 SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
+# What orders the matches when more than a shortlist match: ts_rank over 1 + log(length), which ranks
+# long rows lower as bm25 does. Of the true bm25 top 10 at 100,000 rows (16 queries), it kept 132 of
+# 160 where plain ts_rank kept 121 and ts_rank_cd 104 (benchmarks/README.md, issue 26).
+_SHORTLIST_RANK = "ts_rank(doc, %(query)s::tsquery, 1)"
 _VISIBLE = "NOT archived AND (expires_ts IS NULL OR expires_ts > %(now)s)"
 
 # The last part of a write's one statement: count the change of the space in its counters' row of
@@ -138,6 +143,22 @@ def phrase_query(phrase: bm25.Phrase) -> str:
     return " <-> ".join(
         f"'{part}'" + (":*" if n == last and phrase.prefix else "") for n, part in enumerate(phrase.parts)
     )
+
+
+def _rare(phrases: Sequence[bm25.Phrase], holding: Sequence[int], shortlist: int) -> list[bm25.Phrase]:
+    """The words of an any-word search whose rows are ranked for its shortlist: the rarest, as many
+    as hold at most CANDIDATE_FACTOR rows per shortlisted one between them (every word when even the
+    rarest holds more). bm25 weighs a word by its rarity, so a row holding only the commonest words
+    seldom outscores the rows holding a rare one, and ranking those rows too ranked every match in
+    SQL (a quarter of the rows for a pasted prompt at 100,000)."""
+    budget = CANDIDATE_FACTOR * shortlist
+    chosen, rows = [], 0
+    for n in sorted((n for n in range(len(phrases)) if holding[n]), key=lambda n: holding[n]):
+        rows += holding[n]
+        if rows > budget:
+            break
+        chosen.append(phrases[n])
+    return chosen or list(phrases)
 
 
 class PostgresTier(Tier):
@@ -246,17 +267,20 @@ class PostgresTier(Tier):
             return []
         shortlist = limit * SHORTLIST_FACTOR
         query = join.join(f"({phrase_query(p)})" for p in phrases)
+        sought = query
+        if join == " | " and matches > shortlist:
+            sought = " | ".join(f"({phrase_query(p)})" for p in _rare(phrases, corpus.holding, shortlist))
         # Ties at the cut are broken by id, so that the same query over the same rows scores the same ones.
-        rank = "0.0" if matches <= shortlist else "ts_rank(doc, %(query)s::tsquery)"
+        rank = "0.0" if matches <= shortlist else _SHORTLIST_RANK
         rows = self.conn.execute(
             f"""
             SELECT m.id, m.terms, CASE WHEN m.terms IS NULL THEN m.record END FROM (
                 SELECT id, {rank} AS rank FROM memory_docs
-                WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE} AND doc @@ %(query)s::tsquery
+                WHERE space = ANY(%(spaces)s) AND scope = ANY(%(scopes)s) AND {_VISIBLE} AND doc @@ %(sought)s::tsquery
                 ORDER BY rank DESC, id LIMIT %(n)s
             ) shortlist JOIN memories m USING (id) ORDER BY shortlist.rank DESC, m.id
             """,
-            {**self._where(scopes), "query": query, "n": shortlist},
+            {**self._where(scopes), "query": query, "sought": sought, "n": shortlist},
         ).fetchall()
         scorer = bm25.Scorer(phrases, corpus)
         scored = [(scorer.joined(*_joined(terms, record)), n, id_) for n, (id_, terms, record) in enumerate(rows)]
