@@ -10,7 +10,8 @@ make, prefix matches from four characters as the local index's), and scores them
 bm25 (memory/bm25.py) over the spaces read: the same query gives the same relevance, so the same
 order, as on one machine while the matches fit in the shortlist. Past it, PostgreSQL's `ts_rank`
 picks which matches are scored (the corpus counts say when they fit, and then nothing is ranked in
-SQL), so a large organisation's order is close to, not always, the local one. The rows holding each
+SQL; an any-word search ranks only the rows of its rarest words), so a large organisation's order
+is close to, not always, the local one. The rows holding each
 query word come from the counts the writes keep (`memory_terms`, migration 0020). The shortlist is
 scored from the tokens each row keeps (`terms`, written with it), and only the rows kept are decoded.
 
@@ -56,8 +57,8 @@ TERM_PREFIX_UPTO = 16  # memory_terms keeps the prefixes of a token from bm25.PR
 SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
 # What orders the matches when more than a shortlist match: ts_rank over 1 + log(length), which ranks
-# long rows lower as bm25 does. Of the true bm25 top 10 at 100,000 rows (16 queries), it kept 132 of
-# 160 where plain ts_rank kept 121 and ts_rank_cd 104 (benchmarks/README.md, issue 26).
+# long rows lower as bm25 does. Of the true bm25 top 10 at 100,000 rows (16 queries), it kept 140 of
+# 160 where plain ts_rank kept 121 and ts_rank_cd 101 (docs/server.md, issue 26).
 _SHORTLIST_RANK = "ts_rank(doc, %(query)s::tsquery, 1)"
 _VISIBLE = "NOT archived AND (expires_ts IS NULL OR expires_ts > %(now)s)"
 
