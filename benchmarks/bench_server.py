@@ -35,7 +35,12 @@ team server up, slow (+200 ms an answer) and down, against bare Python, and its 
 
     python benchmarks/bench_server.py                  # 100,000 memories, 50 clients, 20 s per run
     python benchmarks/bench_server.py --small          # CI: 2,000 memories, 5 clients, 3 s per run
+    python benchmarks/bench_server.py --no-meaning     # replicas without the model (BM25 alone)
     python benchmarks/bench_server.py --meaning        # recall by meaning: with and without the model
+
+The replicas run as `hivelore serve` does by default, with the model (recall by meaning): after the
+load, --meaning-texts rows get vectors computed by the server's model code and the others copies
+(bench_meaning.give_vectors), and each replica's memory and model load time are printed at the end.
 
 The database and the servers are removed at the end, on failure and on Ctrl-C. Exit status 0 when
 every run ran (targets missed included), 1 when the set-up or a server failed.
@@ -216,8 +221,8 @@ def free_port() -> int:
 
 
 def start_replica(url: str, logs: Path, meaning: bool = False) -> Replica:
-    """A replica; without `meaning`, --no-meaning: the load gives no row a vector, and a replica with
-    the model would spend the runs backfilling them (`--meaning` measures that path on its own)."""
+    """A replica, with the model or (`meaning` false) --no-meaning: the load runs on one without, as
+    it gives no row a vector, and the runs on replicas with the model once every row has one."""
     port = free_port()
     log_path = logs / f"serve-{port}.log"
     argv = [
@@ -241,6 +246,36 @@ def start_replica(url: str, logs: Path, meaning: bool = False) -> Replica:
         time.sleep(0.1)
     stop_replica(replica)
     raise RuntimeError(f"hivelore serve on port {port} was not ready in {READY_TIMEOUT_S:g} s:\n{replica.log_tail()}")
+
+
+def start_ready(url: str, logs: Path, meaning: bool) -> Replica:
+    """A replica, once its model is loaded and its backfill done when it has one."""
+    import bench_meaning  # it uses this module's harness
+
+    replica = start_replica(url, logs, meaning)
+    bench_meaning.wait_ready(replica, meaning)
+    return replica
+
+
+def with_vectors(url: str, loaded: Loaded, real: int) -> str:
+    """Every row a vector (bench_meaning.give_vectors: `real` of them computed, copies for the rest)."""
+    import bench_meaning
+
+    log(f"computing {min(real, loaded.memories):,} vectors, copying them to the other rows…")
+    computed, wall, cpu = bench_meaning.give_vectors(url, real)
+    return (
+        f"vectors: {computed:,} computed in {wall:.1f} s ({cpu / computed * 1000:.1f} ms CPU a text); the other"
+        f" {loaded.memories - computed:,} rows hold copies of them (a search's cost depends on how many, not which)"
+    )
+
+
+def replica_memory(replica: Replica) -> str:
+    import bench_meaning
+
+    rss, peak = bench_meaning.memory_mb(replica.process.pid)
+    model = bench_meaning.load_seconds(replica)
+    loaded = f", its model loaded in {model:.2f} s" if model else ", no model"
+    return f"replica on port {replica.port}: RSS {rss:,.0f} MB after the runs, peak {peak:,.0f} MB{loaded}"
 
 
 def stop_replica(replica: Replica) -> None:
@@ -778,6 +813,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
     name = f"hivelore_bench_{os.getpid()}"
     started_load = os.getloadavg()[0]
     replicas: list[Replica] = []
+    notes: list[str] = []
     created = False
     try:
         url = create_database(name, {} if args.postgres_defaults else DEPLOYMENT_SETTINGS)
@@ -788,6 +824,12 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         log(f"loading {args.memories:,} memories ({LOAD_WAYS[args.load]})…")
         loaded = load(args.load, replicas[0], team, url, args.memories, args.seed)
         log(f"loaded in {loaded.seconds:.1f} s")
+        if args.meaning_on:
+            # As the server ships: with the model. The rows get vectors first, or the replicas would
+            # spend the runs computing them; then the loading replica gives way to one with the model.
+            stop_replica(replicas.pop())
+            notes.append(with_vectors(url, loaded, args.meaning_texts))
+            replicas.append(start_ready(url, work, meaning=True))
 
         statements = count_statements(url, team, loaded, work) if args.statements else []
         runs = []
@@ -801,7 +843,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             )
         for count in (1, 2):
             while len(replicas) < count:
-                replicas.append(start_replica(url, work))
+                replicas.append(start_ready(url, work, meaning=args.meaning_on))
             for run_name, mix, pace in (
                 ("mixed", MIX, None),
                 ("search", (("search", 1),), None),
@@ -829,6 +871,7 @@ def bench(args: argparse.Namespace, work: Path) -> int:
                 senders = min(args.clients, BATCH_SENDERS * count)
                 replayed = bench_outbox.replay(replicas, team, loaded, senders, outbox_writes, work, args.seed)
                 outbox_reports.append((replayed, count, senders))
+        notes += [replica_memory(replica) for replica in replicas]
         with psycopg.connect(url, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT count(*), pg_size_pretty(pg_database_size(current_database())) FROM memories"
@@ -842,6 +885,9 @@ def bench(args: argparse.Namespace, work: Path) -> int:
             log(f"dropped {name}")
 
     report(args, loaded, runs, end, started_load)
+    print()
+    for note in notes:
+        print(note)
     if statements:
         print()
         bench_statements.report(statements)
@@ -872,7 +918,8 @@ def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: s
     print(
         f"python {platform.python_version()} · {platform.platform()} · {os.cpu_count()} CPUs"
         f" ({CORES_NOTE}) · PostgreSQL {server_version[0] if server_version else '?'} at 127.0.0.1:5432,"
-        f" the database {'with its defaults' if args.postgres_defaults else settings_note()}"
+        f" the database {'with its defaults' if args.postgres_defaults else settings_note()};"
+        f" replicas {'with the model (recall by meaning)' if args.meaning_on else 'without the model (--no-meaning)'}"
     )
     print(
         f"{args.clients} clients (threads, keep-alive httpx, a token each) for {args.seconds:g} s per run, back to"
@@ -956,18 +1003,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
     parser.add_argument(
+        "--no-meaning",
+        action="store_true",
+        help="replicas without the model (BM25 alone); by default they run with it, as `hivelore serve` does",
+    )
+    parser.add_argument(
         "--meaning",
         action="store_true",
         help="measure recall by meaning instead (benchmarks/bench_meaning.py): search and writes with and"
-        " without the model, its load time and the replicas' memory",
+        " without the model side by side, its load time and the replicas' memory",
     )
     parser.add_argument(
         "--meaning-texts",
         type=int,
-        default=2000,
-        help="with --meaning: the rows whose vectors are computed; the others get copies (default 2,000)",
+        default=None,
+        help="the rows whose vectors are computed; the others get copies (default 2,000; 200 with --small)",
     )
     args = parser.parse_args(argv)
+    args.meaning_on = not args.no_meaning
+    if args.meaning_texts is None:
+        args.meaning_texts = 200 if args.small else 2000
     args.runs = [name.strip() for name in args.runs.split(",") if name.strip()]
     unknown = [name for name in args.runs if name not in RUNS]
     if unknown or not args.runs:
