@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hivelore import errors
 from hivelore.memory import recall
 from hivelore.memory.local.index import Index
 from hivelore.memory.local.tier import LocalTier, ScanTier
@@ -26,6 +27,11 @@ from hivelore.memory.local.vault import Vault
 from hivelore.memory.model import Memory, iso_from_epoch, now_iso, parse_address
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
+from hivelore.remote.tier import NO_BATCH, RemoteTier
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from teamserver import Server
 
 CHAIN = ["repo::acme/checkout", "global"]  # narrowest first, as the service passes scopes
 POSTGRES = "pnpm test fails with ECONNREFUSED 5432 until the postgres container is up"
@@ -162,30 +168,52 @@ def _postgres(database_url: str) -> Iterator[Tier]:
 
 
 def _remote(database_url: str, server_url: str, tmp_path: Path) -> Iterator[Tier]:
-    """The remote tier of a user of this test's own, who owns an organisation: its mirror synced, as
-    a command opens it (remote/migration.py `open_remote`)."""
+    made = _remote_tier(server_url, _team_user(database_url), tmp_path / "hivelore-home", online=True)
+    yield made
+    made.close()
+
+
+def _team_user(database_url: str) -> str:
+    """A user of this test's own on the team server, who owns an organisation: their token."""
     import secrets
 
     import psycopg
 
-    from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S
-    from hivelore.remote.client import Endpoint
-    from hivelore.remote.credentials import Remote
-    from hivelore.remote.replica import Replica
-    from hivelore.remote.tier import RemoteTier
     from hivelore.server.postgres import accounts
 
     test = secrets.token_hex(6)
     with psycopg.connect(database_url, autocommit=True) as conn:
         user = accounts.add_user(conn, f"contract-{test}")
-        token = accounts.create_token(conn, user.id, "rw").token
         accounts.create_org(conn, f"contract-{test}", user.id)
+        return accounts.create_token(conn, user.id, "rw").token
+
+
+def _remote_tier(server_url: str, token: str, home: Path, online: bool) -> RemoteTier:
+    """The remote tier of a machine whose home is `home`, its mirror synced, as a command opens it
+    (remote/migration.py `open_remote`); `online=False` is a hook's, which never asks the server."""
+    from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S
+    from hivelore.remote.client import Endpoint
+    from hivelore.remote.credentials import Remote
+    from hivelore.remote.replica import Replica
+
     remote = Remote(Endpoint(server_url), "the contract", token, "the contract", approved=True)
-    replica = Replica(str(tmp_path / "hivelore-home"), remote, COMMAND_NETWORK_BUDGET_S)
+    replica = Replica(str(home), remote, COMMAND_NETWORK_BUDGET_S)
     replica.sync()
-    made = RemoteTier(replica, [], online=True)
-    yield made
-    made.close()
+    return RemoteTier(replica, [], online)
+
+
+@pytest.fixture
+def team(database_url: str, server: Server, tmp_path: Path) -> Iterator[Callable[..., RemoteTier]]:
+    """The remote tiers of one user's machines: `team("laptop")`, `team("laptop", online=False)`."""
+    token, opened = _team_user(database_url), []
+
+    def machine(name: str, online: bool = True) -> RemoteTier:
+        opened.append(_remote_tier(server.url, token, tmp_path / name, online))
+        return opened[-1]
+
+    yield machine
+    for made in opened:
+        made.close()
 
 
 @pytest.fixture(params=["local", "scan"])
@@ -276,6 +304,8 @@ def test_a_copy_is_deleted_only_while_it_still_qualifies(tier: Tier) -> None:
 
 
 def test_hidden_copies_are_listed_only_when_asked_for(tier: Tier) -> None:
+    # The team server hides "short-lived" by archiving it: its write takes a time to live from now,
+    # which cannot be past, so the remote tier archives a memory stored already expired.
     put(tier, "global::redis", REDIS)
     put(tier, "global::old-way", "run make db", archived_at=now_iso())
     put(tier, "global::short-lived", "the staging db is down", expires_at=iso_from_epoch(1_000_000))
@@ -399,6 +429,19 @@ def _merge(incoming: Memory, existing: Memory | None) -> Memory | None:
 def test_a_batch_writes_what_changed_and_leaves_the_rest(tier: Tier) -> None:
     put(tier, "global::redis", REDIS)
     batch = [_incoming("global::redis", REDIS), _incoming("global::db", POSTGRES), _incoming("global::lint", "ruff")]
+    if isinstance(tier, RemoteTier):
+        # What the remote tier does instead: it takes no batch. `merge` runs where a batch is kept, and
+        # the server's import runs its own merge (keeping `created`, deriving `updated` and `seen_count`,
+        # which a write cannot set), so the import a batch is for goes through `migrate --to remote`.
+        # Every address is unwritable, so an import refuses before writing anything, and a batch
+        # sent anyway is refused whole.
+        problems = tier.unwritable(home(tier), batch)
+        assert sorted(problems) == ["global::db", "global::lint", "global::redis"]
+        assert {str(problem) for problem in problems.values()} == {NO_BATCH}
+        with pytest.raises(errors.BadInput, match="migrate --to remote"):
+            tier.store_batch(home(tier), batch, _merge)
+        assert keys(tier.listed(["global"])) == ["redis"]
+        return
     assert tier.unwritable(home(tier), batch) == {}
     written, unchanged = tier.store_batch(home(tier), batch, _merge)
     assert (written, unchanged) == (["global::db", "global::lint"], ["global::redis"])
@@ -420,3 +463,30 @@ def test_a_broken_file_is_skipped_with_one_warning_and_blocks_writes_to_its_key(
     assert warning == f"skipped {broken}: its frontmatter is not valid YAML (while parsing a flow sequence)"
     problems = file_tier.unwritable("home", [_incoming("global::db", POSTGRES)])
     assert list(problems) == ["global::db"] and "cannot be read" in str(problems["global::db"])
+
+
+# -- what only the remote tier meets: a mirror behind the server, and an outbox -------------------------------------
+
+
+def test_a_copy_another_machine_deleted_is_not_deleted_again(team: Callable[..., RemoteTier]) -> None:
+    laptop, desktop = team("laptop"), team("desktop")
+    put(laptop, "global::redis", REDIS)
+    desktop.replica.sync()
+    [there] = desktop.copies(CHAIN, {"redis"})
+    [here] = laptop.copies(CHAIN, {"redis"})
+    assert laptop.delete(here, lambda memory: True)
+    assert not desktop.delete(there, lambda memory: True)  # gone from the server before its mirror heard
+    desktop.replica.sync()
+    assert desktop.copies(CHAIN, {"redis"}) == []
+
+
+def test_a_hidden_memory_stored_without_asking_the_server_reaches_it_hidden(team: Callable[..., RemoteTier]) -> None:
+    hook = team("laptop", online=False)
+    put(hook, "global::old-way", "run make db", archived_at=now_iso())
+    assert keys(hook.listed(CHAIN)) == [] and keys(hook.listed(CHAIN, include_hidden=True)) == ["old-way"]
+    assert [change.op for change in hook.replica.outbox.waiting()] == ["write", "archive"]
+    flushed = hook.replica.flush()
+    hook.replica.sync()
+    assert (flushed.sent, flushed.rejected) == (2, [])
+    [copy] = hook.copies(CHAIN, {"old-way"})
+    assert copy.memory.archived_at is not None and keys(hook.listed(CHAIN)) == []
