@@ -17,6 +17,7 @@ import postgres_turns
 import pytest
 from harness import make_repo
 from hypothesis import settings
+from teamserver import Server, start_server
 
 # Property tests check what holds, not how fast: on a shared 2-core machine one example can take 300 ms
 # for no reason of its own (speed is measured in benchmarks/, never in tests).
@@ -133,3 +134,12 @@ def database_url() -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The team server (tests/teamserver.py) over the run's database: one a session, for tests/server/
+    and the tier contract's remote tier alike."""
+    running = start_server(database_url, tmp_path_factory.mktemp("server") / "server.log")
+    yield running
+    running.stop()

@@ -2,9 +2,13 @@
 (memory/service.py) give the same answers over any of them.
 
 The suite runs over the local tier (files and the SQLite index), the scan that stands in for it when
-the index cannot be used, the team server's tier (PostgreSQL, in the run's own database), and
-`MemoryTier`, a dict that only this suite uses. A new tier joins the
-`tier` fixture's parameters and passes the same tests.
+the index cannot be used, the team server's tier (PostgreSQL, in the run's own database), the remote
+tier a machine in remote mode reads and writes through (its mirror and outbox, in front of the
+session's team server on loopback, tests/conftest.py `server`), and `MemoryTier`, a dict that only
+this suite uses. A new tier joins the `tier` fixture's parameters and passes the same tests.
+
+Every tier here has two parts, the winning one first (`project` and `home` below): the local tier's
+project and home vaults; on the team server, an organisation's space and the user's personal one.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hivelore import errors
 from hivelore.memory import recall
 from hivelore.memory.local.index import Index
 from hivelore.memory.local.tier import LocalTier, ScanTier
@@ -22,6 +27,11 @@ from hivelore.memory.local.vault import Vault
 from hivelore.memory.model import Memory, iso_from_epoch, now_iso, parse_address
 from hivelore.memory.scope import Scope
 from hivelore.memory.tier import Build, Candidate, Merge, Survey, Tier, Wanted
+from hivelore.remote.tier import NO_BATCH, RemoteTier
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from teamserver import Server
 
 CHAIN = ["repo::acme/checkout", "global"]  # narrowest first, as the service passes scopes
 POSTGRES = "pnpm test fails with ECONNREFUSED 5432 until the postgres container is up"
@@ -131,10 +141,13 @@ def _scan(tmp_path: Path, warnings: list[str]) -> Tier:
 TIERS = {"local": _local, "scan": _scan, "memory": lambda tmp_path, warnings: MemoryTier(warnings)}
 
 
-@pytest.fixture(params=[*TIERS, "postgres"])
+@pytest.fixture(params=[*TIERS, "postgres", "remote"])
 def tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tier]:
     if request.param == "postgres":
         yield from _postgres(request.getfixturevalue("database_url"))
+        return
+    if request.param == "remote":
+        yield from _remote(request.getfixturevalue("database_url"), request.getfixturevalue("server").url, tmp_path)
         return
     made = TIERS[request.param](tmp_path, [])
     yield made
@@ -154,6 +167,55 @@ def _postgres(database_url: str) -> Iterator[Tier]:
         yield PostgresTier(conn, {"project": f"test:{test}:project", "home": f"test:{test}:home"}, [])
 
 
+def _remote(database_url: str, server_url: str, tmp_path: Path) -> Iterator[Tier]:
+    made = _remote_tier(server_url, _team_user(database_url), tmp_path / "hivelore-home", online=True)
+    yield made
+    made.close()
+
+
+def _team_user(database_url: str) -> str:
+    """A user of this test's own on the team server, who owns an organisation: their token."""
+    import secrets
+
+    import psycopg
+
+    from hivelore.server.postgres import accounts
+
+    test = secrets.token_hex(6)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        user = accounts.add_user(conn, f"contract-{test}")
+        accounts.create_org(conn, f"contract-{test}", user.id)
+        return accounts.create_token(conn, user.id, "rw").token
+
+
+def _remote_tier(server_url: str, token: str, home: Path, online: bool) -> RemoteTier:
+    """The remote tier of a machine whose home is `home`, its mirror synced, as a command opens it
+    (remote/migration.py `open_remote`); `online=False` is a hook's, which never asks the server."""
+    from hivelore.memory.service import COMMAND_NETWORK_BUDGET_S
+    from hivelore.remote.client import Endpoint
+    from hivelore.remote.credentials import Remote
+    from hivelore.remote.replica import Replica
+
+    remote = Remote(Endpoint(server_url), "the contract", token, "the contract", approved=True)
+    replica = Replica(str(home), remote, COMMAND_NETWORK_BUDGET_S)
+    replica.sync()
+    return RemoteTier(replica, [], online)
+
+
+@pytest.fixture
+def team(database_url: str, server: Server, tmp_path: Path) -> Iterator[Callable[..., RemoteTier]]:
+    """The remote tiers of one user's machines: `team("laptop")`, `team("laptop", online=False)`."""
+    token, opened = _team_user(database_url), []
+
+    def machine(name: str, online: bool = True) -> RemoteTier:
+        opened.append(_remote_tier(server.url, token, tmp_path / name, online))
+        return opened[-1]
+
+    yield machine
+    for made in opened:
+        made.close()
+
+
 @pytest.fixture(params=["local", "scan"])
 def file_tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tier]:
     made = TIERS[request.param](tmp_path, [])
@@ -161,8 +223,19 @@ def file_tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tier]:
     made.close()
 
 
-def put(tier: Tier, address: str, value: str, part: str = "home", **fields: object) -> Memory:
-    """Write `address` as the service would: a new memory, or the one there with the new value."""
+def project(tier: Tier) -> str:
+    """The part that wins: the local tier's project vault, an organisation's space on the team server."""
+    return list(tier.parts)[0]
+
+
+def home(tier: Tier) -> str:
+    """The other part: the local tier's home vault, the user's personal space on the team server."""
+    return list(tier.parts)[1]
+
+
+def put(tier: Tier, address: str, value: str, part: str | None = None, **fields: object) -> Memory:
+    """Write `address` (in the home part, unless another is named) as the service would: a new memory,
+    or the one there with the new value."""
     scope, key = parse_address(address)
     now = now_iso()
 
@@ -171,7 +244,7 @@ def put(tier: Tier, address: str, value: str, part: str = "home", **fields: obje
             return Memory(scope=scope, key=key, value=value, created=now, updated=now, **fields)  # type: ignore[arg-type]
         return existing.evolve(value=value, seen_count=existing.seen_count + 1, **fields)
 
-    _, _, memory = tier.store(part, scope, key, build)
+    _, _, memory = tier.store(part or home(tier), scope, key, build)
     assert memory is not None
     return memory
 
@@ -187,7 +260,7 @@ def test_a_stored_memory_is_the_one_copy_of_its_key(tier: Tier) -> None:
     put(tier, "repo::acme/checkout::tests-need-postgres", POSTGRES)
     [copy] = tier.copies(CHAIN, {"tests-need-postgres"})
     assert (copy.scope, copy.key, copy.memory.value) == ("repo::acme/checkout", "tests-need-postgres", POSTGRES)
-    assert copy.origin == tier.parts["home"]
+    assert copy.origin == tier.parts[home(tier)]
     assert tier.copies(CHAIN, {"another-key"}) == []
 
 
@@ -200,7 +273,7 @@ def test_build_gets_what_is_there_and_none_leaves_it_alone(tier: Tier) -> None:
         seen.append(existing)
         return None
 
-    _, before, after = tier.store("home", scope, key, look)
+    _, before, after = tier.store(home(tier), scope, key, look)
     assert seen[0] is not None and seen[0].value == REDIS
     assert (before, after) == (seen[0], None)
     assert put(tier, "global::redis", "redis must run first").seen_count == 2
@@ -208,12 +281,12 @@ def test_build_gets_what_is_there_and_none_leaves_it_alone(tier: Tier) -> None:
 
 
 def test_each_part_keeps_its_own_copy_of_a_key(tier: Tier) -> None:
-    put(tier, "global::redis", "home's word", part="home")
-    put(tier, "global::redis", "the project's word", part="project")
+    put(tier, "global::redis", "home's word", part=home(tier))
+    put(tier, "global::redis", "the project's word", part=project(tier))
     copies = tier.copies(CHAIN, {"redis"})
     assert {(c.origin, c.memory.value) for c in copies} == {
-        (tier.parts["home"], "home's word"),
-        (tier.parts["project"], "the project's word"),
+        (tier.parts[home(tier)], "home's word"),
+        (tier.parts[project(tier)], "the project's word"),
     }
 
 
@@ -231,6 +304,8 @@ def test_a_copy_is_deleted_only_while_it_still_qualifies(tier: Tier) -> None:
 
 
 def test_hidden_copies_are_listed_only_when_asked_for(tier: Tier) -> None:
+    # The team server hides "short-lived" by archiving it: its write takes a time to live from now,
+    # which cannot be past, so the remote tier archives a memory stored already expired.
     put(tier, "global::redis", REDIS)
     put(tier, "global::old-way", "run make db", archived_at=now_iso())
     put(tier, "global::short-lived", "the staging db is down", expires_at=iso_from_epoch(1_000_000))
@@ -267,7 +342,7 @@ def test_a_survey_counts_visible_memories_and_the_copies_that_lose(tier: Tier) -
 def test_the_rivals_of_a_copy_are_the_other_visible_copies_of_its_key(tier: Tier) -> None:
     put(tier, "repo::acme/checkout::db", POSTGRES)
     put(tier, "global::db", "databases run in containers here")
-    put(tier, "global::db", "the project says: containers", part="project")
+    put(tier, "global::db", "the project says: containers", part=project(tier))
     put(tier, "global::redis", REDIS)
     [narrowest] = tier.copies(["repo::acme/checkout"], {"db"})
     rivals = tier.rivals(CHAIN, [narrowest])
@@ -292,10 +367,10 @@ def test_fresh_gives_a_copy_as_it_is_now(tier: Tier) -> None:
 def test_a_page_is_the_slice_of_the_copies_wanted_in_listing_order(tier: Tier) -> None:
     """A tier's own `page` (an index's, SQL's) gives what `Tier.page`, reading every copy, gives."""
     put(tier, "repo::acme/checkout::db", POSTGRES, tags=["db"], kind="fact")
-    put(tier, "repo::acme/checkout::Zeta", "capitals sort first by code point", part="project")
-    put(tier, "repo::acme/checkout::alpha", "the project's first", part="project", state="staged")
+    put(tier, "repo::acme/checkout::Zeta", "capitals sort first by code point", part=project(tier))
+    put(tier, "repo::acme/checkout::alpha", "the project's first", part=project(tier), state="staged")
     put(tier, "global::db", "databases run in containers here", tags=["db", "docker"])
-    put(tier, "global::db", "the project says: containers", part="project")
+    put(tier, "global::db", "the project says: containers", part=project(tier))
     put(tier, "global::redis", REDIS, expires_at=iso_from_epoch(time.time() + 86_400))
     put(tier, "global::old-way", "run make db", archived_at=now_iso())
     put(tier, "global::gone", "the staging db is down", expires_at=iso_from_epoch(1_000_000), kind="fact")
@@ -308,7 +383,7 @@ def test_a_page_is_the_slice_of_the_copies_wanted_in_listing_order(tier: Tier) -
         Wanted(state="staged"),
         Wanted(tag="db"),
         Wanted(expiring_before=soon),
-        Wanted(origins=frozenset({tier.parts["project"]})),
+        Wanted(origins=frozenset({tier.parts[project(tier)]})),
         Wanted(hidden=True, words=("make",)),
     ]
     for wanted in asked:
@@ -332,7 +407,7 @@ def test_the_generation_moves_with_every_change(tier: Tier) -> None:
 
 def test_scopes_and_everything_cover_every_scope(tier: Tier) -> None:
     put(tier, "repo::acme/checkout::db", POSTGRES)
-    put(tier, "project::shop::redis", REDIS, part="project")
+    put(tier, "project::shop::redis", REDIS, part=project(tier))
     put(tier, "global::old-way", "run make db", archived_at=now_iso())
     assert tier.scopes() == {"repo::acme/checkout", "project::shop", "global"}
     assert sorted(m.key for m in tier.everything()) == ["db", "redis"]
@@ -354,8 +429,21 @@ def _merge(incoming: Memory, existing: Memory | None) -> Memory | None:
 def test_a_batch_writes_what_changed_and_leaves_the_rest(tier: Tier) -> None:
     put(tier, "global::redis", REDIS)
     batch = [_incoming("global::redis", REDIS), _incoming("global::db", POSTGRES), _incoming("global::lint", "ruff")]
-    assert tier.unwritable("home", batch) == {}
-    written, unchanged = tier.store_batch("home", batch, _merge)
+    if isinstance(tier, RemoteTier):
+        # What the remote tier does instead: it takes no batch. `merge` runs where a batch is kept, and
+        # the server's import runs its own merge (keeping `created`, deriving `updated` and `seen_count`,
+        # which a write cannot set), so the import a batch is for goes through `migrate --to remote`.
+        # Every address is unwritable, so an import refuses before writing anything, and a batch
+        # sent anyway is refused whole.
+        problems = tier.unwritable(home(tier), batch)
+        assert sorted(problems) == ["global::db", "global::lint", "global::redis"]
+        assert {str(problem) for problem in problems.values()} == {NO_BATCH}
+        with pytest.raises(errors.BadInput, match="migrate --to remote"):
+            tier.store_batch(home(tier), batch, _merge)
+        assert keys(tier.listed(["global"])) == ["redis"]
+        return
+    assert tier.unwritable(home(tier), batch) == {}
+    written, unchanged = tier.store_batch(home(tier), batch, _merge)
     assert (written, unchanged) == (["global::db", "global::lint"], ["global::redis"])
     assert keys(tier.listed(["global"])) == ["db", "lint", "redis"]
 
@@ -375,3 +463,30 @@ def test_a_broken_file_is_skipped_with_one_warning_and_blocks_writes_to_its_key(
     assert warning == f"skipped {broken}: its frontmatter is not valid YAML (while parsing a flow sequence)"
     problems = file_tier.unwritable("home", [_incoming("global::db", POSTGRES)])
     assert list(problems) == ["global::db"] and "cannot be read" in str(problems["global::db"])
+
+
+# -- what only the remote tier meets: a mirror behind the server, and an outbox -------------------------------------
+
+
+def test_a_copy_another_machine_deleted_is_not_deleted_again(team: Callable[..., RemoteTier]) -> None:
+    laptop, desktop = team("laptop"), team("desktop")
+    put(laptop, "global::redis", REDIS)
+    desktop.replica.sync()
+    [there] = desktop.copies(CHAIN, {"redis"})
+    [here] = laptop.copies(CHAIN, {"redis"})
+    assert laptop.delete(here, lambda memory: True)
+    assert not desktop.delete(there, lambda memory: True)  # gone from the server before its mirror heard
+    desktop.replica.sync()
+    assert desktop.copies(CHAIN, {"redis"}) == []
+
+
+def test_a_hidden_memory_stored_without_asking_the_server_reaches_it_hidden(team: Callable[..., RemoteTier]) -> None:
+    hook = team("laptop", online=False)
+    put(hook, "global::old-way", "run make db", archived_at=now_iso())
+    assert keys(hook.listed(CHAIN)) == [] and keys(hook.listed(CHAIN, include_hidden=True)) == ["old-way"]
+    assert [change.op for change in hook.replica.outbox.waiting()] == ["write", "archive"]
+    flushed = hook.replica.flush()
+    hook.replica.sync()
+    assert (flushed.sent, flushed.rejected) == (2, [])
+    [copy] = hook.copies(CHAIN, {"old-way"})
+    assert copy.memory.archived_at is not None and keys(hook.listed(CHAIN)) == []

@@ -1,79 +1,23 @@
-"""The team server for real: `hivelore serve` processes on loopback ports, over the run's own database
-(tests/conftest.py `database_url`). Users and tokens are
-made with the server's own account functions on a direct connection, the way `serve --add-user` does."""
+"""The team server for real: `hivelore serve` processes on loopback ports (tests/teamserver.py; the
+session's `server` is tests/conftest.py's), over the run's own database (tests/conftest.py
+`database_url`). Users and tokens are made with the server's own account functions on a direct
+connection, the way `serve --add-user` does."""
 
 from __future__ import annotations
 
 import itertools
 import secrets
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
+from teamserver import Server, free_port, start_server, started
 
 from hivelore.server.postgres import accounts
 
-START_TIMEOUT_S = 30
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def start_server(database_url: str, log: Path, *extra: str, port: int | None = None) -> Server:
-    port = port or free_port()
-    argv = [sys.executable, "-m", "hivelore", "serve", "--db", database_url, "--port", str(port), *extra]
-    return started(argv, port, log)
-
-
-def started(argv: list[str], port: int, log: Path) -> Server:
-    """A team server run by `argv` on `port` (its output in `log`), once its /readyz answers 200."""
-    with log.open("ab") as sink:
-        process = subprocess.Popen(argv, stdout=sink, stderr=sink)
-    server = Server(f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"hivelore serve exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{server.url}/readyz", timeout=1).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    server.stop()
-    raise AssertionError(f"hivelore serve was not ready in {START_TIMEOUT_S} s:\n{log.read_text()}")
-
-
-@pytest.fixture(scope="session")
-def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = start_server(database_url, tmp_path_factory.mktemp("server") / "server.log")
-    yield running
-    running.stop()
+__all__ = ["Server", "free_port", "start_server", "started"]  # the tests here import them from this conftest
 
 
 @pytest.fixture(scope="session")

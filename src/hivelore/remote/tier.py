@@ -27,6 +27,7 @@ from hivelore.remote.replica import Replica
 
 AUTO = "server"
 PERSONAL = "personal"
+NO_BATCH = "an import goes to this machine's tiers: use --tier home or project, or `hivelore migrate --to remote`"
 PROVENANCE_KEYS = ("agent", "session", "repo", "branch", "commit")
 # A mirror read without asking the server (a hook) is said to be stale past this: five of the hook
 # server's sync rounds (hooks/server.py MIRROR_SYNC_S) missed in a row.
@@ -135,24 +136,38 @@ class RemoteTier(Tier):
         if after is None:
             return Path(origin_of(space), f"{scope}/{key}"), existing, None
         op, body = _change(existing, after, None if part == AUTO else part)
-        change = self.replica.outbox.add(op, body)
-        self.mirror.put(space, after, pending=True)
-        answer = self._send(change)
+        answer = self._queue(space, after, op, body)
+        landed = str(answer["space"]) if answer is not None else space
+        if op == "write" and not after.is_visible():
+            # The server's write makes a memory visible: one kept hidden (archived, or already
+            # expired) is archived next, in the space the write landed in.
+            address: dict[str, object] = {"scope": str(scope), "key": key, "space": landed}
+            answer = self._queue(landed, after, "archive", address)
         if answer is None:
-            return Path(origin_of(space), f"{scope}/{key}"), existing, after
+            return Path(origin_of(landed), f"{scope}/{key}"), existing, after
         stored = Memory.from_dict(answer["memory"])  # type: ignore[arg-type]
-        landed = str(answer["space"])
         self.parts.setdefault(landed, origin_of(landed))  # a space the mirror had not heard of yet
         return Path(origin_of(landed), f"{scope}/{key}"), existing, stored
 
+    def _queue(self, space: str, after: Memory, op: str, body: dict[str, object]) -> dict[str, object] | None:
+        """Keep a change in the outbox, show `after` in the mirror as pending, and send it (`_send`)."""
+        change = self.replica.outbox.add(op, body)
+        self.mirror.put(space, after, pending=True)
+        return self._send(change)
+
     def delete(self, candidate: Candidate, still: Callable[[Memory], bool]) -> bool:
-        if not still(candidate.memory):
-            return False
         space = candidate.origin.removeprefix("team:")
+        sql = f"SELECT {COLUMNS} FROM memories m WHERE m.space = :space AND m.scope = :scope AND m.key = :key"
+        now = self.mirror.rows(sql, {"space": space, "scope": candidate.scope, "key": candidate.key})
+        if not now or not still(now[0].memory):
+            return False
         body: dict[str, object] = {"scope": candidate.scope, "key": candidate.key, "space": space}
         change = self.replica.outbox.add("forget", body)
         self.mirror.remove(space, candidate.scope, candidate.key)
-        self._send(change)
+        try:
+            self._send(change)
+        except errors.NotFound:  # gone from the server already, which the mirror had not heard yet
+            return False
         return True
 
     def _send(self, change: Change) -> dict[str, object] | None:
@@ -178,12 +193,14 @@ class RemoteTier(Tier):
             self.warnings.append(text)
 
     def unwritable(self, part: str, memories: Sequence[Memory]) -> dict[str, ValueError]:
-        return {}
+        """Every address: the team server takes no batch from a tier. A batch's `merge` runs where the
+        memories are kept, and the server's import runs its own (it keeps `created`, derives `updated`
+        and `seen_count`), so an import to the server is `migrate --to remote`'s. Said here, the
+        service's import refuses the records before it writes anything, on this machine too."""
+        return {memory.address: ValueError(NO_BATCH) for memory in memories}
 
     def store_batch(self, part: str, memories: Sequence[Memory], merge: Merge) -> tuple[list[str], list[str]]:
-        raise errors.BadInput(
-            "an import goes to this machine's tiers: use --tier home or project, or `hivelore migrate --to remote`"
-        )
+        raise errors.BadInput(NO_BATCH)
 
     def close(self) -> None:
         self.replica.close()
