@@ -105,6 +105,14 @@ MCP_ENVIRONMENT = (
     "HIVELORE_TOKEN",
 )
 CODEX_ENV_VARS = "env_vars"
+# Kiro CLI shows a hook's stdout to nobody but at agentSpawn and userPromptSubmit; before a tool only exit code 2
+# (which blocks the tool) reaches the model (kiro.dev/docs/cli/hooks, "Hook output"). So the pre-edit check cannot
+# warn Kiro's model: the agent's prompt has it ask the MCP tool `code_history` instead, before it edits.
+KIRO_PROMPT = (
+    "Before you edit a file, call the hivelore MCP tool code_history with the files you are about to change: "
+    "it says what failed on that code before, what was decided, and which other developers' tasks are "
+    "changing it. Take that into account; it is not a rule."
+)
 # What Gemini CLI must let through to hivelore's hooks and MCP server (see `_gemini`): the MCP server's
 # variables and those only the hook path reads.
 GEMINI_ENVIRONMENT = (
@@ -440,7 +448,28 @@ class _AllowedEnv:
         return "/".join(self.path[: depth + 1])
 
 
-_Part = _Mcp | _Hooks | _Mode | _AllowedEnv
+@dataclass(frozen=True)
+class _Setting:
+    """A top-level key of a file that is ours alone (Kiro's `hivelore` agent): set when absent (one the user
+    set stays), taken out by uninstall while it holds what install wrote."""
+
+    key: str
+    value: str
+
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        if self.key in doc:
+            return []
+        doc[self.key] = self.value
+        return [f"set {self.key!r}"]
+
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        if doc.get(self.key) != self.value:
+            return []
+        del doc[self.key]
+        return [f"removed {self.key!r}"]
+
+
+_Part = _Mcp | _Hooks | _Mode | _AllowedEnv | _Setting
 
 
 @dataclass(frozen=True)
@@ -522,9 +551,10 @@ def _kiro(target: Target) -> tuple[list[_File], Path]:
         "includeMcpJson": True,
         "resources": ["skill://.kiro/skills/**/SKILL.md", "skill://~/.kiro/skills/**/SKILL.md"],
     }
+    parts: tuple[_Part, ...] = (hooks, _Setting("prompt", KIRO_PROMPT)) if target.hooks != "none" else (hooks,)
     files = [
         _File(base / ".kiro/settings/mcp.json", (_Mcp(_server(target)),)),
-        _File(base / f".kiro/agents/{SERVER}.json", (hooks,), skeleton=agent),
+        _File(base / f".kiro/agents/{SERVER}.json", parts, skeleton=agent),
     ]
     return files, base / ".kiro/skills"
 
