@@ -33,7 +33,10 @@ are absolute (`default_entry`): the MCP server runs `<entry> mcp`, a hook runs
 ends and final newline; Codex's TOML keeps every byte (tomlkit), our table is appended at its end.
 
 Codex's MCP entry also names the `HIVELORE_*` variables Codex must pass to the server
-(`env_vars`, `MCP_ENVIRONMENT`). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
+(`env_vars`, `MCP_ENVIRONMENT`); Gemini's settings name those its hooks and MCP server read in
+`security.environmentVariableRedaction.allowed` (`GEMINI_ENVIRONMENT`: under CI it passes no other);
+Kiro's `hivelore` agent gets a `prompt` that has the model ask `code_history` before an edit
+(`KIRO_PROMPT`: no Kiro hook can tell it then). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
 server's handshake answers in `<hivelore home>/mcp-answers.json` so its first start is fast.
 
 Install sets the desired state: re-running it with other `hooks` replaces our hook entries (ours
