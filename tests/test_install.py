@@ -283,6 +283,48 @@ def test_every_hivelore_variable_the_server_reads_reaches_it_through_codex() -> 
     assert read - HOOK_ONLY_VARIABLES - SERVER_ONLY_VARIABLES == set(install.MCP_ENVIRONMENT)
 
 
+def test_every_hivelore_variable_any_agent_process_reads_gets_through_gemini() -> None:
+    """Gemini CLI under CI passes its hooks and MCP server only the names its allow-list holds: every
+    variable either of them reads must be there (tests/agents/test_gemini_under_ci.py runs the CLI)."""
+    source = Path(install.__file__).parents[1]
+    read = {m for path in source.rglob("*.py") for m in READ_FROM_ENVIRONMENT.findall(path.read_text())}
+    assert read - SERVER_ONLY_VARIABLES == set(install.GEMINI_ENVIRONMENT)
+
+
+def test_gemini_allow_list_keeps_the_users_names_and_uninstall_takes_out_only_ours(
+    user_home: Path, project: Path
+) -> None:
+    (project / ".gemini").mkdir()
+    theirs = '{\n  "security": {"environmentVariableRedaction": {"allowed": ["MY_PROXY", "HIVELORE_HOME"]}}\n}\n'
+    (project / ".gemini/settings.json").write_text(theirs)
+    t = target(user_home, project, agents=["gemini"])
+
+    changes = {c.path.name: c for c in apply(plan_install(t))}
+
+    allowed = read_json(project / ".gemini/settings.json")["security"]["environmentVariableRedaction"]["allowed"]
+    assert allowed == ["MY_PROXY", "HIVELORE_HOME", *install.GEMINI_ENVIRONMENT[1:]]
+    assert "allowed HIVELORE_MODE," in changes["settings.json"].summary
+    assert "env" not in mcp_entry(t, "gemini")  # names only: no value of the user's is copied into the file
+    assert {c.path.name: c.action for c in apply(plan_install(t))}["settings.json"] == "unchanged"
+    (project / ".gemini/settings.json").write_text((project / ".gemini/settings.json").read_text() + "\n")  # edited
+    apply(plan_uninstall(t))
+    kept = read_json(project / ".gemini/settings.json")
+    assert kept == {"security": {"environmentVariableRedaction": {"allowed": ["MY_PROXY"]}}}
+
+
+def test_a_gemini_allow_list_install_made_goes_with_uninstall(user_home: Path, project: Path) -> None:
+    (project / ".gemini").mkdir()
+    (project / ".gemini/settings.json").write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}')
+    t = target(user_home, project, agents=["gemini"])
+    apply(plan_install(t))
+    settings_file = project / ".gemini/settings.json"
+    settings_file.write_text(settings_file.read_text().replace('"gemini-api-key"', '"oauth-personal"'))  # edited
+
+    apply(plan_uninstall(t))
+
+    assert read_json(settings_file) == {"security": {"auth": {"selectedType": "oauth-personal"}}}
+
+
 def test_the_hook_launcher_next_to_the_entry_point_is_wired(user_home: Path, project: Path, tmp_path: Path) -> None:
     """`hivelore-hook` beside the `hivelore` script runs the hooks (it skips pip's wrapper); else `hivelore hook`."""
     bin_dir = tmp_path / "venv-bin"

@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import psycopg
 import pytest
 from conftest import Account, Server, free_port, start_server, unique
-from harness import SHOP_FILES, make_shop
+from harness import SHOP_FILES, call, make_shop, mcp_session
 
 from hivelore.remote.client import Client, Endpoint
 from hivelore.remote.mirror import path_for
@@ -350,3 +351,36 @@ def test_an_idle_hook_server_keeps_its_replica_fresh_with_a_request_the_server_h
     shown = json.loads(doctor.stdout)["team_claims"]
     assert (shown["claims"], shown["failures"]) == (0, 0)
     assert shown["synced_seconds_ago"] is not None and shown["synced_seconds_ago"] < REPLICA_STALE_S
+
+
+def test_context_symbol_and_mcp_code_history_on_another_machine_include_the_teams_failed_attempts(
+    server: Server, c_and_d: tuple[Machine, Machine], tmp_path: Path
+) -> None:
+    """dev-c's failing run on refresh_session reaches the team server; dev-d, on another machine with no hook
+    server of its own (so no replica), asks for that code's history: `context --symbol` and the MCP tool
+    `code_history` both ask the server, and say what failed, for whom and when."""
+    c, d = c_and_d
+    d.hook_server = "off"
+    c.prompt("c-1", "rotate refresh tokens")
+    assert c.change("c-1", "shop/sessions.py", REFRESH, REFRESH + "[::-1]") == ""
+    c.test_run("c-1", PYTEST_FAILURE, passed=False)
+
+    def context() -> str:
+        done = d.cli("context", "--symbol", "refresh_session")
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    wait_for("dev-c's claim in dev-d's context", lambda: "being changed by dev-c" in context())
+    wait_for("dev-c's failed attempt in dev-d's context", lambda: "failed here before" in context())
+    (line,) = [line for line in context().splitlines() if "failed here before" in line]
+    assert f"`{TEST_COMMAND}` — tests/test_tokens.py::test_refresh_session, not resolved yet (dev-c, " in line
+
+    async def code_history() -> dict:
+        async with mcp_session(d.home, d.repo, tmp_path / "mcp.log") as session:
+            return await call(session, "code_history", symbols=["refresh_session"])
+
+    found = anyio.run(code_history)
+    (history,) = found["history"]
+    assert [(a["developer"], a["failed"]) for a in history["failed"]] == [
+        ("dev-c", ["tests/test_tokens.py::test_refresh_session"])
+    ]

@@ -33,7 +33,10 @@ are absolute (`default_entry`): the MCP server runs `<entry> mcp`, a hook runs
 ends and final newline; Codex's TOML keeps every byte (tomlkit), our table is appended at its end.
 
 Codex's MCP entry also names the `HIVELORE_*` variables Codex must pass to the server
-(`env_vars`, `MCP_ENVIRONMENT`). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
+(`env_vars`, `MCP_ENVIRONMENT`); Gemini's settings name those its hooks and MCP server read in
+`security.environmentVariableRedaction.allowed` (`GEMINI_ENVIRONMENT`: under CI it passes no other);
+Kiro's `hivelore` agent gets a `prompt` that has the model ask `code_history` before an edit
+(`KIRO_PROMPT`: no Kiro hook can tell it then). After the files, the CLI calls `prepare_mcp`, which keeps the MCP
 server's handshake answers in `<hivelore home>/mcp-answers.json` so its first start is fast.
 
 Install sets the desired state: re-running it with other `hooks` replaces our hook entries (ours
@@ -105,6 +108,23 @@ MCP_ENVIRONMENT = (
     "HIVELORE_TOKEN",
 )
 CODEX_ENV_VARS = "env_vars"
+# Kiro CLI shows a hook's stdout to nobody but at agentSpawn and userPromptSubmit; before a tool only exit code 2
+# (which blocks the tool) reaches the model (kiro.dev/docs/cli/hooks, "Hook output"). So the pre-edit check cannot
+# warn Kiro's model: the agent's prompt has it ask the MCP tool `code_history` instead, before it edits.
+KIRO_PROMPT = (
+    "Before you edit a file, call the hivelore MCP tool code_history with the files you are about to change: "
+    "it says what failed on that code before, what was decided, and which other developers' tasks are "
+    "changing it. Take that into account; it is not a rule."
+)
+# What Gemini CLI must let through to hivelore's hooks and MCP server (see `_gemini`): the MCP server's
+# variables and those only the hook path reads.
+GEMINI_ENVIRONMENT = (
+    *MCP_ENVIRONMENT,
+    "HIVELORE_CAPTURE",
+    "HIVELORE_HOOK_SERVER",
+    "HIVELORE_HOOK_SERVER_IDLE",
+    "HIVELORE_HOOK_MODEL",
+)
 
 
 class InstallError(BadInput):
@@ -393,7 +413,66 @@ class _Mode:
         return []
 
 
-_Part = _Mcp | _Hooks | _Mode
+@dataclass(frozen=True)
+class _AllowedEnv:
+    """Variable names in Gemini CLI's `security.environmentVariableRedaction.allowed`: the variables it
+    passes to hook commands and MCP servers whatever its redaction drops (see `_gemini`). Only names
+    hivelore alone reads are ours to add and to take out again; the user's names stay."""
+
+    names: tuple[str, ...]
+    path: tuple[str, ...] = ("security", "environmentVariableRedaction", "allowed")
+
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        parent = doc
+        for depth, key in enumerate(self.path[:-1]):
+            parent = ctx.child(parent, key, self._name(depth), dict, create=True)
+        allowed = ctx.child(parent, self.path[-1], self._name(len(self.path) - 1), list, create=True)
+        missing = [name for name in self.names if name not in allowed]
+        allowed.extend(missing)
+        return [f"allowed {', '.join(missing)} through Gemini's environment redaction"] if missing else []
+
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        chain: list[dict[str, Any]] = [doc]  # the objects holding each key of `path`
+        for depth, key in enumerate(self.path[:-1]):
+            value = ctx.child(chain[-1], key, self._name(depth), dict, create=False)
+            if not value:
+                return []
+            chain.append(value)
+        allowed = ctx.child(chain[-1], self.path[-1], self._name(len(chain) - 1), list, create=False)
+        ours = [name for name in allowed or () if name in self.names]
+        if not ours:
+            return []
+        allowed[:] = [name for name in allowed if name not in self.names]
+        for depth in reversed(range(len(self.path))):  # the containers install made, once empty
+            ctx.prune(chain[depth], self.path[depth], self._name(depth))
+        return [f"removed {', '.join(ours)} from Gemini's environment redaction allow-list"]
+
+    def _name(self, depth: int) -> str:
+        return "/".join(self.path[: depth + 1])
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """A top-level key of a file that is ours alone (Kiro's `hivelore` agent): set when absent (one the user
+    set stays), taken out by uninstall while it holds what install wrote."""
+
+    key: str
+    value: str
+
+    def install(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        if self.key in doc:
+            return []
+        doc[self.key] = self.value
+        return [f"set {self.key!r}"]
+
+    def uninstall(self, doc: dict[str, Any], ctx: _Ctx) -> list[str]:
+        if doc.get(self.key) != self.value:
+            return []
+        del doc[self.key]
+        return [f"removed {self.key!r}"]
+
+
+_Part = _Mcp | _Hooks | _Mode | _AllowedEnv | _Setting
 
 
 @dataclass(frozen=True)
@@ -475,9 +554,10 @@ def _kiro(target: Target) -> tuple[list[_File], Path]:
         "includeMcpJson": True,
         "resources": ["skill://.kiro/skills/**/SKILL.md", "skill://~/.kiro/skills/**/SKILL.md"],
     }
+    parts: tuple[_Part, ...] = (hooks, _Setting("prompt", KIRO_PROMPT)) if target.hooks != "none" else (hooks,)
     files = [
         _File(base / ".kiro/settings/mcp.json", (_Mcp(_server(target)),)),
-        _File(base / f".kiro/agents/{SERVER}.json", (hooks,), skeleton=agent),
+        _File(base / f".kiro/agents/{SERVER}.json", parts, skeleton=agent),
     ]
     return files, base / ".kiro/skills"
 
@@ -487,12 +567,18 @@ def _gemini(target: Target) -> tuple[list[_File], Path]:
     # one settings.json per layer (`.gemini/settings.json`, `~/.gemini/settings.json`) holds "mcpServers"
     # and "hooks" ({Event: [{"matcher"?, "hooks": [{"type": "command", "command", "name", "timeout" (ms)}]}]}).
     # Skills: `.gemini/skills/<name>/SKILL.md` and `~/.gemini/skills`.
+    # Gemini CLI starts hook commands and MCP servers in a filtered environment: under GitHub Actions
+    # (GITHUB_SHA set, or SURFACE=Github) only a fixed few variables (PATH, HOME, LANG, TMPDIR, USER …) and
+    # the names in `security.environmentVariableRedaction.allowed` pass; MCP servers always lose names
+    # with TOKEN, KEY, AUTH … (packages/core/src/services/environmentSanitization.ts, hooks/hookRunner.ts,
+    # tools/mcp-client.ts). Without HIVELORE_HOME its hooks would write to ~/.hivelore, so install names
+    # the variables hivelore reads there: names only, the values stay in the user's environment.
     base = target.base
 
     def entry(command: str) -> dict[str, Any]:
         return {"type": "command", "command": command, "name": SERVER, "timeout": HOOK_TIMEOUT_S * 1000}
 
-    parts = (_Mcp(_server(target)), _Hooks(_entries(target, "gemini", entry), True))
+    parts = (_Mcp(_server(target)), _Hooks(_entries(target, "gemini", entry), True), _AllowedEnv(GEMINI_ENVIRONMENT))
     return [_File(base / ".gemini/settings.json", parts)], base / ".gemini/skills"
 
 

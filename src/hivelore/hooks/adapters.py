@@ -683,9 +683,10 @@ _CONTRACTS: dict[str, dict[str, str]] = {
 # cursor.com/docs/hooks, "Hook events": the neutral object each event needs and the field that carries text.
 # sessionStart takes additional_context; beforeSubmitPrompt cannot inject context, so it only lets the prompt
 # through; preCompact shows user_message. A pre-tool answer would have to carry a `permission`, and "allow" could
-# skip Cursor's own approval of a command, so hivelore prints nothing there (it claims code silently; Cursor
-# fails open). afterShellExecution/afterFileEdit/afterMCPExecution/sessionEnd have no output, and stop's
-# followup_message would be submitted as a new user message, so those print nothing.
+# skip Cursor's own approval of a command, so hivelore prints nothing there (Cursor fails open): a pre-edit
+# warning is held and given to the model with the tool's result (`holds_pre_tool_text`).
+# afterShellExecution/afterFileEdit/afterMCPExecution/sessionEnd have no output, and stop's followup_message
+# would be submitted as a new user message, so those print nothing.
 _CURSOR_OUTPUT: dict[str, tuple[dict[str, object], str]] = {
     "sessionStart": ({}, "additional_context"),
     "beforeSubmitPrompt": ({"continue": True}, ""),
@@ -718,7 +719,10 @@ def answer(event: Event, text: str) -> str:
 
 def holds_pre_tool_text(agent: str) -> bool:
     """Whether what hivelore says before an agent's tool runs must be held for the tool's result to reach the
-    model: the agent shows a pre-tool answer to the user only, yet gives the model a post-tool one (Gemini CLI)."""
+    model: the agent shows a pre-tool answer to the user only (Gemini CLI), or to nobody (Cursor, where it would
+    have to decide a permission: see _CURSOR_OUTPUT), yet gives the model a post-tool one."""
+    if agent == "cursor":
+        return "preToolUse" not in _CURSOR_OUTPUT and _CURSOR_OUTPUT["postToolUse"][1] == "additional_context"
     contract = _CONTRACTS.get(agent, {})
     return contract.get("pre_tool") == "system" and contract.get("post_tool") == "context"
 

@@ -34,11 +34,13 @@ from hivelore.team.model import (
     Conflict,
     Decision,
     Expert,
+    History,
     Intent,
     Note,
     Resume,
     SharedFailure,
     TaskView,
+    TeamUnavailable,
     Why,
     file_claim_ids,
     find_conflicts,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
 HOPS = 3  # call hops within which another developer's claim is worth a warning
 HISTORY_ATTEMPTS = 3  # failed attempts shown per edit under "what failed here before"
+TEAM_QUERY_SYMBOLS = 100  # symbols per request for the team server's history (its URL's limit)
 MAX_ANCHOR_SPANS = 50  # places an edit's texts are looked for in one file
 INDEXING_STALE_S = 600  # a background index that has not finished by then is taken to have died
 # A warning from a replica of the team's claims older than this says its age: the hook server's
@@ -281,12 +284,43 @@ class Coordination:
         claimed: dict[str, list[Intent]] = {}
         for symbol, intent, _owner in self._others_and_team_claims()[0]:
             claimed.setdefault(symbol, []).append(intent)
+        team = self._team_history(list(dict.fromkeys(symbols)))
         found = []
         for symbol in dict.fromkeys(symbols):
-            history = self.team.history(self.repo, [symbol], limit=-1)
-            if history.failed or history.decisions or symbol in claimed:
-                found.append(SymbolHistory(symbol, history.failed, history.decisions, claimed.get(symbol, [])))
+            here = self.team.history(self.repo, [symbol], limit=-1)
+            known = {_signature(a) for a in here.failed}
+            theirs = [a for a in team.failed if symbol in a.symbols and _signature(a) not in known]
+            failed = sorted([*here.failed, *theirs], key=lambda a: (-a.last_ts, -a.id))
+            decisions = _merged_decisions(here.decisions, [d for d in team.decisions if symbol in d.symbols])
+            if failed or decisions or symbol in claimed:
+                found.append(SymbolHistory(symbol, failed, decisions, claimed.get(symbol, [])))
         return found
+
+    def _team_history(self, symbols: list[str]) -> History:
+        """In remote mode, what the team's attempts and decisions say of the symbols: the team server's own
+        answer for a command (it has a network budget; one request per TEAM_QUERY_SYMBOLS symbols), else,
+        or when the server does not answer (said as a warning), the replica of the team's recent failures
+        the hook server keeps. Empty in local mode: team.db is all there is."""
+        shared = self.shared
+        if shared is None:
+            return History([], [])
+        if self.tasks is not self.team:
+            try:
+                return self._server_history(symbols)
+            except TeamUnavailable as exc:  # TeamBusy too
+                self.memory.warnings.append(f"the team's attempts are as this machine last heard them: {exc}")
+        edited = set(symbols)
+        failures = shared.others_failures(self.developer)
+        return History([f.attempt for f in failures if not edited.isdisjoint(f.attempt.symbols)], [])
+
+    def _server_history(self, symbols: list[str]) -> History:
+        failed: dict[int, Attempt] = {}
+        decisions: dict[int, Decision] = {}
+        for at in range(0, len(symbols), TEAM_QUERY_SYMBOLS):
+            answer = self.tasks.history(self.repo, symbols[at : at + TEAM_QUERY_SYMBOLS], limit=-1)
+            failed.update((a.id, a) for a in answer.failed)
+            decisions.update((d.id, d) for d in answer.decisions)
+        return History(list(failed.values()), list(decisions.values()))
 
     # -- tasks ----------------------------------------------------------------------------------
 
@@ -552,6 +586,14 @@ def what_fixed_it(failure: SharedFailure, now: float) -> str:
     changed = f", changing {_names([cited_name(s) for s in fix.symbols])}" if fix.symbols else ""
     task = f' (in "{failure.fix_title}")' if failure.fix_title and failure.fix_title != failure.title else ""
     return f"what fixed it: {fix.developer}'s passing `{fix.command}` {spoken_day(fix.last_ts, now)}{changed}{task}"
+
+
+def _merged_decisions(here: Sequence[Decision], team: Sequence[Decision]) -> list[Decision]:
+    """team.db's decisions and the team server's, one of each (a decision made in remote mode is the
+    server's only), newest first."""
+    seen = {(d.developer, d.text, d.ts) for d in here}
+    merged = [*here, *(d for d in team if (d.developer, d.text, d.ts) not in seen)]
+    return sorted(merged, key=lambda d: (-d.ts, -d.id))
 
 
 def _signature(attempt: Attempt) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
