@@ -57,11 +57,13 @@ def missing(why: str) -> NoReturn:
     pytest.skip(why)
 
 
-def require_clis() -> None:
-    """Skip or fail (see missing) unless the pinned CLIs are installed."""
+def require_clis(binary: Path) -> None:
+    """Skip or fail (see missing) unless the pinned CLIs are installed, `binary` among them."""
     why = why_not_installed()
     if why is not None:
         missing(why)
+    if not binary.exists():
+        missing(f"{binary} is not installed: run scripts/install-agent-clis")
 
 
 def why_not_installed() -> str | None:
@@ -261,6 +263,34 @@ class ClaudeCode(Agent):
             Call("Read", {"file_path": target}),
             Call("Edit", {"file_path": target, "old_string": old, "new_string": new}),
         ]
+
+
+def claude_hook_times(session: Session) -> list[tuple[str, float]]:
+    """(event, milliseconds) for each hook Claude Code reported on its stream (--include-hook-events):
+    from the arrival of its hook_started line to that of its hook_response."""
+    started: dict[str, tuple[float, str]] = {}
+    times = []
+    for arrived, line in session.lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("subtype") == "hook_started":
+            started[event["hook_id"]] = (arrived, event["hook_event"])
+        elif event.get("subtype") == "hook_response" and event.get("hook_id") in started:
+            began, name = started.pop(event["hook_id"])
+            times.append((name, (arrived - began) * 1000))
+    return times
+
+
+def bare_python_ms(runs: int = 5) -> float:
+    """The median start of a bare `python -c pass` here, now: what a hook's time is measured against."""
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append((time.perf_counter() - began) * 1000)
+    return sorted(times)[runs // 2]
 
 
 def codex_hook_times(log: str) -> list[tuple[str, float]]:

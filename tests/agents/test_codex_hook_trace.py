@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
-from real_agents import Codex, Workspace, codex_hook_times, missing
+from real_agents import Codex, Workspace, codex_hook_times, require_clis
 
 TRACE = Path(__file__).parents[1] / "fixtures" / "hook-payloads" / "codex" / "hook-trace-0.171.log"
 MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexit 1\n"
@@ -46,8 +46,7 @@ def test_lines_outside_a_hook_span_and_an_unfinished_hook_give_nothing() -> None
 @pytest.mark.agents
 def test_the_real_codex_logs_the_life_of_each_hook(tmp_path: Path) -> None:
     codex = Codex(trace_hooks=True)
-    if not codex.path.exists():
-        missing(f"{codex.path} is not installed: run scripts/install-agent-clis")
+    require_clis(codex.path)
     home = tmp_path / "home"
     home.mkdir()
     repo = make_shop(tmp_path / "shop", {**SHOP_FILES, "bin/migrate": MIGRATE})

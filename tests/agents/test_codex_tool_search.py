@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import Call, ModelServer, Say
-from real_agents import Codex, Workspace, missing
+from real_agents import Codex, Workspace, require_clis
 
 pytestmark = pytest.mark.agents
 
@@ -32,8 +32,7 @@ QUERIES = [
 
 def test_each_search_a_model_makes_for_memory_write_loads_it(tmp_path: Path) -> None:
     codex = Codex()
-    if not codex.path.exists():
-        missing(f"{codex.path} is not installed: run scripts/install-agent-clis")
+    require_clis(codex.path)
     home = tmp_path / "home"
     home.mkdir()
     ws = Workspace(home=home, hivelore_home=tmp_path / "hivelore-home", repo=make_shop(tmp_path / "shop", SHOP_FILES))

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
-from real_agents import AGENTS, Workspace, why_not_installed
+from real_agents import AGENTS, Workspace, require_clis
 
-pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.skipif(why_not_installed() is not None, reason=why_not_installed() or ""),
-]
+pytestmark = pytest.mark.agents
 
 LESSON = (
     "./bin/migrate fails with Error: connect ECONNREFUSED 127.0.0.1:5432 when the local database is down; "
@@ -30,8 +27,7 @@ RUNNER = {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "0123456789abcde
 
 def test_gemini_hooks_read_hivelore_home_under_a_ci_runner(tmp_path: Path) -> None:
     agent = AGENTS["gemini"]
-    if not agent.path.exists():
-        pytest.skip(f"{agent.path} is not installed: run scripts/install-agent-clis")
+    require_clis(agent.path)
     home = tmp_path / "home"
     home.mkdir()
     ws = Workspace(home=home, hivelore_home=tmp_path / "hivelore-home", repo=make_shop(tmp_path / "shop", SHOP_FILES))

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from harness import SHOP_FILES, make_shop
 from model_server import ModelServer, Say
-from real_agents import AGENTS, Agent, Workspace, missing
+from real_agents import AGENTS, Agent, Workspace, require_clis
 
 pytestmark = pytest.mark.agents
 
@@ -46,8 +46,7 @@ def model() -> ModelServer:
 @pytest.fixture(params=sorted(AGENTS))
 def agent(request: pytest.FixtureRequest) -> Agent:
     chosen = AGENTS[request.param]
-    if not chosen.path.exists():
-        missing(f"{chosen.path} is not installed: run scripts/install-agent-clis")
+    require_clis(chosen.path)
     return chosen
 
 
