@@ -10,7 +10,10 @@
 
 Each module keeps its own class (`GraphUnavailable`, `GuardError`, …) as a subclass of one of these,
 so callers catch what they always caught; each surface (cli/output.py, mcp/tools.py) maps the five
-it can meet in one table. The message of every error is one sentence for the user: what is wrong and what to do.
+it can meet in one table. Over HTTP, each class carries its answer (`status`, and `code`: stable, for
+programs; docs/server.md lists them): the team server and the dashboard answer an error by
+`answer_of`, so both give one error the same status, and a subclass that needs another says so.
+The message of every error is one sentence for the user: what is wrong and what to do.
 
 Stdlib only, and nothing imported: the hook path imports the modules that define these.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 class HiveloreError(Exception):
     """Anything hivelore refuses or cannot do; `sentence()` is what the user is told."""
 
+    status, code = 500, "internal_error"  # what no subclass stands for: a failure of the server
+
     def sentence(self) -> str:
         text = str(self).strip() or type(self).__name__
         return text if text.endswith((".", "?", "!")) else f"{text}."
@@ -29,24 +34,33 @@ class HiveloreError(Exception):
 class NotFound(HiveloreError, LookupError):
     """Nothing has that name: a memory, a task, a symbol."""
 
+    status, code = 404, "not_found"
+
 
 class BadInput(HiveloreError, ValueError):
     """What was given cannot be used (a ValueError too: code that caught ValueError still does)."""
 
+    status, code = 400, "bad_input"
+
 
 class Conflict(HiveloreError):
     """A file changed on disk between our read and our write (drift); nothing was written."""
+
+    status, code = 409, "conflict"
 
 
 class Forbidden(HiveloreError):
     """A known caller asked for what their token or role does not allow (the team server's refusals,
     server/auth.py; the dashboard shows them as 403 too)."""
 
+    status, code = 403, "forbidden"
+
 
 class Unavailable(HiveloreError):
     """A store cannot be used: damaged, from another schema version, or not hivelore's. `repair` is
     the sentence that says how to get it back, when the message does not say it already."""
 
+    status, code = 503, "unavailable"
     repair = ""
 
     def __init__(self, message: str = "", repair: str | None = None) -> None:
@@ -63,6 +77,13 @@ class Unavailable(HiveloreError):
 
 class Busy(HiveloreError):
     """Other processes held a store's write lock for the whole busy timeout; retrying later may work."""
+
+    status, code = 429, "busy"
+
+
+def answer_of(error: HiveloreError) -> tuple[int, str]:
+    """The HTTP status and the body's `code` for an error the service reported."""
+    return error.status, error.code
 
 
 def reported(exc: BaseException) -> HiveloreError | None:

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from hivelore.dashboard.services import TeamView
-from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
+from hivelore.errors import BadInput, HiveloreError, NotFound
 from hivelore.team.codemap import Blast, CallPath, CodeMap, MapClaim, MapFile, MapFolder, TaskConflict
 
 HOPS = 3  # a blast radius's default depth: the conflict check's
@@ -41,6 +41,8 @@ class Teams(Protocol):
 
 class NotIndexed(HiveloreError):
     """The repository's code graph was never built (on the team server: never pushed)."""
+
+    status, code = 409, "not_indexed"
 
 
 def colour(developer: str) -> str:
@@ -71,17 +73,7 @@ def _answer(request: Request, services: Teams, work: Callable[[TeamView, CodeMap
                 raise NotIndexed(NOT_INDEXED.format(repo=team.repo))
             return JSONResponse(work(team, codemap))
     except HiveloreError as exc:
-        return JSONResponse({"error": exc.sentence()}, status_code=_status(exc))
-
-
-def _status(exc: HiveloreError) -> int:
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, NotIndexed):
-        return 409
-    return 503 if isinstance(exc, Unavailable) else 400
+        return JSONResponse({"error": exc.sentence()}, status_code=exc.status)
 
 
 def whole_number(name: str, given: str, most: int) -> int:
@@ -243,7 +235,7 @@ def _page(services: Teams, page: Page) -> Callable[..., HTMLResponse]:
         except NotIndexed as exc:  # what builds the graph: an index here, a push to the team server
             return page(request, "codemap.html", code=409, missing=exc.sentence(), **values)
         except HiveloreError as exc:  # team.db or graph.db unusable, no shared repository: its sentence says what to do
-            return page(request, "problem.html", code=_status(exc), message=exc.sentence())
+            return page(request, "problem.html", code=exc.status, message=exc.sentence())
         return page(request, "codemap.html", **values)
 
     return show

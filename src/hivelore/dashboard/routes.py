@@ -22,7 +22,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from hivelore import __version__
 from hivelore.dashboard import codemap, csrf, views
 from hivelore.dashboard.services import TeamView
-from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound, Unavailable
+from hivelore.errors import BadInput, Forbidden, HiveloreError, NotFound
 from hivelore.memory.model import KINDS, STATES, iso_from_epoch
 from hivelore.memory.service import MemoryService
 from hivelore.team.model import STATUSES
@@ -32,9 +32,6 @@ DONE = {"archive": "archived", "restore": "restored", "forget": "forgot", "commi
 STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript", "codemap.js": "text/javascript",
           "vendor/cytoscape.min.js": "text/javascript", "vendor/cytoscape.LICENSE": "text/plain"}  # fmt: skip
 MAX_FORM_BYTES = 16_384  # an action's form is an address and a token
-
-
-ERROR_STATUSES: tuple[tuple[type[HiveloreError], int], ...] = ((NotFound, 404), (Forbidden, 403), (Unavailable, 503))
 
 
 class Services(Protocol):
@@ -113,7 +110,7 @@ def render_page(request: Request, template: str, code: int = 200, **values: obje
 
 
 def _problem(request: Request, exc: Exception) -> HTMLResponse:
-    status = next((code for kind, code in ERROR_STATUSES if isinstance(exc, kind)), 400)
+    status = exc.status if isinstance(exc, HiveloreError) else 400  # the team server's status for it too
     text = exc.sentence() if isinstance(exc, HiveloreError) else str(exc)
     return render_page(request, "problem.html", code=status, message=text)
 

@@ -56,6 +56,7 @@ class GuardViolation:
 
 
 class GuardError(BadInput):
+    code = "guard_refused"
     violation: GuardViolation
 
     def __init__(self, violation: GuardViolation) -> None:

@@ -19,7 +19,6 @@ from starlette.exceptions import HTTPException
 
 from hivelore import __version__, errors
 from hivelore.server import auth, dashboard
-from hivelore.server.answers import INTERNAL, answer_of
 from hivelore.server.limits import Limits, RateLimited
 from hivelore.server.logs import ASGIApp, Receive, RequestLog, Scope, Send, request_id
 from hivelore.server.postgres import erasure, migrate
@@ -149,7 +148,7 @@ def _error(
 
 
 def _reported(request: Request, error: errors.HiveloreError, headers: dict[str, str] | None = None) -> JSONResponse:
-    status, code = answer_of(error)
+    status, code = errors.answer_of(error)
     return _error(request, status, code, error.sentence(), headers)
 
 
@@ -178,7 +177,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http(request: Request, exc: HTTPException) -> JSONResponse:
         sentence = exc.detail if isinstance(exc.detail, str) else "the request was refused"
-        code = HTTP_CODES.get(exc.status_code, INVALID if exc.status_code < 500 else INTERNAL)
+        code = HTTP_CODES.get(exc.status_code, INVALID if exc.status_code < 500 else errors.HiveloreError.code)
         return _error(request, exc.status_code, code, sentence.rstrip(".") + ".", dict(exc.headers or {}))
 
     @app.exception_handler(psycopg.OperationalError)
@@ -208,7 +207,7 @@ def _add_error_handlers(app: FastAPI) -> None:
             return _reported(request, reported)
         log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id(request)}})
         sentence = f"the server failed on this request; its log has the details (request {request_id(request)})."
-        return _error(request, 500, INTERNAL, sentence)
+        return _error(request, 500, errors.HiveloreError.code, sentence)
 
 
 def _validation_sentence(exc: RequestValidationError) -> str:

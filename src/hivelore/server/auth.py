@@ -39,6 +39,8 @@ TOKEN_NAME_CHARS = 100
 class Unauthenticated(HiveloreError):
     """No token, or one the server does not accept (HTTP 401)."""
 
+    status, code = 401, "unauthenticated"
+
 
 class Forbidden(errors.Forbidden):
     """A known caller asked for what their token or role does not allow (HTTP 403)."""

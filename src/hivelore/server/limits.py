@@ -29,9 +29,13 @@ class Limits:
 class QuotaExceeded(HiveloreError):
     """The account holds as many active memories as it may (HTTP 403: retrying will not help)."""
 
+    status, code = 403, "quota_exceeded"
+
 
 class RateLimited(Busy):
     """Too many requests in this minute (HTTP 429, with Retry-After)."""
+
+    code = "rate_limited"
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)

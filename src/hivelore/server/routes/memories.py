@@ -26,7 +26,6 @@ from hivelore.memory.transfer import ImportRecord
 from hivelore.records import replace
 from hivelore.schemas import MemoryOut
 from hivelore.server import auth
-from hivelore.server.answers import answer_of
 from hivelore.server.logs import request_id
 from hivelore.server.memories import PROVENANCE_KEYS, Membership, TeamMemories, memberships
 from hivelore.server.postgres import idempotency
@@ -260,7 +259,7 @@ def _batch_result(
 
 def _failure(request: Request, error: errors.HiveloreError) -> dict[str, object]:
     """One write's error, as app.py's table would answer it alone."""
-    status, code = answer_of(error)
+    status, code = errors.answer_of(error)
     return {"status": status, "error": error.sentence(), "code": code, "request_id": request_id(request)}
 
 
