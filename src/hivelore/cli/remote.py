@@ -326,12 +326,14 @@ def org_memories(
 def org_forget(
     org: str,
     key: Annotated[str | None, typer.Argument(help="The memory's key (with --scope).")] = None,
-    scope: Annotated[str, typer.Option(help="The scope; without KEY every memory under it.")] = "",
+    scope: Annotated[
+        str, typer.Option(help="The scope; without KEY every memory under it (a repository's: its branches' too).")
+    ] = "",
     yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting a whole scope.")] = False,
     endpoint: EndpointOption = None,
 ) -> None:
     """Delete from the organisation's space (admin): one memory (KEY --scope S), or every memory under
-    --scope S (with --yes). Mirrors drop them at their next sync."""
+    --scope S and, for a repository, its branches (with --yes). Mirrors drop them at their next sync."""
     from urllib.parse import urlencode
 
     if not scope:
