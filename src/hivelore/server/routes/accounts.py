@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from hivelore.memory.scope import parse as parse_scope
 from hivelore.server import auth
 from hivelore.server.logs import request_id
-from hivelore.server.postgres import accounts, audit
+from hivelore.server.postgres import accounts, audit, erasure
 from hivelore.server.routes.dependencies import AnyConn, Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
@@ -36,6 +36,14 @@ class Me(BaseModel):
     token_kind: str
     token_scopes: list[str]
     orgs: list[OrgRole]
+
+
+class AccountDeletedOut(BaseModel):
+    user: str
+    memories: int = Field(description="the memories of your personal space deleted, deleted copies included")
+    team_rows: int = Field(description="the team rows you wrote, and the warnings your sessions were shown")
+    tokens: int
+    orgs: list[str] = Field(description="the organisations you were a member of, and are not now")
 
 
 class OrgName(BaseModel):
@@ -119,6 +127,15 @@ def _audit(conn: psycopg.Connection, request: Request, who: auth.Caller, action:
 def me(who: Caller, conn: Conn) -> Me:
     orgs = [OrgRole(org=org, role=role) for org, role in accounts.orgs_of(conn, who.user_id)]
     return Me(user=who.user, token_kind=who.kind, token_scopes=list(who.scopes), orgs=orgs)
+
+
+@router.delete("/me")
+def delete_me(request: Request, who: Caller, conn: Conn) -> AccountDeletedOut:
+    """Delete the caller's account and everything of theirs, at once and for good (postgres/erasure.py);
+    409, and nothing deleted, while they are the last owner of an organisation."""
+    who.may_administer("deleting your account")
+    gone = erasure.delete_account(conn, who.user_id, request_id(request))
+    return AccountDeletedOut(user=who.user, **vars(gone))
 
 
 @router.post("/orgs", status_code=201)
