@@ -18,6 +18,10 @@ from hivelore.server import auth, limits
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 INVITATION_DAYS = 14
+# The key of an account's lock: its team writes hold it shared, its deletion exclusively
+# (postgres/erasure.py), so a deletion never waits for a team row a write holds while that write waits
+# for the deletion (a deadlock PostgreSQL would end by failing one of them).
+ACCOUNT_LOCK = "hashtextextended('account' || E'\\n' || %s::text, 0)"
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ in an organisation's space stays with it (its `owner` becomes NULL), as do the o
 lines naming them: those are the organisations' records. An organisation they are the last owner of
 would be left with none: the delete is refused, and nothing is deleted.
 
-Each of these takes its space's lock (migration 0021) before it touches a row: the writes under way
-there commit first, and the writes that come meanwhile wait and then find the space as the deletion
+Each of these takes its space's lock (migration 0021) before it touches a row, and an account's
+deletion its account's lock too (which team writes hold shared, postgres/team.py): the writes under
+way commit first, and the writes that come meanwhile wait and then find the space as the deletion
 left it (after an account's deletion, their account is gone, and PostgreSQL refuses their rows).
 
 The team rows the user wrote (teamdata.py) are not hidden: they are the organisation's coordination
@@ -199,6 +200,7 @@ def delete_account(conn: psycopg.Connection, user_id: int, request_id: str) -> A
     params = _spaces(user_id)
     with conn.transaction():
         _hold(conn, user_id, params)
+        conn.execute(f"SELECT pg_advisory_xact_lock({accounts.ACCOUNT_LOCK})", (user_id,))
         name, orgs = accounts.lock_leaving(conn, user_id)
         if stranded := [org for org, role, owners in orgs if role == "owner" and owners == 1]:
             raise Conflict(_last_owner(stranded))
