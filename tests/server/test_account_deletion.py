@@ -152,7 +152,8 @@ def failing_user_delete(db: psycopg.Connection) -> Iterator[Callable[[int], None
         name = f"fail_delete_{user_id}"
         db.execute(
             f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
-            f" IF OLD.id = {user_id} THEN RAISE EXCEPTION 'the disk is full'; END IF; RETURN OLD; END $$"
+            f" IF OLD.id = {user_id} THEN RAISE EXCEPTION 'the disk is full' USING ERRCODE = 'disk_full'; END IF;"
+            " RETURN OLD; END $$"
         )
         db.execute(f"CREATE TRIGGER {name} BEFORE DELETE ON users FOR EACH ROW EXECUTE FUNCTION {name}()")
         made.append(name)
@@ -177,6 +178,6 @@ def test_an_account_deletion_that_fails_at_its_last_step_deletes_nothing(
     failing_user_delete(erin.id)
 
     failed = api.delete("/v1/me", headers=erin.headers())
-    assert failed.status_code == 500
+    assert failed.status_code == 503, failed.text  # PostgreSQL's disk_full: an OperationalError
     assert left_of(db, erin) == before
     assert api.get("/v1/me", headers=erin.headers()).status_code == 200

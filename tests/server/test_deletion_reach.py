@@ -117,3 +117,30 @@ def test_an_orgs_delete_of_a_repositorys_scope_takes_its_branches_and_no_other_r
     }  # fmt: skip
     lines = api.get(f"/v1/orgs/{org}/audit", headers=alice.headers()).json()["lines"]
     assert lines[0]["target"] == f"repo::{repo} (2 memories)"
+
+
+def test_deleting_an_organisation_deletes_what_its_space_holds(
+    api: httpx.Client, db: psycopg.Connection, make_user: Callable[..., Account]
+) -> None:
+    ida = make_user("ida")
+    org = unique("shop")
+    assert api.post("/v1/orgs", headers=ida.headers(), json={"name": org}).status_code == 201
+    org_id, _ = accounts.role_in(db, org, ida.id)
+    assert api.put(f"/v1/orgs/{org}/scopes/repo::acme/{org}", headers=ida.headers()).status_code == 204
+    _write(api, ida, f"repo::acme/{org}", "build", "make all builds the shop")
+    _write(api, ida, f"repo::acme/{org}", "deploy", "make ship deploys the shop")
+    forgot = {"scope": f"repo::acme/{org}", "key": "deploy", "space": f"org:{org}"}
+    assert api.post("/v1/memories/forget", headers=ida.headers(), json=forgot).status_code == 200  # a tombstone
+    _write(api, ida, "global", "editor", "ida uses helix")  # her own: not the organisation's
+
+    def held(space: str) -> dict[str, int]:
+        counts = {}
+        for table in ("memories", "memory_docs", "memory_tombstones", "memory_spaces", "memory_terms"):
+            row = db.execute(f"SELECT count(*) FROM {table} WHERE space = %s", (space,)).fetchone()
+            counts[table] = int(row[0]) if row else 0
+        return counts
+
+    assert held(f"org:{org_id}")["memories"] == 1 and held(f"org:{org_id}")["memory_tombstones"] == 1
+    assert api.delete(f"/v1/orgs/{org}", headers=ida.headers()).status_code == 204
+    assert held(f"org:{org_id}") == dict.fromkeys(held(f"org:{org_id}"), 0)
+    assert held(f"user:{ida.id}")["memories"] == 1

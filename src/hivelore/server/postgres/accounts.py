@@ -179,10 +179,6 @@ def rename_org(conn: psycopg.Connection, org_id: int, name: str) -> None:
         raise _unique("the organisation", name) from None
 
 
-def delete_org(conn: psycopg.Connection, org_id: int) -> None:
-    conn.execute("DELETE FROM orgs WHERE id = %s", (org_id,))
-
-
 def orgs_of(conn: psycopg.Connection, user_id: int) -> list[tuple[str, str]]:
     """(org, role) of every org the user belongs to."""
     rows = conn.execute(

@@ -6,6 +6,8 @@ to drop them. A restore within the window moves them back with new change number
 since at the same address wins, and the erased copy goes). A purge, once the window has passed,
 deletes the rows, their search documents and their tombstones (the addresses are data too).
 
+Deleting an organisation (`delete_org`) deletes its space's rows the same way, with the organisation.
+
 Deleting the account (`delete_account`) deletes all of it at once, in one transaction, with no window:
 the personal space's rows and their deleted copies, with their search documents, tombstones, counters
 and term counts; every team row the user wrote and the warnings their sessions were shown; their
@@ -57,10 +59,13 @@ def _spaces(user_id: int) -> dict[str, object]:
     return {"personal": f"user:{user_id}", "erased": f"erased:{user_id}", "shards": SPACE_SHARDS}
 
 
+_SPACE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('space' || E'\\n' || %s, 0))"  # migration 0021
+
+
 def _hold(conn: psycopg.Connection, user_id: int, params: dict[str, object]) -> None:
-    """Inside a transaction: the user's erasure lock, then their personal space's (migration 0021)."""
+    """Inside a transaction: the user's erasure lock, then their personal space's."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
-    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('space' || E'\\n' || %s, 0))", (params["personal"],))
+    conn.execute(_SPACE_LOCK, (params["personal"],))
 
 
 def _drop_superseded(conn: psycopg.Connection, params: dict[str, object]) -> None:
@@ -175,22 +180,33 @@ def purge(conn: psycopg.Connection) -> list[int]:
     return due
 
 
-def _delete_spaces(conn: psycopg.Connection, params: dict[str, object]) -> int:
-    """Delete every row of the personal space and of its deleted copies, and all that counts them."""
+def _delete_spaces(conn: psycopg.Connection, spaces: list[str]) -> int:
+    """Delete every row of the spaces, and all that counts or indexes them; how many rows."""
     gone = conn.execute(
         """
         WITH gone AS (
-            DELETE FROM memories WHERE space IN (%(personal)s, %(erased)s) RETURNING id
+            DELETE FROM memories WHERE space = ANY(%(spaces)s) RETURNING id
         ), unindexed AS (
             DELETE FROM memory_docs WHERE id IN (SELECT id FROM gone)
         ) SELECT count(*) FROM gone
         """,
-        params,
+        {"spaces": spaces},
     ).fetchone()
     assert gone is not None
     for table in ("memory_tombstones", "memory_spaces", "memory_terms"):  # the term counts once the docs are gone
-        conn.execute(f"DELETE FROM {table} WHERE space IN (%(personal)s, %(erased)s)", params)
+        conn.execute(f"DELETE FROM {table} WHERE space = ANY(%s)", (spaces,))
     return int(gone[0])
+
+
+def delete_org(conn: psycopg.Connection, org_id: int) -> None:
+    """Delete the organisation, with its space's memories (no foreign key ties them to it), under the
+    space's lock; its members, shared scopes, switches, team rows, code graph and audit log go by the
+    schema's cascades."""
+    space = f"org:{org_id}"
+    with conn.transaction():
+        conn.execute(_SPACE_LOCK, (space,))
+        _delete_spaces(conn, [space])
+        conn.execute("DELETE FROM orgs WHERE id = %s", (org_id,))
 
 
 def delete_account(conn: psycopg.Connection, user_id: int, request_id: str) -> AccountDeleted:
@@ -204,7 +220,7 @@ def delete_account(conn: psycopg.Connection, user_id: int, request_id: str) -> A
         name, orgs = accounts.lock_leaving(conn, user_id)
         if stranded := [org for org, role, owners in orgs if role == "owner" and owners == 1]:
             raise Conflict(_last_owner(stranded))
-        memories = _delete_spaces(conn, params)
+        memories = _delete_spaces(conn, [str(params["personal"]), str(params["erased"])])
         team_rows = teamdata.delete_authored(conn, user_id)
         conn.execute("DELETE FROM audit_log WHERE user_id = %s AND org_id IS NULL", (user_id,))
         for org, role, _ in orgs:

@@ -167,7 +167,7 @@ def rename_org(org: str, body: OrgName, request: Request, who: Caller, conn: Con
 @router.delete("/orgs/{org}", status_code=204)
 def delete_org(org: str, request: Request, who: Caller, conn: Conn) -> Response:
     who.may_administer("deleting an organisation")
-    accounts.delete_org(conn, _org(conn, who, org, "owner"))
+    erasure.delete_org(conn, _org(conn, who, org, "owner"))
     audit.record(conn, who.user_id, who.user, "delete-org", org, request_id(request))
     return Response(status_code=204)
 
