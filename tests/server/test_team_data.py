@@ -83,7 +83,7 @@ def test_the_export_holds_the_callers_team_rows_and_a_limited_token_those_of_its
     _work(api, owner, repo, "cy")  # the owner's rows are not the member's
 
     team = api.get("/v1/me/export", headers=member.headers()).json()["team"]
-    assert {table: len(rows) for table, rows in team.items()} == dict.fromkeys(TABLES, 2)
+    assert {table: len(rows) for table, rows in team.items()} == {**dict.fromkeys(TABLES, 2), "warnings": 0}
     mine = next(i for i in team["intents"] if i["id"] == task)
     assert (mine["repo"], mine["title"], mine["owner"]) == (repo, "fix the refresh", "di")
     assert team["notes"][0]["text"] == "halfway" and team["claims"][0]["symbol"] == "auth.py::refresh"
@@ -244,7 +244,7 @@ def test_the_pushed_graph_is_listed_and_forgotten_with_the_repository_and_outliv
 
     # The member's export and data deletion leave the graph: it is the repository's, not theirs.
     exported = api.get("/v1/me/export", headers=member.headers()).json()
-    assert set(exported) == {"records", "team"} and set(exported["team"]) == set(TABLES)
+    assert set(exported) == {"records", "team"} and set(exported["team"]) == {*TABLES, "warnings"}
     assert api.delete("/v1/me/data", headers=member.headers()).status_code == 200
     db.execute("UPDATE erasures SET purge_after = now() - interval '1 second' WHERE user_id = %s", (member.id,))
     assert api.post("/v1/me/data/restore", headers=member.headers()).status_code == 404  # it purges first

@@ -326,12 +326,14 @@ def org_memories(
 def org_forget(
     org: str,
     key: Annotated[str | None, typer.Argument(help="The memory's key (with --scope).")] = None,
-    scope: Annotated[str, typer.Option(help="The scope; without KEY every memory under it.")] = "",
+    scope: Annotated[
+        str, typer.Option(help="The scope; without KEY every memory under it (a repository's: its branches' too).")
+    ] = "",
     yes: Annotated[bool, typer.Option("--yes", help="Confirm deleting a whole scope.")] = False,
     endpoint: EndpointOption = None,
 ) -> None:
     """Delete from the organisation's space (admin): one memory (KEY --scope S), or every memory under
-    --scope S (with --yes). Mirrors drop them at their next sync."""
+    --scope S and, for a repository, its branches (with --yes). Mirrors drop them at their next sync."""
     from urllib.parse import urlencode
 
     if not scope:
@@ -483,3 +485,28 @@ def restore_my_data(endpoint: EndpointOption = None) -> None:
         answer = _client(endpoint).post("/v1/me/data/restore")
     assert isinstance(answer, dict)
     print(f"restored {answer['restored']} memories")
+
+
+@remote_app.command("delete-my-account")
+def delete_my_account(
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm: your account and everything of yours go for good.")
+    ] = False,
+    endpoint: EndpointOption = None,
+) -> None:
+    """Delete your account on the team server, at once and for good: your tokens, personal space,
+    memberships and team rows. Refused while you are the last owner of an organisation."""
+    if not yes:
+        fail(
+            "this deletes your account on the team server for good — your tokens, your personal space, your"
+            " memberships and the team rows you wrote, with no recovery window: pass --yes to do it",
+            EXIT_BAD_INPUT,
+        )
+    with reported_errors():
+        answer = _client(endpoint).delete("/v1/me")
+    assert isinstance(answer, dict)
+    left = f"; left {', '.join(answer['orgs'])}" if answer["orgs"] else ""
+    print(
+        f"deleted the account {answer['user']}: {answer['memories']} memories, {answer['team_rows']} team rows,"
+        f" {answer['tokens']} tokens{left}; `hivelore remote logout` forgets its token here"
+    )

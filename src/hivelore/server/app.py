@@ -35,6 +35,10 @@ HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 DATABASE_DOWN = "the database cannot be reached: try again in a moment"
 BUSY = "the server is busy: try again in a moment"
 COLLIDED = "this request met another changing the same memories and was undone: send it again"
+ORPHANED = (
+    "what this request writes for (an account, an organisation or a task) was deleted while it ran,"
+    " and nothing of it was kept"
+)
 PURGE_EVERY_S = 3600.0  # how often a replica purges deleted data past its recovery window
 
 
@@ -194,6 +198,12 @@ def _add_error_handlers(app: FastAPI) -> None:
         another's sake, and nothing of it was kept, so it may simply be sent again."""
         log.warning("transaction rolled back", extra={"fields": {"request_id": request_id(request), "error": str(exc)}})
         return _error(request, 503, SERVER_BUSY, f"{COLLIDED}.", {"Retry-After": "1"})
+
+    @app.exception_handler(psycopg.errors.ForeignKeyViolation)
+    async def orphaned(request: Request, exc: psycopg.errors.ForeignKeyViolation) -> JSONResponse:
+        """A write let in before what it refers to was deleted (an account: postgres/erasure.py), and
+        refused by PostgreSQL after: the request's rows would refer to nothing, so none is kept."""
+        return _reported(request, errors.Conflict(ORPHANED))
 
     @app.exception_handler(psycopg.DataError)
     async def unstorable(request: Request, exc: psycopg.DataError) -> JSONResponse:

@@ -18,6 +18,10 @@ from hivelore.server import auth, limits
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 INVITATION_DAYS = 14
+# The key of an account's lock: its team writes hold it shared, its deletion exclusively
+# (postgres/erasure.py), so a deletion never waits for a team row a write holds while that write waits
+# for the deletion (a deadlock PostgreSQL would end by failing one of them).
+ACCOUNT_LOCK = "hashtextextended('account' || E'\\n' || %s::text, 0)"
 
 
 @dataclass(frozen=True)
@@ -175,10 +179,6 @@ def rename_org(conn: psycopg.Connection, org_id: int, name: str) -> None:
         raise _unique("the organisation", name) from None
 
 
-def delete_org(conn: psycopg.Connection, org_id: int) -> None:
-    conn.execute("DELETE FROM orgs WHERE id = %s", (org_id,))
-
-
 def orgs_of(conn: psycopg.Connection, user_id: int) -> list[tuple[str, str]]:
     """(org, role) of every org the user belongs to."""
     rows = conn.execute(
@@ -202,6 +202,7 @@ def set_role(conn: psycopg.Connection, org_id: int, user: str, role: str | None)
     if role is not None and role not in auth.ROLES:
         raise BadInput(f"a role is one of {', '.join(auth.ROLES)}, not {role!r}")
     with conn.transaction():
+        _lock_orgs(conn, [org_id])
         row = conn.execute(
             "SELECT m.user_id, m.role FROM members m JOIN users u ON u.id = m.user_id"
             " WHERE m.org_id = %s AND u.name = %s FOR UPDATE",
@@ -219,6 +220,31 @@ def set_role(conn: psycopg.Connection, org_id: int, user: str, role: str | None)
             conn.execute("DELETE FROM members WHERE org_id = %s AND user_id = %s", (org_id, row[0]))
         else:
             conn.execute("UPDATE members SET role = %s WHERE org_id = %s AND user_id = %s", (role, org_id, row[0]))
+
+
+def _lock_orgs(conn: psycopg.Connection, org_ids: list[int]) -> None:
+    """Inside a transaction: hold the organisations' rows, in one order, while their owners change
+    (a role set, a member removed, an account deleted), so that two such changes at once cannot both
+    count the other owner and leave none. FOR NO KEY UPDATE: the writes that only refer to an
+    organisation (its team rows) go on."""
+    conn.execute("SELECT 1 FROM orgs WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE", (org_ids,))
+
+
+def lock_leaving(conn: psycopg.Connection, user_id: int) -> tuple[str, list[tuple[str, str, int]]]:
+    """Inside a transaction, before the user's account is deleted: their name, and (org, their role,
+    its owners) for each organisation they belong to, all held until the transaction ends. NotFound
+    when the account is gone already."""
+    orgs = [org_id for (org_id,) in conn.execute("SELECT org_id FROM members WHERE user_id = %s", (user_id,))]
+    _lock_orgs(conn, orgs)
+    row = conn.execute("SELECT name FROM users WHERE id = %s FOR UPDATE", (user_id,)).fetchone()
+    if row is None:
+        raise NotFound("this account is deleted already")
+    rows = conn.execute(
+        "SELECT o.name, m.role, (SELECT count(*) FROM members w WHERE w.org_id = o.id AND w.role = 'owner')"
+        " FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = %s ORDER BY o.name",
+        (user_id,),
+    ).fetchall()
+    return row[0], [(org, role, int(owners)) for org, role, owners in rows]
 
 
 def invite(conn: psycopg.Connection, org_id: int, org: str, invitee: str, role: str, by: int) -> Invitation:

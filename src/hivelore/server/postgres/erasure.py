@@ -6,6 +6,22 @@ to drop them. A restore within the window moves them back with new change number
 since at the same address wins, and the erased copy goes). A purge, once the window has passed,
 deletes the rows, their search documents and their tombstones (the addresses are data too).
 
+Deleting an organisation (`delete_org`) deletes its space's rows the same way, with the organisation.
+
+Deleting the account (`delete_account`) deletes all of it at once, in one transaction, with no window:
+the personal space's rows and their deleted copies, with their search documents, tombstones, counters
+and term counts; every team row the user wrote and the warnings their sessions were shown; their
+own lines of the audit log; and the user, whose tokens (with their sessions and rate windows),
+memberships, quota count and idempotency keys go with it by the schema's cascades. What they wrote
+in an organisation's space stays with it (its `owner` becomes NULL), as do the organisations' audit
+lines naming them: those are the organisations' records. An organisation they are the last owner of
+would be left with none: the delete is refused, and nothing is deleted.
+
+Each of these takes its space's lock (migration 0021) before it touches a row, and an account's
+deletion its account's lock too (which team writes hold shared, postgres/team.py): the writes under
+way commit first, and the writes that come meanwhile wait and then find the space as the deletion
+left it (after an account's deletion, their account is gone, and PostgreSQL refuses their rows).
+
 The team rows the user wrote (teamdata.py) are not hidden: they are the organisation's coordination
 as it happens (a colleague's pre-edit check reads a claim of theirs), and hiding them would change what
 others' sessions are told. They stay until the purge, which deletes them with the rest (every team
@@ -19,8 +35,8 @@ from datetime import datetime
 
 import psycopg
 
-from hivelore.errors import NotFound
-from hivelore.server.postgres import teamdata
+from hivelore.errors import Conflict, NotFound
+from hivelore.server.postgres import accounts, teamdata
 from hivelore.server.postgres.tier import SPACE_SHARDS
 
 
@@ -31,8 +47,25 @@ class Erased:
     purge_after: datetime
 
 
+@dataclass(frozen=True)
+class AccountDeleted:
+    memories: int  # of the personal space, deleted copies included
+    team_rows: int  # the team rows they wrote, and the warnings their sessions were shown
+    tokens: int
+    orgs: list[str]  # the organisations they were a member of
+
+
 def _spaces(user_id: int) -> dict[str, object]:
     return {"personal": f"user:{user_id}", "erased": f"erased:{user_id}", "shards": SPACE_SHARDS}
+
+
+_SPACE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('space' || E'\\n' || %s, 0))"  # migration 0021
+
+
+def _hold(conn: psycopg.Connection, user_id: int, params: dict[str, object]) -> None:
+    """Inside a transaction: the user's erasure lock, then their personal space's."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
+    conn.execute(_SPACE_LOCK, (params["personal"],))
 
 
 def _drop_superseded(conn: psycopg.Connection, params: dict[str, object]) -> None:
@@ -67,7 +100,7 @@ def erase(conn: psycopg.Connection, user_id: int, window_days: float) -> Erased:
     within the window hides what was written since and starts the window again."""
     params = _spaces(user_id)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
+        _hold(conn, user_id, params)
         _drop_superseded(conn, params)
         moved = conn.execute(
             """
@@ -104,7 +137,7 @@ def restore(conn: psycopg.Connection, user_id: int) -> int:
     purge(conn)
     params = _spaces(user_id)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('erasure' || E'\\n' || %s::text, 0))", (user_id,))
+        _hold(conn, user_id, params)
         if conn.execute("DELETE FROM erasures WHERE user_id = %s RETURNING 1", (user_id,)).fetchone() is None:
             raise NotFound(
                 "there is no deleted data of yours to restore: nothing was deleted, or its recovery window has passed"
@@ -145,3 +178,65 @@ def purge(conn: psycopg.Connection) -> list[int]:
             )
             teamdata.delete_authored(conn, user_id)
     return due
+
+
+def _delete_spaces(conn: psycopg.Connection, spaces: list[str]) -> int:
+    """Delete every row of the spaces, and all that counts or indexes them; how many rows."""
+    gone = conn.execute(
+        """
+        WITH gone AS (
+            DELETE FROM memories WHERE space = ANY(%(spaces)s) RETURNING id
+        ), unindexed AS (
+            DELETE FROM memory_docs WHERE id IN (SELECT id FROM gone)
+        ) SELECT count(*) FROM gone
+        """,
+        {"spaces": spaces},
+    ).fetchone()
+    assert gone is not None
+    for table in ("memory_tombstones", "memory_spaces", "memory_terms"):  # the term counts once the docs are gone
+        conn.execute(f"DELETE FROM {table} WHERE space = ANY(%s)", (spaces,))
+    return int(gone[0])
+
+
+def delete_org(conn: psycopg.Connection, org_id: int) -> None:
+    """Delete the organisation, with its space's memories (no foreign key ties them to it), under the
+    space's lock; its members, shared scopes, switches, team rows, code graph and audit log go by the
+    schema's cascades."""
+    space = f"org:{org_id}"
+    with conn.transaction():
+        conn.execute(_SPACE_LOCK, (space,))
+        _delete_spaces(conn, [space])
+        conn.execute("DELETE FROM orgs WHERE id = %s", (org_id,))
+
+
+def delete_account(conn: psycopg.Connection, user_id: int, request_id: str) -> AccountDeleted:
+    """Delete the user and everything of theirs (the module's docstring), or nothing: Conflict when
+    they are the last owner of an organisation. Each organisation they leave gets a line in its
+    audit log."""
+    params = _spaces(user_id)
+    with conn.transaction():
+        _hold(conn, user_id, params)
+        conn.execute(f"SELECT pg_advisory_xact_lock({accounts.ACCOUNT_LOCK})", (user_id,))
+        name, orgs = accounts.lock_leaving(conn, user_id)
+        if stranded := [org for org, role, owners in orgs if role == "owner" and owners == 1]:
+            raise Conflict(_last_owner(stranded))
+        memories = _delete_spaces(conn, [str(params["personal"]), str(params["erased"])])
+        team_rows = teamdata.delete_authored(conn, user_id)
+        conn.execute("DELETE FROM audit_log WHERE user_id = %s AND org_id IS NULL", (user_id,))
+        for org, role, _ in orgs:
+            conn.execute(
+                "INSERT INTO audit_log (user_id, actor, org_id, action, target, request_id)"
+                " SELECT NULL, %s, id, 'delete-account', %s, %s FROM orgs WHERE name = %s",
+                (name, f"{name} ({role})", request_id, org),
+            )
+        tokens = conn.execute("DELETE FROM tokens WHERE user_id = %s", (user_id,)).rowcount
+        conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+    return AccountDeleted(memories, team_rows, tokens, [org for org, _, _ in orgs])
+
+
+def _last_owner(orgs: list[str]) -> str:
+    named = ", ".join(orgs)
+    return (
+        f"you are the last owner of {named}: make another member owner (`hivelore org role {orgs[0]} USER owner`)"
+        f" or delete the organisation (`hivelore org delete {orgs[0]} --yes`) first; nothing was deleted"
+    )

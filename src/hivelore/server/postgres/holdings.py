@@ -1,7 +1,7 @@
 """What an organisation holds on the team server — every row of its shared space — listed a page at a
-time for its admins, and deleted by address or by scope through the tier's own delete
-(`PostgresTier.delete`): the row, its search document and a tombstone that tells mirrors to drop it,
-as every other delete on the server."""
+time for its admins, and deleted by address or by scope (a repository's with its branches) through
+the tier's own delete (`PostgresTier.delete`): the row, its search document and a tombstone that
+tells mirrors to drop it, as every other delete on the server."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import psycopg
 
 from hivelore.errors import NotFound
 from hivelore.memory.model import validate_key
+from hivelore.memory.scope import Level, parse
 from hivelore.server.postgres.tier import PostgresTier
 
 MAX_PAGE = 500  # rows a page holds at most
@@ -50,12 +51,22 @@ def page(
     return [Held(*row) for row in rows]
 
 
+def _with_branches(tier: PostgresTier, scope: str) -> list[str]:
+    """`scope`, and when it is a repository's, the scopes of its branches the space holds: a branch
+    of a repository is shared with it, and a delete of the repository leaves none of it behind."""
+    if parse(scope).level is not Level.REPO:
+        return [scope]
+    branches = f"branch::{scope.removeprefix('repo::')}::"
+    return [scope, *sorted(s for s in tier.scopes() if s.startswith(branches))]
+
+
 def forget(conn: psycopg.Connection, org_id: int, scope: str, key: str | None) -> list[str]:
-    """Delete scope::key from the org's space, or (key None) every memory under `scope`; the
-    addresses deleted. A named key that is not there is NotFound; an empty scope deletes nothing."""
+    """Delete scope::key from the org's space, or (key None) every memory under `scope` and, for a
+    repository, its branches; the addresses deleted. A named key that is not there is NotFound; an
+    empty scope deletes nothing."""
     tier = PostgresTier(conn, {"org": f"org:{org_id}"}, [])
     if key is None:
-        copies = tier.listed([scope], include_hidden=True)
+        copies = tier.listed(_with_branches(tier, scope), include_hidden=True)
     else:
         copies = tier.copies([scope], {validate_key(key)})
         if not copies:

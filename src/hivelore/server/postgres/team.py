@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 import psycopg
 
+from hivelore.server.postgres.accounts import ACCOUNT_LOCK
 from hivelore.team.contract import TeamStore
 from hivelore.team.model import (
     COMMAND_CAP,
@@ -129,9 +130,12 @@ class PostgresTeam(TeamStore):
     @contextmanager
     def _write(self) -> Iterator[None]:
         """A transaction whose rows name their author: the columns' default (migration 0013) reads
-        the setting, and fails without it."""
+        the setting, and fails without it. It holds the author's account lock, shared, until it ends."""
         with self.conn.transaction():
-            self.conn.execute("SELECT set_config('hivelore.user_id', %s, true)", (str(self.user_id),))
+            self.conn.execute(
+                f"SELECT set_config('hivelore.user_id', %s, true), pg_advisory_xact_lock_shared({ACCOUNT_LOCK})",
+                (str(self.user_id), self.user_id),
+            )
             yield
 
     def _lock(self, *names: object) -> None:

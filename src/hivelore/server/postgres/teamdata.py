@@ -2,6 +2,10 @@
 organisation that holds them: a user's rows (`author`, migration 0013) for their export and their
 data deletion, and an organisation's rows per repository for its admins to count and delete.
 
+The warnings a user's sessions were shown (`team_warnings`) are theirs too, in any organisation: they
+go with the rest into the export (as `warnings`, without a repository: the key names symbols and
+tasks, not the repository) and the purge.
+
 Deleting a task (intent) deletes what hangs on it — its sessions, claims, changes, attempts and
 notes, whoever wrote them — as the schema's cascades do; a decision made in it stays, without it.
 """
@@ -28,6 +32,7 @@ TABLES = {
     "decisions": ("t.repo, t.id, t.intent_id, t.developer, t.text, t.ts", ""),
     "notes": ("i.repo, t.id, t.intent_id, t.developer, t.kind, t.text, t.ts", _OF_INTENT),
 }
+_WARNING = "agent, session_id, key, ts"
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,8 @@ class RepoTeam:
 
 
 def authored(conn: psycopg.Connection, user_id: int) -> dict[str, list[dict[str, object]]]:
-    """Every team row `user_id` wrote, in any organisation, by table."""
+    """Every team row `user_id` wrote, in any organisation, by table; and the warnings their sessions
+    were shown (`warnings`)."""
     found: dict[str, list[dict[str, object]]] = {}
     for table, (columns, join) in TABLES.items():
         cursor = conn.execute(
@@ -48,12 +54,17 @@ def authored(conn: psycopg.Connection, user_id: int) -> dict[str, list[dict[str,
         )
         names = [column.name for column in cursor.description or []]
         found[table] = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    cursor = conn.execute(
+        f"SELECT {_WARNING} FROM team_warnings WHERE user_id = %s ORDER BY ts, agent, key", (user_id,)
+    )
+    found["warnings"] = [dict(zip(_WARNING.split(", "), row, strict=True)) for row in cursor.fetchall()]
     return found
 
 
 def count_authored(conn: psycopg.Connection, user_id: int) -> int:
-    """How many team rows `user_id` wrote."""
+    """How many team rows `user_id` wrote, and warnings their sessions were shown."""
     parts = " + ".join(f"(SELECT count(*) FROM team_{table} WHERE author = %(user)s)" for table in TABLES)
+    parts += " + (SELECT count(*) FROM team_warnings WHERE user_id = %(user)s)"
     row = conn.execute(f"SELECT {parts}", {"user": user_id}).fetchone()
     assert row is not None
     return int(row[0])
@@ -74,11 +85,13 @@ def _unsupersede(conn: psycopg.Connection, user_id: int) -> None:
 
 
 def delete_authored(conn: psycopg.Connection, user_id: int) -> int:
-    """Delete every team row `user_id` wrote (a task with what hangs on it); how many of theirs."""
+    """Delete every team row `user_id` wrote (a task with what hangs on it) and the warnings their
+    sessions were shown; how many of theirs."""
     gone = count_authored(conn, user_id)
     _unsupersede(conn, user_id)
     for table in reversed(TABLES):  # the intents last: what hangs on them is counted above as theirs or not
         conn.execute(f"DELETE FROM team_{table} WHERE author = %s", (user_id,))
+    conn.execute("DELETE FROM team_warnings WHERE user_id = %s", (user_id,))
     return gone
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from hivelore.memory.scope import parse as parse_scope
 from hivelore.server import auth
 from hivelore.server.logs import request_id
-from hivelore.server.postgres import accounts, audit
+from hivelore.server.postgres import accounts, audit, erasure
 from hivelore.server.routes.dependencies import AnyConn, Caller, Conn, caller
 
 router = APIRouter(prefix="/v1", tags=["accounts"])
@@ -36,6 +36,14 @@ class Me(BaseModel):
     token_kind: str
     token_scopes: list[str]
     orgs: list[OrgRole]
+
+
+class AccountDeletedOut(BaseModel):
+    user: str
+    memories: int = Field(description="the memories of your personal space deleted, deleted copies included")
+    team_rows: int = Field(description="the team rows you wrote, and the warnings your sessions were shown")
+    tokens: int
+    orgs: list[str] = Field(description="the organisations you were a member of, and are not now")
 
 
 class OrgName(BaseModel):
@@ -121,6 +129,15 @@ def me(who: Caller, conn: Conn) -> Me:
     return Me(user=who.user, token_kind=who.kind, token_scopes=list(who.scopes), orgs=orgs)
 
 
+@router.delete("/me")
+def delete_me(request: Request, who: Caller, conn: Conn) -> AccountDeletedOut:
+    """Delete the caller's account and everything of theirs, at once and for good (postgres/erasure.py);
+    409, and nothing deleted, while they are the last owner of an organisation."""
+    who.may_administer("deleting your account")
+    gone = erasure.delete_account(conn, who.user_id, request_id(request))
+    return AccountDeletedOut(user=who.user, **vars(gone))
+
+
 @router.post("/orgs", status_code=201)
 def create_org(body: OrgName, who: Caller, conn: Conn) -> OrgRole:
     who.may_administer("making an organisation")
@@ -150,7 +167,7 @@ def rename_org(org: str, body: OrgName, request: Request, who: Caller, conn: Con
 @router.delete("/orgs/{org}", status_code=204)
 def delete_org(org: str, request: Request, who: Caller, conn: Conn) -> Response:
     who.may_administer("deleting an organisation")
-    accounts.delete_org(conn, _org(conn, who, org, "owner"))
+    erasure.delete_org(conn, _org(conn, who, org, "owner"))
     audit.record(conn, who.user_id, who.user, "delete-org", org, request_id(request))
     return Response(status_code=204)
 

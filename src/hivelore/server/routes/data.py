@@ -34,7 +34,7 @@ class ExportOut(BaseModel):
     records: list[dict[str, object]] = Field(description="one `hivelore export` JSONL line each, by scope then key")
     team: dict[str, list[dict[str, object]]] = Field(
         description="the team rows the caller wrote, in any organisation, by table (intents, sessions, claims,"
-        " changes, attempts, decisions, notes)"
+        " changes, attempts, decisions, notes), and the warnings their sessions were shown (warnings)"
     )
 
 
@@ -126,15 +126,28 @@ def _audit_out(lines: list[audit.Line]) -> AuditOut:
     return AuditOut(lines=[AuditLine(**vars(line)) for line in lines])
 
 
+def _exported(who: auth.Caller, row: dict[str, object]) -> bool:
+    """A row of a repository the token admits; a warning (of no repository) to a token without an
+    allow-list only."""
+    return who.allows(repo_scope(str(row["repo"]))) if "repo" in row else not who.scopes
+
+
 @router.get("/me/export")
 def export(request: Request, who: Caller, conn: Conn, include_hidden: bool = False) -> ExportOut:
     """Every memory the caller owns: their personal space, and what they first wrote in the spaces
-    of their organisations. A token limited to some scopes exports those scopes only."""
+    of their organisations, but none under a repository one of those organisations switched memory
+    off for (the server serves nothing of it). A token limited to some scopes exports those scopes
+    only."""
     who.may_read()
-    orgs = [m.org_id for m in memberships(conn, who.user_id)]
-    records = [m.to_dict() for m in owned(conn, who.user_id, orgs, include_hidden) if who.allows(str(m.scope))]
+    joined = memberships(conn, who.user_id)
+    off = [switch for membership in joined for switch in membership.off]
+    records = [
+        m.to_dict()
+        for m in owned(conn, who.user_id, [j.org_id for j in joined], include_hidden)
+        if who.allows(str(m.scope)) and not any(switch.covers(str(m.scope)) for switch in off)
+    ]
     team = {
-        table: [row for row in rows if who.allows(repo_scope(str(row["repo"])))]
+        table: [row for row in rows if _exported(who, row)]
         for table, rows in teamdata.authored(conn, who.user_id).items()
     }
     rows = sum(len(found) for found in team.values())
@@ -252,8 +265,8 @@ def org_memories(
 
 @router.delete("/orgs/{org}/memories")
 def org_forget(org: str, scope: str, request: Request, who: Caller, conn: Conn, key: str | None = None) -> ForgottenOut:
-    """Delete one memory (`key`) or every memory under `scope` from the organisation's space, and
-    from its search index; mirrors drop them at their next sync."""
+    """Delete one memory (`key`) or every memory under `scope` (a repository's: its branches' too) from
+    the organisation's space, and from its search index; mirrors drop them at their next sync."""
     who.may_manage()
     name = str(parse(scope))
     who.may_use_scope(name)
