@@ -32,7 +32,7 @@ from test_team import (
     FileGraph,
 )
 
-from hivelore.team.model import NoSuchIntent, file_claim_ids
+from hivelore.team.model import NoSuchIntent, file_claim_ids, warning_key
 from hivelore.team.store import SqliteTeam, TeamStore
 from hivelore.team.testruns import TestRun
 
@@ -289,6 +289,13 @@ def test_a_warning_is_shown_once_per_session(store: TeamStore) -> None:
     assert not store.mark_warned("codex", "b-1", "checkout-vs-validate_token")
     assert store.warned("codex", "b-1", "checkout-vs-validate_token")
     assert store.mark_warned("codex", "b-2", "checkout-vs-validate_token")
+
+
+def test_a_warning_is_kept_under_the_key_the_hooks_make(store: TeamStore) -> None:
+    key = warning_key("team-hit", 12, "dev-a")
+    assert store.mark_warned("claude", "b-1", key)
+    assert store.warned("claude", "b-1", key)
+    assert not store.mark_warned("claude", "b-1", key)
 
 
 def test_who_knows_why_history_and_the_board_answer_from_what_was_recorded(store: TeamStore) -> None:

@@ -45,6 +45,7 @@ from hivelore.team.model import (
     file_claim_ids,
     find_conflicts,
     spoken_day,
+    warning_key,
 )
 from hivelore.team.store import SqliteTeam, TeamStore, developer_for
 from hivelore.team.taskview import task_view
@@ -412,7 +413,7 @@ class Coordination:
         said = self._warnings(agent, session_id, conflicts, as_of)
         history = self.team.history(self.repo, symbols)
         for attempt in history.failed[:HISTORY_ATTEMPTS]:
-            key = f"history\0{attempt.id}"
+            key = warning_key("history", attempt.id)
             if self.team.mark_warned(agent, session_id, key):
                 said.append(failed_here_before(attempt))
         said += self._teammates_failed_here(agent, session_id, symbols, history.failed)
@@ -433,7 +434,7 @@ class Coordination:
             attempt = failure.attempt
             if edited.isdisjoint(attempt.symbols) or _signature(attempt) in known:
                 continue
-            key = f"team-history\0{attempt.id}\0{attempt.resolved_by or ''}"
+            key = warning_key("team-history", attempt.id, attempt.resolved_by or "")
             if self.team.mark_warned(agent, session_id, key):
                 said.append(teammate_failed_here(failure, now))
             if len(said) == HISTORY_ATTEMPTS:
@@ -451,7 +452,7 @@ class Coordination:
         said, now = [], time.time()
         for failure in shared.others_failures(self.developer):
             hit = [name for name in failure.names if name in names]
-            key = f"team-hit\0{failure.attempt.id}\0{failure.attempt.resolved_by or ''}"
+            key = warning_key("team-hit", failure.attempt.id, failure.attempt.resolved_by or "")
             if hit and self.team.mark_warned(agent, session_id, key):
                 said.append(teammate_hit_this(failure, hit, now))
             if len(said) == TEAMMATE_HITS:

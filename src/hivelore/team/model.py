@@ -145,6 +145,13 @@ class Note(Record):
         )
 
 
+def warning_key(*parts: object) -> str:
+    """What `mark_warned` keeps a warning under: its parts with a unit separator between them, a
+    character no name holds and PostgreSQL's text can store (NUL it cannot: the team server refused
+    every conflict warning's key)."""
+    return "\x1f".join(str(part) for part in parts)
+
+
 class Conflict(Record):
     """`claimed` (by `developer`'s `intent`) is `len(path) - 1` call hops from the edited `symbol`.
 
@@ -169,7 +176,7 @@ class Conflict(Record):
     def key(self) -> str:
         """What makes two warnings the same one (for `mark_warned`): the task by its number and owner,
         as a task of team.db and one of the team server may have the same number."""
-        return f"{self.symbol}\0{self.claimed}\0{self.intent.id}\0{self.intent.owner}"
+        return warning_key(self.symbol, self.claimed, self.intent.id, self.intent.owner)
 
     def describe(self) -> str:
         """One line for a warning: the call path, who, and their intent; a file claim says it is one."""
