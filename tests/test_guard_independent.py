@@ -25,7 +25,6 @@ REFUSED_TARGET = 0.01
 # service alike); the lead decides when these come off.
 BELOW_TARGET = {
     "heldout": "the guard catches 97/141 (68.8%) and refuses 9/113 benign (8.0%) of heldout.jsonl",
-    "tuning": "the guard catches 91/149 (61.1%) and refuses 7/112 benign (6.2%) of tuning.jsonl",
 }
 
 

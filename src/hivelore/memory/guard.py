@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 
 from hivelore.errors import BadInput
+from hivelore.memory import guard_phrasing
 from hivelore.records import record
 
 
@@ -98,10 +99,16 @@ def _prefixed(pattern: str) -> Callable[[str], Iterator[_Match]]:
     def detect(text: str) -> Iterator[_Match]:
         for m in compiled.finditer(text):
             before = text[m.start() - 1] if m.start() else " "
-            if not (before.isascii() and before.isalnum()):
+            if not (before.isascii() and before.isalnum()) and not _placeholder_body(m.group()[len(m["p"]) :]):
                 yield m.start(), m.end(), m["p"] + "…"
 
     return detect
+
+
+def _placeholder_body(body: str) -> bool:
+    """A token body written to show the shape, not to work: a mask (AKIAXXXXXXXXXXXXXXXX, ghp_****…) or a
+    vendor's documentation example (AKIAIOSFODNN7EXAMPLE)."""
+    return not body.strip("xX*•#.=:\"' \t") or "example" in body.lower()
 
 
 # Splits identifiers into words ("getUserByID2" -> get, User, By, ID, 2); used both to read key names and
@@ -136,6 +143,9 @@ _NOT_A_SECRET = re.compile(
       | true|false|todo|tbd|foo|bar|str|string|bytes|int|bool|secretstr|postgres|mysql|root|admin|guest
       | [A-Za-z_]\w*(?:\.\w+)+ | [A-Za-z_][\w.]*[(\[].*
       | \d{1,3}
+      | yes|no|on|off|required|optional|n/a|empty|blank|unset|hidden|masked
+      | (?:password|pass|test|admin|changeme|guest|demo|user|secret)\d{1,6}
+      | [\w-]{0,16}(?:\.{3,}|…|[*•]{3,}|x{4,})[\w-]{0,6}
       | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)""",
     re.X | re.I,
 )
@@ -199,6 +209,86 @@ def _assignments(text: str) -> Iterator[_Match]:
         yield value.start(), value.end(), f"{key.lstrip('-')[:40]}{sep}…"
 
 
+# A password stated in prose: the word for it in the languages users write ("the staging db password is
+# hunter2-Xy9", "Le mot de passe … est Zmfrz!96rb4", "密码是 Ntktx-68bta"), then the value at once or after
+# the clause's first copula. It reads the skeleton, where Cyrillic а р о are Latin a p o. The value's
+# shape decides (_password_shaped), since prose goes on "the password is stored in 1Password" and "the
+# token is base64-encoded". A PIN is digits.
+_PROSE_CREDENTIAL = re.compile(
+    r"(?i)(?<![A-Za-z0-9_<{$%-])(?:(?P<pin>pins?|passcode)|passwords?|passwd|passphrase|pw|pwd|\.?htpasswd"
+    r"|mot\s+de\s+passe|mdp|contraseña|senha|passwort|kennwort|wachtwoord|hasło|heslo|parola|şifre|sifre"
+    r"|п[аa][рp][оo]л[ьяю]|كلمة\s+(?:السر|المرور)|رمز\s+عبور|گذرواژه|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호"
+    r"|mật\s+khẩu|kata\s+sandi|סיסמה|पासवर्ड)(?![A-Za-z0-9_>}-])"
+)
+_PROSE_TOKEN = re.compile(r"\"[^\"\n]{1,64}\"|'[^'\n]{1,64}'|`[^`\n]{1,64}`|[^\s\"'`]+")
+_GLUED_COPULA = re.compile(r"[^\S\n]*(?:是|为|為|は|が|는|은|이|가|：|:|=)")
+_COPULAS = frozenset(
+    [
+        "is",
+        "was",
+        "are",
+        "were",
+        "=",
+        ":",
+        "-",
+        "—",
+        "–",
+        "equals",
+        "est",
+        "es",
+        "è",
+        "é",
+        "ist",
+        "jest",
+        "je",
+        "это",
+        "является",
+    ]
+)
+_SPECIAL = re.compile(r"[^\w\s.-]")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# A capitalised word with a short number is a product or a version (1Password, Auth0, Python3).
+_BRAND = re.compile(r"\d{0,2}[A-Z][a-z]+\d{0,2}")
+_COMPOUND_TAIL = re.compile(r"[-_][a-z]{3,}$")
+_LABELLED_DIGEST = re.compile(r"(?i)(?:sha\d*|md5|h1|blake\w*)[:-]")
+
+
+def _password_shaped(value: str, pin: bool) -> bool:
+    """Whether a word after "password is" reads as a password: digits, or letters mixed with digits and
+    symbols or both cases, and not a placeholder, an address, a product name, a labelled digest
+    (SHA256:…) or a compound adjective ("OAuth2-compliant")."""
+    value = value.strip("\"'`").rstrip(".,;:!?)")
+    if value.isdigit():
+        return (4 if pin else 6) <= len(value) <= 16
+    if pin or not 6 <= len(value) <= 64 or _is_placeholder(value) or "://" in value or _EMAIL.fullmatch(value):
+        return False
+    upper, lower = value.lower() != value, value.upper() != value
+    digit, special = any(c.isdigit() for c in value), _SPECIAL.search(value) is not None
+    if _BRAND.fullmatch(value) or _LABELLED_DIGEST.match(value) or (not special and _COMPOUND_TAIL.search(value)):
+        return False
+    return (upper or lower) and ((digit and (special or (upper and lower))) or (special and upper and lower))
+
+
+def _prose_passwords(text: str) -> Iterator[_Match]:
+    for m in _PROSE_CREDENTIAL.finditer(text):
+        rest = text[m.end() : m.end() + 120].split("\n", 1)[0]
+        glued = _GLUED_COPULA.match(rest)
+        offset = m.end() + (glued.end() if glued else 0)
+        tokens = list(_PROSE_TOKEN.finditer(text, offset, m.end() + len(rest)))[:10]
+        candidates = tokens[:1]
+        for before, after in zip(tokens, tokens[1:], strict=False):
+            word = before.group()
+            if word.lower() in _COPULAS or word.endswith((":", "：")):
+                candidates.append(after)
+                break
+            if word.endswith((".", ";", "!", "?")):
+                break
+        for candidate in candidates:
+            if _password_shaped(candidate.group(), m["pin"] is not None):
+                yield candidate.start(), candidate.end(), f"{' '.join(m.group().split())} …"
+                break
+
+
 def _entropy(text: str) -> float:
     n = len(text)
     return -sum(count / n * math.log2(count / n) for count in map(text.count, set(text)))
@@ -217,12 +307,19 @@ def _random_looking(run: str) -> bool:
 
 # What precedes a run when it is a public value: an SSH fingerprint (SHA256:…), an SSH public key, a data:
 # URI's payload (an image), a PEM certificate body.
-_PUBLIC_BEFORE = re.compile(r"(?:SHA256|SHA1|SHA384|SHA512|MD5|sha256|sha1):$|(?:ssh-\w+|ecdsa-[\w-]+) $|;base64,$")
+_PUBLIC_BEFORE = re.compile(
+    r"(?:SHA256|SHA1|SHA384|SHA512|MD5|sha256|sha1|\bh1|\bzh):$|(?:ssh-\w+|ecdsa-[\w-]+) $|;base64,$"
+)
+# A JSON Web Key's public members (RSA modulus and exponent, EC coordinates); the private ones (d, p, q …)
+# stay secrets.
+_JWK_PUBLIC_MEMBER = re.compile(r'"(?:n|e|x|y|x5t|x5t#S256)"\s*:\s*"$')
 
 
 def _high_entropy(text: str) -> Iterator[_Match]:
     for m in _RUN.finditer(text):
         if _PUBLIC_BEFORE.search(text, max(0, m.start() - 24), m.start()):
+            continue
+        if _JWK_PUBLIC_MEMBER.search(text, max(0, m.start() - 16), m.start()) and '"kty"' in text:
             continue
         if _random_looking(m.group()):
             yield m.start(), m.end(), f"{m.group()[:4]}… ({len(m.group())} characters)"
@@ -278,7 +375,7 @@ _VENDOR = re.compile("|".join(_VENDOR_KEYS))
 def _vendor_keys(text: str) -> Iterator[_Match]:
     for m in _VENDOR.finditer(text):
         before = text[m.start() - 1] if m.start() else " "
-        if not (before.isascii() and before.isalnum()):
+        if not (before.isascii() and before.isalnum()) and not _placeholder_body(m.group()):
             token = m.group()
             cut = max((token.find(c, 0, 20) for c in "_-.:="), default=-1)
             yield m.start(), m.end(), (token[: cut + 1] if cut > 0 else token[:4]) + "…"
@@ -344,7 +441,8 @@ def _auth_headers(text: str) -> Iterator[_Match]:
 
 # Order matters: a span claimed by an earlier detector is skipped by later ones, so specific token
 # formats come first (sk-ant- before sk-) and the generic heuristics last.
-_SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]], ...] = (
+_Detectors = tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]], ...]
+_SECRET_DETECTORS: _Detectors = (
     (
         "secret.private_key",
         "a PEM private key",
@@ -415,6 +513,7 @@ _SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]]
     ("secret.command_line", "a password on a command line", _USE_PLACEHOLDER, _command_line),
     ("secret.connection_string", "a connection string with a password", _USE_PLACEHOLDER, _connection_strings),
     ("secret.password_assignment", "a credential assigned in plain text", _USE_PLACEHOLDER, _assignments),
+    ("secret.password_in_prose", "a password stated in prose", _USE_PLACEHOLDER, _prose_passwords),
     ("secret.high_entropy", "a random-looking secret", _MOVE_SECRET, _high_entropy),
 )
 
@@ -454,6 +553,10 @@ _DAN_CONTEXT = re.compile(
 )
 
 
+# What a token split in pieces or hidden in an encoded run may be; a password in prose is a sentence, and
+# the pieces of one are not.
+_TOKEN_DETECTORS = tuple(detector for detector in _SECRET_DETECTORS if detector[0] != "secret.password_in_prose")
+
 _ADVICE = {rule: advice for rule, _label, advice, _detect in _SECRET_DETECTORS}
 
 # Reworded injections: a lesson is advice for a human or an agent, so "always run the tests" passes; what
@@ -485,10 +588,11 @@ _WEAKENS = (
     r"|secretly|whatever|authorized_keys|credentials|~/\.ssh|~/\.aws|id_rsa|\.env\b|(?:curl|wget)[^\n|]{0,200}\|\s*\w*sh)"
 )
 _SENSITIVE = (
-    r"(?<![<${])(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env(?![\w.])|\bcredentials\b|\bsecrets?\b"
+    r"(?<![<${])(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env(?![\w-]|\.\w)|\bcredentials\b|\bsecrets?\b"
     r"|\bapi[ _-]?keys?\b"
     r"|\btokens?\b|\bprivate[ _-]keys?\b|\bssh[ _-]keys?\b|\bpasswords?\b|\benvironment\s+variables?\b|\benv\s+vars?\b"
-    r"|~/\.aws|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
+    r"|~/\.aws|~/\.kube|\bkubeconfig\b|/etc/shadow\b|\.git-credentials\b|\.pgpass\b"
+    r"|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
 )
 _DESTINATION = (
     r"\b(?:to|into|in|on|at|via)\s+(?:https?://|\S+@\S+\.\w+|\d+\.\d+\.\d+\.\d+|(?:an?|the|my|your|our|this)\s"
@@ -525,6 +629,21 @@ _REWORDED = re.compile(
 )
 
 
+def _injection(readable: str, scan: str) -> str | None:
+    """The injection phrasing in a text: the phrase list, the intents, the override in other languages
+    (read in the text's own script, where Cyrillic is not folded to Latin), the override disguised, and
+    whatever a hex or base64 run hides."""
+    lowered = scan.lower()
+    return (
+        _injection_phrase(scan)
+        or guard_phrasing.intent(lowered)
+        or guard_phrasing.foreign_override(readable.lower())
+        or (guard_phrasing.foreign_override(lowered) if readable is not scan else None)
+        or guard_phrasing.disguised_override(lowered, _injection_phrase)
+        or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
+    )
+
+
 def _injection_phrase(scan: str) -> str | None:
     lowered = scan.lower()
     for m in _INJECTION.finditer(lowered):
@@ -544,9 +663,77 @@ def _injection_phrase(scan: str) -> str | None:
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\t\n\r\x20-\x7e]")
 
 
+# Characters that render as nothing although Unicode does not class them as format characters: the
+# combining grapheme joiner, the Hangul fillers, Khmer's inherent vowels, Mongolian's variation selectors
+# and the braille pattern with no dots (U+2800), a favourite padding that looks like a space.
+_BLANK = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u2800\u3164\uffa0")
+_JOINERS = "\u200c\u200d"
+# Scripts in which the zero-width (non-)joiner is spelling: Persian writes "کش‌ها" with a ZWNJ, Indic
+# scripts pick conjunct forms with ZWJ and ZWNJ. Read off each neighbour's Unicode name.
+_JOINING_SCRIPTS = frozenset(
+    [
+        "ARABIC",
+        "SYRIAC",
+        "NKO",
+        "MANDAIC",
+        "MONGOLIAN",
+        "DEVANAGARI",
+        "BENGALI",
+        "GURMUKHI",
+        "GUJARATI",
+        "ORIYA",
+        "TAMIL",
+        "TELUGU",
+        "KANNADA",
+        "MALAYALAM",
+        "SINHALA",
+        "KHMER",
+        "MYANMAR",
+        "TIBETAN",
+    ]
+)
+
+
 def _is_hidden(char: str) -> bool:
     # Cs: a lone surrogate renders as nothing and cannot even be written to a UTF-8 file.
-    return unicodedata.category(char) in ("Cf", "Cc", "Cs") or "\U000e0000" <= char <= "\U000e007f"
+    return (
+        unicodedata.category(char) in ("Cf", "Cc", "Cs")
+        or "\U000e0000" <= char <= "\U000e007f"
+        or char in _BLANK
+        or "\ufe00" <= char <= "\ufe0f"
+        or "\U000e0100" <= char <= "\U000e01ef"
+    )
+
+
+def _script(char: str) -> str:
+    return unicodedata.name(char, "").split(" ", 1)[0]
+
+
+def _spells(text: str, i: int) -> bool:
+    """Whether the joiner or variation selector at `i` is part of the writing rather than hidden: a
+    joiner between two letters of a script that uses it, a ZWJ inside an emoji sequence (👩🏽‍💻), a
+    variation selector after a symbol (❤️) or an ideograph."""
+    char, before = text[i], text[i - 1] if i else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    if char in _JOINERS:
+        if _script(before) in _JOINING_SCRIPTS and _script(after) in _JOINING_SCRIPTS:
+            return True
+        emoji_before = unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f"
+        return char == "\u200d" and emoji_before and unicodedata.category(after) == "So"
+    if "\ufe00" <= char <= "\ufe0f":
+        return unicodedata.category(before)[0] == "S" or before in "0123456789#*"
+    if "\U000e0100" <= char <= "\U000e01ef":
+        return unicodedata.name(before, "").startswith("CJK UNIFIED IDEOGRAPH")
+    return False
+
+
+def _hidden_characters(text: str) -> list[tuple[int, str]]:
+    """(position, character) of each character a reader does not see."""
+    return [
+        (m.start(), m.group())
+        for m in _NOT_PRINTABLE_ASCII.finditer(text)
+        if _is_hidden(m.group()) and not _spells(text, m.start())
+    ]
 
 
 def _describe(char: str) -> str:
@@ -581,15 +768,21 @@ _SKELETON_TR39 = (
 _SKELETON = str.maketrans(_SKELETON_BY_HAND[0] + _SKELETON_TR39[0], _SKELETON_BY_HAND[1] + _SKELETON_TR39[1])
 
 
-def _skeleton(text: str, hidden: Sequence[tuple[int, str]]) -> str:
-    """What a model reads: no invisible characters, fullwidth and ligature forms folded (NFKC), and
-    look-alike letters from other scripts mapped to the Latin letter they imitate."""
+def _readable(text: str, hidden: Sequence[tuple[int, str]]) -> str:
+    """What a model reads, in its own script: no invisible characters, fullwidth and ligature forms
+    folded (NFKC)."""
     if text.isascii():
         return text
     if hidden:
         positions = {position for position, _ in hidden}
         text = "".join(char for i, char in enumerate(text) if i not in positions)
-    return unicodedata.normalize("NFKC", text).translate(_SKELETON)
+    return unicodedata.normalize("NFKC", text)
+
+
+def _skeleton(readable: str) -> str:
+    """`_readable`'s text with look-alike letters from other scripts mapped to the Latin letter they
+    imitate."""
+    return readable if readable.isascii() else readable.translate(_SKELETON)
 
 
 # Pieces of one token broken by a line break or a space ("ghp_abc\ndef…"): runs of token characters of
@@ -646,13 +839,13 @@ def _decoded(text: str) -> Iterator[str]:
             yield decoded
 
 
-def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
+def _secrets(scan: str, detectors: _Detectors = _SECRET_DETECTORS) -> list[tuple[int, str, str, str]]:
     """(position, rule, label, hint) of each secret rule's first match, in text order."""
     found: list[tuple[int, str, str, str]] = []
     # One flag per character: linear however many matches there are, unlike comparing span pairs.
     claimed = bytearray(len(scan))
     reported: set[str] = set()
-    for rule, label, _advice, detect in _SECRET_DETECTORS:
+    for rule, label, _advice, detect in detectors:
         for start, end, hint in detect(scan):
             if claimed.find(1, start, end) != -1:
                 continue
@@ -666,7 +859,7 @@ def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
 def _hidden_secret(scan: str) -> tuple[str, str] | None:
     """(label, hint) of a secret that only shows once split pieces are joined or encoded runs decoded."""
     for joined, gap, mixed, wordlike in _joined(scan):
-        for start, rule, label, hint in _secrets(joined):
+        for start, rule, label, hint in _secrets(joined, _TOKEN_DETECTORS):
             # The match must start in the first piece, so that it spans the break. Joining a CONSTANT to a
             # hex digest makes a mixed-case run, so the random-looking rule only counts when every piece
             # is mixed-case itself, as the pieces of a random token are. A word joined on only counts for
@@ -678,7 +871,7 @@ def _hidden_secret(scan: str) -> tuple[str, str] | None:
             ):
                 return f"{label} split over a line break or a space", hint
     for decoded in _decoded(scan):
-        for _start, _rule, label, _hint in _secrets(decoded):
+        for _start, _rule, label, _hint in _secrets(decoded, _TOKEN_DETECTORS):
             return f"{label} hidden in a hex or base64 run", "an encoded run"
     return None
 
@@ -686,8 +879,9 @@ def _hidden_secret(scan: str) -> tuple[str, str] | None:
 def inspect(text: str, field: str = "value") -> list[GuardViolation]:
     """All content violations in `text`: at most one per rule, secrets first, then injection, then
     invisible characters. Never raises on any str."""
-    hidden = [(m.start(), m.group()) for m in _NOT_PRINTABLE_ASCII.finditer(text) if _is_hidden(m.group())]
-    scan = _skeleton(text, hidden)
+    hidden = _hidden_characters(text)
+    readable = _readable(text, hidden)
+    scan = _skeleton(readable)
     violations = [
         _content_violation(field, rule, f"looks like it contains {label} '{hint}'", _ADVICE[rule])
         for _start, rule, label, hint in _secrets(scan)
@@ -699,7 +893,7 @@ def inspect(text: str, field: str = "value") -> list[GuardViolation]:
             what = f"looks like it contains {label} ('{hint}')"
             violations.append(_content_violation(field, "secret.obfuscated", what, _MOVE_SECRET))
 
-    injection = _injection_phrase(scan) or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
+    injection = _injection(readable, scan)
     if injection:
         phrase = " ".join(injection.split())[:60]
         what = f"contains prompt-injection phrasing '{phrase}'"
