@@ -560,6 +560,33 @@ def test_the_guard_catches_99_percent_with_at_most_1_percent_false_positives(par
     assert false_positives <= 0.01, f"{part}: {false_positives:.1%} false positives of {len(benign)}"
 
 
+FOUND_FIELDS = ("value", "key", "tags")
+
+
+def refused_in_its_field(case: dict[str, object]) -> bool:
+    fields: dict[str, object] = {"key": "found-case", "value": "a plain lesson", "tags": []}
+    field = str(case.get("field", "value"))
+    fields[field] = [case["text"]] if field == "tags" else case["text"]
+    try:
+        check_record(scope="project::found", **fields)  # type: ignore[arg-type]
+    except GuardError:
+        return True
+    return False
+
+
+def test_the_misses_found_are_labelled_and_say_where_they_came_from() -> None:
+    found = load_corpus("found")
+    assert found and all(case.get("field", "value") in FOUND_FIELDS and case.get("from") for case in found)
+    assert any(case["bad"] for case in found) and any(not case["bad"] for case in found)
+
+
+# Every case the guard once got wrong (found.jsonl: misses found in use or in an independent set's tuning
+# part), each one pinned: the corpus grows with every miss found.
+@pytest.mark.parametrize("case", load_corpus("found"), ids=lambda case: str(case["from"]).split()[-1])
+def test_every_miss_found_is_now_refused_and_every_wrong_refusal_passes(case: dict[str, object]) -> None:
+    assert refused_in_its_field(case) is case["bad"]
+
+
 # --- property tests for the new rules --------------------------------------------------------------
 
 PROSE_WORDS = st.sampled_from(

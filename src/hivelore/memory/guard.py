@@ -175,7 +175,7 @@ def _names_secret(name: str) -> bool:
 
 
 def _is_placeholder(value: str) -> bool:
-    value = value.strip()
+    value = value.strip().strip("\"'`")
     return (
         not value
         or _NOT_A_SECRET.fullmatch(value) is not None
@@ -315,11 +315,36 @@ _PUBLIC_BEFORE = re.compile(
 _JWK_PUBLIC_MEMBER = re.compile(r'"(?:n|e|x|y|x5t|x5t#S256)"\s*:\s*"$')
 
 
+# PEM blocks that hold public material: a public key, a certificate, a certificate request or list.
+_PUBLIC_PEM = re.compile(
+    r"-----BEGIN (?:[A-Z0-9 ]*PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?|NEW CERTIFICATE REQUEST|X509 CRL"
+    r"|PKCS7)-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)",
+    re.S,
+)
+
+
+def _public_der(run: str) -> bool:
+    """Whether a base64 run is DER whose outer SEQUENCE opens with another SEQUENCE: a certificate, a
+    certificate request or a public key (SubjectPublicKeyInfo). A private key opens with its version,
+    an INTEGER."""
+    try:
+        head = binascii.a2b_base64(run[:16])
+    except binascii.Error:
+        return False
+    if len(head) < 6 or head[0] != 0x30:
+        return False
+    length_bytes = head[1] - 0x80 if head[1] > 0x80 else 0
+    return head[2 + length_bytes] == 0x30
+
+
 def _high_entropy(text: str) -> Iterator[_Match]:
+    public = [m.span() for m in _PUBLIC_PEM.finditer(text)] if "-----BEGIN" in text else []
     for m in _RUN.finditer(text):
         if _PUBLIC_BEFORE.search(text, max(0, m.start() - 24), m.start()):
             continue
         if _JWK_PUBLIC_MEMBER.search(text, max(0, m.start() - 16), m.start()) and '"kty"' in text:
+            continue
+        if any(start <= m.start() < end for start, end in public) or _public_der(m.group()):
             continue
         if _random_looking(m.group()):
             yield m.start(), m.end(), f"{m.group()[:4]}… ({len(m.group())} characters)"

@@ -58,7 +58,7 @@ _INTENTS = (
     ),
     (
         "skip ignore disregard forget",
-        r"\b(?:skip|ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:that\s+)?(?:came|was\s+said)\s+)?"
+        r"\b(?:skip|ignore|disregard|forget)\s+(?:everything|anything|all(?:\s+of\s+the)?)\s+(?:(?:that\s+)?(?:came|was\s+said)\s+)?"
         r"(?:above|before|earlier|previously|you\s+(?:were|have\s+been|'ve\s+been)\s+told)\b",
     ),
     (
@@ -72,6 +72,16 @@ _INTENTS = (
     (
         "instructions",
         r"\binstructions\s+(?:before|above|prior\s+to|preceding)\s+this\s+(?:memory|note|message|lesson|line)\b",
+    ),
+    (
+        "said told asked wrote",
+        r"\b(?:ignore|disregard|forget)\s+what(?:ever)?\s+(?:the\s+user|you\s+were|you've\s+been|they|i)\s+"
+        r"(?:said|told|asked|wrote)\b",
+    ),
+    (
+        "priority precedence",
+        r"\b(?:this|these)\s+(?:note|memory|message|instructions?)\s+(?:has|have|takes?)\s+(?:top\s+|highest\s+"
+        r"|absolute\s+|full\s+)?(?:priority|precedence)\b",
     ),
     # Releases from the reader's rules.
     ("longer", r"\byou\s*(?:are|'re)\s+(?:now\s+)?no\s+longer\s+(?:bound|restricted|limited|constrained|governed)\b"),
@@ -121,7 +131,7 @@ _INTENTS = (
     ),
     (
         "instruction instructions",
-        r"\b(?:admin|administrator|developer|hidden|secret|override|priority)\s+instructions?\s*:",
+        r"\b(?:admin|administrator|developer|hidden|secret|override|priority|system)\s+instructions?\s*:",
     ),
     (
         "function tool reminder prompt important instructions admin query",
@@ -149,6 +159,11 @@ _INTENTS = (
         "ask",
         r"\bask\s+(?:anyone|the\s+user|for\s+(?:permission|confirmation|approval))\s+before\s+(?:acting|doing|running"
         r"|executing|proceeding|making)\b",
+    ),
+    (
+        "let",
+        r"\b(?:do\s+not|don'?t|never)\s+let\s+(?:the\s+)?(?:user|human|anyone|reviewers?)\s+(?:know|see|find\s+out"
+        r"|notice)\b",
     ),
     (
         "keep hide",
@@ -260,7 +275,7 @@ _IGNORE = (
     r"|忽略|无视|無視|忘记|忘掉|忘れ|무시|잊|تجاهل|انس|أهمل|نادیده|فراموش|अनदेखा|नज़रअंदाज़|भूल|התעלם"
 )
 _PREVIOUS = (
-    r"previous|prior|above|earlier|preceding|precedent|précédent|anterior|vorherig|vorige|bisherig|obig|poprzedni"
+    r"previ|prior|above|earlier|preceding|precedent|précédent|anterior|vorherig|vorige|bisherig|obig|poprzedni"
     r"|předchozí|предыдущ|прежн|попередн|önceki|trước|sebelum|之前|以前|先前|上面|以上|前面|上述|이전|앞의|سابق|قبلی"
     r"|پیشین|पिछल|הקודמ"
 )
@@ -317,9 +332,9 @@ _COMPACT = re.compile(
 # Every match ends in one of these; looking for them first (a substring search) spares the regex a pass.
 _COMPACT_NOUNS = ("instruct", "prompt", "direct", "guideline", "programming", "rules", "training")
 _NOT_LETTERS = re.compile(r"[^a-z]+")
-# Leetspeak: words with a letter next to a digit, at least a quarter of the text's words (a technical note
-# has sha256 and utf8 here and there); the digits read as the letters they stand in for. "1" is l or i,
-# so both readings are tried.
+# Leetspeak: words with a letter next to a digit, at least a quarter of the text's words (a long technical
+# note has sha256 and utf8 here and there, and is not read twice more for them); the digits read as the
+# letters they stand in for. "1" is l or i, so both readings are tried.
 _LEET_WORD = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")
 _LEET = (str.maketrans("013457@$8", "oleastasb"), str.maketrans("013457@$8", "oieastasb"))
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
@@ -334,7 +349,7 @@ def disguised_override(lowered: str, phrase: Callable[[str], str | None]) -> str
         if found:
             return found.group()
     leet = len(_LEET_WORD.findall(lowered))
-    if leet >= 2 and leet * 4 >= lowered.count(" ") + 1:
+    if leet and leet * 4 >= lowered.count(" ") + 1:
         for table in _LEET:
             said = phrase(lowered.translate(table))
             if said:
