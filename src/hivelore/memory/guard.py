@@ -5,32 +5,37 @@ future session and an instruction written once can steer them. The guard therefo
 prompt-injection phrasing, invisible characters and oversized fields, in every stored field: each write
 path makes one `check_record` call covering scope, key, kind, tags, value and provenance.
 
-It reads what a model would read (invisible characters dropped, NFKC, Cyrillic and Greek look-alikes
-mapped to Latin), joins a token broken by a line break or a space, and decodes hex and base64 runs to
-scan what they hide. The rules, and what each lets through, are tabulated in docs/format.md.
+It reads what a model would read (invisible characters and blank fillers dropped, NFKC, Cyrillic and
+Greek look-alikes mapped to Latin), joins a token broken by a line break or a space, and decodes hex and
+base64 runs to scan what they hide. Injection phrasing beyond its own phrase list (intents said in other
+words, the override in other languages, letter-spaced, leetspeak or ROT13) is in guard_phrasing.py. The
+rules, and what each lets through, are tabulated in docs/format.md.
 
 It is tuned against false positives as much as against misses: a guard that rejects ordinary lessons
 ("run docker compose up -d db first", a git sha, postgres://localhost:5432/app) teaches agents to route
 around it.
 
-Placeholder policy for `secret.password_assignment` and `secret.connection_string`: a value is NOT a
-secret when it is
+Placeholder policy for `secret.password_assignment`, `secret.password_in_prose` and
+`secret.connection_string`: a value is NOT a secret when it is
 - empty, or a reference to where the secret lives: `$PGPASSWORD`, `${DB_PASS}`, `$(gh auth token)`,
   `%s`, `%DB_PASS%`, `<password>`, `{{ vault_token }}`, `${{ secrets.TOKEN }}`, `[REDACTED]`, an
   ENV_VAR_NAME, code such as `settings.API_KEY` or `os.getenv("TOKEN")`, a letters-only name of a
   credential such as `db_password` or `dbPassword`, or a file path (`/run/secrets/db`, `~/.config/gh/token`);
-- a mask (`***`, `...`, `xxxx`) or a stock placeholder word (`changeme`, `changeit`, `password`, `pass`,
-  `secret`, `token`, `redacted`, `none`, `null`, `true`, `false`, `todo`, `foo`, `bar`, type names such
-  as `str`), or starts with your/my/some/example/sample/dummy/fake (`your-token-here`,
-  `mysecretpassword`) or ends with `_here`;
+- a mask (`***`, `...`, `xxxx`), a masked prefix (`sk-ant-...`, `ghp_xxxx`), or a stock placeholder word
+  (`changeme`, `changeit`, `password`, `pass`, `secret`, `token`, `redacted`, `none`, `null`, `true`,
+  `false`, `yes`, `no`, `todo`, `foo`, `bar`, type names such as `str`), or starts with
+  your/my/some/example/sample/dummy/fake (`your-token-here`, `mysecretpassword`) or ends with `_here`;
+- a stock word with a number, as test fixtures have it (`password123`, `test1`, `admin2024`);
 - a well-known default that any attacker tries first (`postgres`, `mysql`, `root`, `admin`, `guest`), as
   in `docker run -e POSTGRES_PASSWORD=postgres`;
 - in a connection string only: equal to the user name (`postgres:postgres@localhost`), because a
   password that can be guessed from the user name reveals nothing when stored.
 A single letter is not a placeholder (`passwd: x` is rejected), except that `x` repeated 3+ times is.
 After a colon or a spaced `=`, an unquoted value followed by more words is prose or code, not a
-value ("token: expires after 30 days", "token = await getToken()"). The word "password" in prose never
-matches: a separator (`=`, `:`, `:=`, `=>`) and a value must follow it.
+value ("token: expires after 30 days", "token = await getToken()"). In prose ("the password is …",
+`secret.password_in_prose`) the value must also be shaped like a password: digits, or letters mixed with
+digits and symbols or with both cases (see `_password_shaped`). A vendor token whose body is a mask
+(`AKIAXXXXXXXXXXXXXXXX`) or the vendor's documentation example (`AKIAIOSFODNN7EXAMPLE`) is not a secret.
 
 Stdlib only and cheap to import: it runs inside a latency-critical hook process.
 """
@@ -216,12 +221,15 @@ def _assignments(text: str) -> Iterator[_Match]:
 # token is base64-encoded". A PIN is digits.
 _PROSE_CREDENTIAL = re.compile(
     r"(?i)(?<![A-Za-z0-9_<{$%-])(?:(?P<pin>pins?|passcode)|passwords?|passwd|passphrase|pw|pwd|\.?htpasswd"
+    r"|creds|credentials|logins?"
     r"|mot\s+de\s+passe|mdp|contraseña|senha|passwort|kennwort|wachtwoord|hasło|heslo|parola|şifre|sifre"
     r"|п[аa][рp][оo]л[ьяю]|كلمة\s+(?:السر|المرور)|رمز\s+عبور|گذرواژه|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호"
     r"|mật\s+khẩu|kata\s+sandi|סיסמה|पासवर्ड)(?![A-Za-z0-9_>}-])"
 )
 _PROSE_TOKEN = re.compile(r"\"[^\"\n]{1,64}\"|'[^'\n]{1,64}'|`[^`\n]{1,64}`|[^\s\"'`]+")
 _GLUED_COPULA = re.compile(r"[^\S\n]*(?:是|为|為|は|が|는|은|이|가|：|:|=)")
+# What stands between the word and the value: a copula in the languages above, a colon or a dash, or the
+# slash of a "user / password" pair.
 _COPULAS = frozenset(
     [
         "is",
@@ -233,6 +241,7 @@ _COPULAS = frozenset(
         "-",
         "—",
         "–",
+        "/",
         "equals",
         "est",
         "es",
@@ -257,7 +266,7 @@ def _password_shaped(value: str, pin: bool) -> bool:
     """Whether a word after "password is" reads as a password: digits, or letters mixed with digits and
     symbols or both cases, and not a placeholder, an address, a product name, a labelled digest
     (SHA256:…) or a compound adjective ("OAuth2-compliant")."""
-    value = value.strip("\"'`").rstrip(".,;:!?)")
+    value = value.strip("\"'`").rstrip(".,;:)")
     if value.isdigit():
         return (4 if pin else 6) <= len(value) <= 16
     if pin or not 6 <= len(value) <= 64 or _is_placeholder(value) or "://" in value or _EMAIL.fullmatch(value):
@@ -663,17 +672,25 @@ def _injection(readable: str, scan: str) -> str | None:
         _injection_phrase(scan)
         or guard_phrasing.intent(lowered)
         or guard_phrasing.foreign_override(readable.lower())
-        or (guard_phrasing.foreign_override(lowered) if readable is not scan else None)
-        or guard_phrasing.disguised_override(lowered, _injection_phrase)
+        or (guard_phrasing.foreign_override(lowered) if readable != scan else None)
+        or guard_phrasing.disguised_override(lowered, _override_phrase)
         or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
     )
 
 
-def _injection_phrase(scan: str) -> str | None:
-    lowered = scan.lower()
+def _override_phrase(lowered: str) -> str | None:
+    """The first of `_INJECTION`'s override phrases in lowercased text."""
     for m in _INJECTION.finditer(lowered):
         if not (m.start() and m.group()[0].isalnum() and lowered[m.start() - 1].isalnum()):
             return m.group()
+    return None
+
+
+def _injection_phrase(scan: str) -> str | None:
+    lowered = scan.lower()
+    override = _override_phrase(lowered)
+    if override:
+        return override
     found = _REWORDED.search(lowered)
     if found:
         return found.group()

@@ -83,8 +83,20 @@ _INTENTS = (
         r"\b(?:this|these)\s+(?:note|memory|message|instructions?)\s+(?:has|have|takes?)\s+(?:top\s+|highest\s+"
         r"|absolute\s+|full\s+)?(?:priority|precedence)\b",
     ),
+    (
+        "follow obey trust",
+        r"\b(?:follow|obey|trust|listen\s+to)\s+(?:only\s+)?(?:this|these)\s+(?:memory|note|message|lesson|instructions?)"
+        r"\s+(?:instead|only|alone|rather|over|above)\b",
+    ),
+    ("your", r"\byour\s+(?:real|actual|true|new)\s+(?:task|job|goal|mission|objective|instructions?)\s*:"),
     # Releases from the reader's rules.
     ("longer", r"\byou\s*(?:are|'re)\s+(?:now\s+)?no\s+longer\s+(?:bound|restricted|limited|constrained|governed)\b"),
+    (
+        "longer granted",
+        r"\byou\s+(?:no\s+longer|don'?t|do\s+not)\s+need\s+(?:any\s+)?(?:approval|permission|confirmation|consent)\b"
+        r"|\byou\s+(?:have\s+been|are|were)\s+(?:now\s+)?granted\s+(?:full\s+|admin\s+|root\s+|elevated\s+"
+        r"|unrestricted\s+)+(?:rights|access|permissions|privileges)\b",
+    ),
     (
         "without",
         r"\b(?:proceed|operate|continue|work|act|answer|respond|reply)\s+(?:\w+\s+)?without\s+(?:any\s+)?"
@@ -161,6 +173,22 @@ _INTENTS = (
         r"|executing|proceeding|making)\b",
     ),
     (
+        "deny asks",
+        r"\bdeny\s+(?:that\s+)?(?:it|this\s+(?:memory|note|instruction)|(?:this|the)\s+note)\s+exists\b"
+        r"|\bdeny\s+(?:having|that\s+you\s+(?:have|had|received))\b"
+        r"|\bwhen\s+(?:the\s+)?user\s+asks\s+about\s+this\s+(?:memory|note|instruction)",
+    ),
+    (
+        "mentioning telling informing notifying alerting showing",
+        r"\bwithout\s+(?:mentioning|telling|informing|notifying|alerting|showing)\s+(?:it|this|that|anyone|them"
+        r"|the\s+user|the\s+human)\b",
+    ),
+    (
+        "even",
+        r"\b(?:say|report|answer|reply|claim|tell)\w*\b[^.\n]{0,60}?\b(?:pass(?:ed|es|ing)?|green|succeeded|success)\b"
+        r"[^.\n]{0,20}?\beven\s+(?:when|if)\b",
+    ),
+    (
         "let",
         r"\b(?:do\s+not|don'?t|never)\s+let\s+(?:the\s+)?(?:user|human|anyone|reviewers?)\s+(?:know|see|find\s+out"
         r"|notice)\b",
@@ -203,6 +231,16 @@ _INTENTS = (
         r"(?:hivelore|claude|agent|memory|guard)\S*\s+hooks?\b",
     ),
     # Moving secrets out: into every reply, quietly, through a link the reader fills in, through a pipe.
+    (
+        "can could find see have",
+        r"\b(?:every|all|each|any)\s+(?:\w+\s+)?(?:environment\s+variables?|env\s+vars?|secrets?|tokens?|credentials"
+        r"|api\s+keys?|passwords?)\s+(?:you\s+(?:can|could)\s+(?:read|see|find|access)|you\s+(?:find|see|have\s+access\s+to))",
+    ),
+    (
+        "every each any",
+        r"\b(?:curl|wget)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b[^.\n]{0,60}?\b(?:before|after|at\s+the\s+start"
+        r"\s+of)\s+(?:every|each|any)\s+(?:task|session|run|command|turn|reply)\b",
+    ),
     (
         "reply replies response responses answer answers message messages output summary summaries",
         r"\b(?:in|at\s+the\s+end\s+of|to)\s+(?:every|each|all|your)\s+(?:reply|replies|response|responses|answer|answers"
@@ -277,14 +315,16 @@ _IGNORE = (
 _PREVIOUS = (
     r"previ|prior|above|earlier|preceding|precedent|précédent|anterior|vorherig|vorige|bisherig|obig|poprzedni"
     r"|předchozí|предыдущ|прежн|попередн|önceki|trước|sebelum|之前|以前|先前|上面|以上|前面|上述|이전|앞의|سابق|قبلی"
-    r"|پیشین|पिछल|הקודמ"
+    r"|پیشین|पिछल|הקודמ|前の"
 )
 _INSTRUCTIONS = (
     r"instruc|instruç|istruzion|anweisung|vorgabe|instructie|instrukc|pokyn|инструкц|указани|інструкц|вказівк"
     r"|talimat|hướng\s+dẫn|chỉ\s+dẫn|instruksi|arahan|perintah|指令|指示|命令|지시|지침|تعليمات|دستور|निर्देश"
     r"|הוראות|قيل\s+لك|you\s+(?:were|have\s+been)\s+told"
+    r"|regole|reglas|règles|regeln|regels|zasady|правил|reguli|kurallar|aturan|quy\s+tắc|规则|規則|ルール|규칙"
+    r"|القواعد|قوانین|नियम"
 )
-_CLAUSE = re.compile(r"[^.!?。！？\n;؛]+")
+_CLAUSE_ENDS = ".!?。！？\n;؛"
 _IGNORE_RE, _PREVIOUS_RE, _INSTRUCTIONS_RE = (re.compile(p) for p in (_IGNORE, _PREVIOUS, _INSTRUCTIONS))
 
 _NOW_YOU_ARE = (
@@ -310,11 +350,12 @@ _SYSTEM_LABEL = re.compile(
 
 def foreign_override(lowered: str) -> str | None:
     """The override said in another language (or reworded in English), in lowercased, NFKC text."""
-    for clause in _CLAUSE.finditer(lowered):
-        text = clause.group()
-        ignore = _IGNORE_RE.search(text)
-        if ignore and _PREVIOUS_RE.search(text) and _INSTRUCTIONS_RE.search(text):
-            return text.strip()
+    for ignore in _IGNORE_RE.finditer(lowered):
+        start = max(lowered.rfind(end, 0, ignore.start()) for end in _CLAUSE_ENDS) + 1
+        ends = [at for end in _CLAUSE_ENDS if (at := lowered.find(end, ignore.end())) != -1]
+        stop = min(ends, default=len(lowered))
+        if _PREVIOUS_RE.search(lowered, start, stop) and _INSTRUCTIONS_RE.search(lowered, start, stop):
+            return lowered[start:stop].strip()
     found = _UNLEASHED.search(lowered) or _SYSTEM_LABEL.search(lowered)
     return found.group() if found else None
 
@@ -326,23 +367,24 @@ _COMPACT = re.compile(
     r"(?:all|any|the|these|those|my|your|of|every)*"
     r"(?:previous|prior|above|earlier|preceding|foregoing|original|system|safety)"
     r"(?:instructions?|prompts?|directions|directives|guidelines|programming)"
-    r"|forget(?:all|any|of)*your(?:instructions|rules|guidelines|programming|training)"
+    r"|(?:ignor(?:e|ing)|disregard|forget|override|bypass)(?:all|any|of)*your(?:instructions|rules|guidelines"
+    r"|programming|training|systemprompt)"
     r"|systempromptoverride|(?:ignore|override)thesystemprompt"
 )
 # Every match ends in one of these; looking for them first (a substring search) spares the regex a pass.
 _COMPACT_NOUNS = ("instruct", "prompt", "direct", "guideline", "programming", "rules", "training")
 _NOT_LETTERS = re.compile(r"[^a-z]+")
-# Leetspeak: words with a letter next to a digit, at least a quarter of the text's words (a long technical
-# note has sha256 and utf8 here and there, and is not read twice more for them); the digits read as the
-# letters they stand in for. "1" is l or i, so both readings are tried.
-_LEET_WORD = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")
+# Leetspeak: short words of letters and the digits that stand in for letters, at least a quarter of the
+# text's words (a technical note has sha256 and utf8 here and there, a token is long, and neither is read
+# twice more for them); the digits read as the letters they stand for. "1" is l or i: both are tried.
+_LEET_WORD = re.compile(r"(?<![\w@$])(?=[a-z013457@$]*[a-z])(?=[a-z@$]*[013457])[a-z013457@$]{2,12}(?![\w@$])")
 _LEET = (str.maketrans("013457@$8", "oleastasb"), str.maketrans("013457@$8", "oieastasb"))
 _ROT13 = str.maketrans("abcdefghijklmnopqrstuvwxyz", "nopqrstuvwxyzabcdefghijklm")
 
 
 def disguised_override(lowered: str, phrase: Callable[[str], str | None]) -> str | None:
     """The classic override hidden by letter-spacing, leetspeak or ROT13; `phrase` is the guard's own
-    phrase matcher, run on the leetspeak readings."""
+    override phrase matcher (lowercased text in), run on the leetspeak readings."""
     compact = _NOT_LETTERS.sub("", lowered)
     for view in (compact, compact.translate(_ROT13)):
         found = _COMPACT.search(view) if any(noun in view for noun in _COMPACT_NOUNS) else None
