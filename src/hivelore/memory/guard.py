@@ -224,7 +224,7 @@ _PROSE_CREDENTIAL = re.compile(
     r"|creds|credentials|logins?"
     r"|mot\s+de\s+passe|mdp|contraseña|senha|passwort|kennwort|wachtwoord|hasło|heslo|parola|şifre|sifre"
     r"|п[аa][рp][оo]л[ьяю]|كلمة\s+(?:السر|المرور)|رمز\s+عبور|گذرواژه|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호"
-    r"|mật\s+khẩu|kata\s+sandi|סיסמה|पासवर्ड)(?![A-Za-z0-9_>}-])"
+    r"|mật\s+khẩu|kata\s+sandi|סיסמה|पासवर्ड)(?![A-Za-z0-9>}])"
 )
 _PROSE_TOKEN = re.compile(r"\"[^\"\n]{1,64}\"|'[^'\n]{1,64}'|`[^`\n]{1,64}`|[^\s\"'`]+")
 _GLUED_COPULA = re.compile(r"[^\S\n]*(?:是|为|為|は|が|는|은|이|가|：|:|=)")
@@ -266,7 +266,7 @@ def _password_shaped(value: str, pin: bool) -> bool:
     """Whether a word after "password is" reads as a password: digits, or letters mixed with digits and
     symbols or both cases, and not a placeholder, an address, a product name, a labelled digest
     (SHA256:…) or a compound adjective ("OAuth2-compliant")."""
-    value = value.strip("\"'`").rstrip(".,;:)")
+    value = value.strip("\"'`").lstrip("-_").rstrip(".,;:)")
     if value.isdigit():
         return (4 if pin else 6) <= len(value) <= 16
     if pin or not 6 <= len(value) <= 64 or _is_placeholder(value) or "://" in value or _EMAIL.fullmatch(value):
@@ -611,7 +611,8 @@ _TO_THE_READER = (
     r"|dear\s+(?:ai|agent|assistant|model|llm|claude)|attention,?\s+(?:ai|agents?|assistants?|models?)"
     r"|if\s+you(?:\s+are|'re)\s+an?\s+(?:ai|llm|language\s+model|model|agent|assistant|bot)\b"
     r"|for\s+(?:any|the|all)\s+(?:ai|agents?|assistants?|models?|llms?)\s+reading"
-    r"|(?:^|[\n.!?]\s*)(?:claude|assistant|agent|ai|model|copilot|chatgpt|gpt)\s*[:,]"
+    r"|(?:^|[\n.!?]\s*)(?:(?:hey|hi|hello|ok|okay|listen|attention)\s*,?\s*)?(?:claude|assistant|agent|ai|model"
+    r"|copilot|chatgpt|gpt)\s*[:,—–]"
     r"|(?:new\s+rule|system\s+note|model\s+instruction)s?\b[^:\n]{0,30}:)"
 )
 _WEAKENS = (
@@ -628,8 +629,11 @@ _SENSITIVE = (
     r"|~/\.aws|~/\.kube|\bkubeconfig\b|/etc/shadow\b|\.git-credentials\b|\.pgpass\b"
     r"|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
 )
+# Where secrets are sent when they leave; where they are kept ("into the .env file", "in the vault") is not.
 _DESTINATION = (
     r"\b(?:to|into|in|on|at|via)\s+(?:https?://|\S+@\S+\.\w+|\d+\.\d+\.\d+\.\d+|(?:an?|the|my|your|our|this)\s"
+    r"(?!(?:local\s+|new\s+|team\s+)?(?:\.env\b|vault\b|keychain\b|keyring\b|1password\b|password\s+manager"
+    r"|secrets?\s+manager|ci\s+secrets?\b))"
     r"|pastebin|gist|slack|#|/tmp|issues?\b|(?:the\s+)?(?:pr|commit)\b)"
 )
 _NOT_NEGATED = r"(?<!never\s)(?<!not\s)(?<!n't\s)(?<!avoid\s)"
@@ -758,7 +762,8 @@ def _spells(text: str, i: int) -> bool:
     char, before = text[i], text[i - 1] if i else " "
     after = text[i + 1] if i + 1 < len(text) else " "
     if char in _JOINERS:
-        if _script(before) in _JOINING_SCRIPTS and _script(after) in _JOINING_SCRIPTS:
+        # After a letter of such a script, before another or at the word's end (a Malayalam chillu).
+        if _script(before) in _JOINING_SCRIPTS and (_script(after) in _JOINING_SCRIPTS or not after.isalnum()):
             return True
         emoji_before = unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f"
         return char == "\u200d" and emoji_before and unicodedata.category(after) == "So"

@@ -124,7 +124,8 @@ _INTENTS = (
     # A role label or a banner that speaks as the system; fake boundaries, turns and tool results.
     (
         "system developer admin operator",
-        r"(?:^|\n)\s*(?:system|developer|admin|operator)\s*[:>]\s*(?:you\b|your\b|the\s+(?:assistant|agent|ai)\b)",
+        r"(?:^|\n)\s*(?:system|developer|admin|operator)\s*[:>]\s*(?:you\b|your\b|the\s+(?:assistant|agent|ai)\b"
+        r"|new\s+(?:policy|rules?|instructions?|directives?|orders?)\b)",
     ),
     (
         "override message notice instruction instructions prompt update alert command",
@@ -370,9 +371,10 @@ _COMPACT = re.compile(
     r"|(?:ignor(?:e|ing)|disregard|forget|override|bypass)(?:all|any|of)*your(?:instructions|rules|guidelines"
     r"|programming|training|systemprompt)"
     r"|systempromptoverride|(?:ignore|override)thesystemprompt"
+    r"|youarenow(?:jailbroken|unrestricted|unfiltered|uncensored|indevelopermode|ingodmode)"
 )
 # Every match ends in one of these; looking for them first (a substring search) spares the regex a pass.
-_COMPACT_NOUNS = ("instruct", "prompt", "direct", "guideline", "programming", "rules", "training")
+_COMPACT_NOUNS = ("instruct", "prompt", "direct", "guideline", "programming", "rules", "training", "youarenow")
 _NOT_LETTERS = re.compile(r"[^a-z]+")
 # Leetspeak: short words of letters and the digits that stand in for letters, at least a quarter of the
 # text's words (a technical note has sha256 and utf8 here and there, a token is long, and neither is read
