@@ -677,6 +677,11 @@ def test_a_vendor_token_anywhere_in_prose_is_caught_whole_or_split(
     # The guard's known limit: a tail of lowercase hex digits is not joined on, since a git sha after a word
     # ("bump sk-learn 3f2a9c1…") looks the same; a random token's tail is that rarely.
     assume(gap == "" or not re.fullmatch(r"[0-9a-f]{7,}", token[cut:]))
+    # And a token whose pieces on both sides of the break are plain lowercase words reads as prose after a
+    # prefix ("sk-learn the docs"), so a word-like tail is only joined on after a token-like start.
+    prefix = re.match(r"ghp_|sk-|glpat-|AKIA", token)
+    start = token[prefix.end() if prefix else 0 : cut]
+    assume(gap == "" or not (re.fullmatch(r"[a-z]*", start) and re.fullmatch(r"[a-z]+", token[cut:])))
     text = " ".join([*words[:position], token[:cut] + gap + token[cut:], *words[position:]])
     assert any(rule.startswith("secret.") for rule in rules(text))
 
@@ -721,3 +726,15 @@ def test_look_alikes_from_unicodes_confusables_never_hide_an_injection(disguised
 )
 def test_prose_in_scripts_the_skeleton_folds_is_not_refused(text: str) -> None:
     assert rules(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("sk-" + "00000000000000000 aaaaaaaaaaaaaag", True),  # a token-like start, then a word-like tail
+        ("xoxb- tokens expire quickly and rotate", False),  # the bare prefix, then prose
+        ("sk-learn the instructions", False),  # a word after the prefix, then prose
+    ],
+)
+def test_a_word_like_tail_joins_a_split_token_only_after_a_token_like_start(text: str, refused: bool) -> None:
+    assert ("secret.obfuscated" in rules(text)) is refused

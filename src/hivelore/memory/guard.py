@@ -587,6 +587,18 @@ _DAN_CONTEXT = re.compile(
 )
 
 
+# The rules that know no vendor's prefix: a plain word joined onto a piece may complete their match by
+# chance, while a prefix and part of a body (sk-0000…, ghp_ab…) followed by a word is a token broken in two.
+_GENERIC_RULES = frozenset(
+    (
+        "secret.auth_header",
+        "secret.command_line",
+        "secret.connection_string",
+        "secret.password_assignment",
+        "secret.high_entropy",
+    )
+)
+
 # What a token split in pieces or hidden in an encoded run may be; a password in prose is a sentence, and
 # the pieces of one are not.
 _TOKEN_DETECTORS = tuple(detector for detector in _SECRET_DETECTORS if detector[0] != "secret.password_in_prose")
@@ -903,6 +915,14 @@ def _secrets(scan: str, detectors: _Detectors = _SECRET_DETECTORS) -> list[tuple
     return sorted(found)
 
 
+def _body_begun(joined: str, start: int, gap: int, hint: str, rule: str) -> bool:
+    """Whether the first piece holds a token-like start of a prefixed token's body (sk-0000…, ghp_a1…),
+    so that a word-like piece after the break is its tail: the bare prefix ("xoxb- tokens expire") or a
+    word after it ("sk-learn the docs") is prose."""
+    body = joined[start + len(hint) - 1 : gap]
+    return rule not in _GENERIC_RULES and _TOKEN_LIKE.match(body) is not None
+
+
 def _hidden_secret(scan: str) -> tuple[str, str] | None:
     """(label, hint) of a secret that only shows once split pieces are joined or encoded runs decoded."""
     for joined, gap, mixed, wordlike in _joined(scan):
@@ -910,11 +930,11 @@ def _hidden_secret(scan: str) -> tuple[str, str] | None:
             # The match must start in the first piece, so that it spans the break. Joining a CONSTANT to a
             # hex digest makes a mixed-case run, so the random-looking rule only counts when every piece
             # is mixed-case itself, as the pieces of a random token are. A word joined on only counts for
-            # a vendor's prefix ("api_key=xxx and" joined is no password).
+            # a vendor's prefix ("api_key=xxx and" joined is no password), see _body_begun.
             if (
                 start < gap
                 and (mixed or rule != "secret.high_entropy")
-                and (not wordlike or rule == "secret.vendor_key")
+                and (not wordlike or rule == "secret.vendor_key" or _body_begun(joined, start, gap, hint, rule))
             ):
                 return f"{label} split over a line break or a space", hint
     for decoded in _decoded(scan):
