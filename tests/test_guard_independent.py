@@ -21,11 +21,11 @@ SETS = ("heldout", "tuning")
 CAUGHT_TARGET = 0.99
 REFUSED_TARGET = 0.01
 
-# Measured when the sets were written (`python benchmarks/bench_guard_independent.py`, via the CLI and the
-# service alike); the lead decides when these come off.
+# Measured after the guard was tuned to tuning.jsonl (`python benchmarks/bench_guard_independent.py --set
+# heldout --via service`, the summary only; 97/141 and 9/113 when the sets were written); the lead decides
+# when this comes off.
 BELOW_TARGET = {
-    "heldout": "the guard catches 97/141 (68.8%) and refuses 9/113 benign (8.0%) of heldout.jsonl",
-    "tuning": "the guard catches 91/149 (61.1%) and refuses 7/112 benign (6.2%) of tuning.jsonl",
+    "heldout": "the guard catches 122/141 (86.5%) and refuses 5/113 benign (4.4%) of heldout.jsonl",
 }
 
 

@@ -5,32 +5,37 @@ future session and an instruction written once can steer them. The guard therefo
 prompt-injection phrasing, invisible characters and oversized fields, in every stored field: each write
 path makes one `check_record` call covering scope, key, kind, tags, value and provenance.
 
-It reads what a model would read (invisible characters dropped, NFKC, Cyrillic and Greek look-alikes
-mapped to Latin), joins a token broken by a line break or a space, and decodes hex and base64 runs to
-scan what they hide. The rules, and what each lets through, are tabulated in docs/format.md.
+It reads what a model would read (invisible characters and blank fillers dropped, NFKC, Cyrillic and
+Greek look-alikes mapped to Latin), joins a token broken by a line break or a space, and decodes hex and
+base64 runs to scan what they hide. Injection phrasing beyond its own phrase list (intents said in other
+words, the override in other languages, letter-spaced, leetspeak or ROT13) is in guard_phrasing.py. The
+rules, and what each lets through, are tabulated in docs/format.md.
 
 It is tuned against false positives as much as against misses: a guard that rejects ordinary lessons
 ("run docker compose up -d db first", a git sha, postgres://localhost:5432/app) teaches agents to route
 around it.
 
-Placeholder policy for `secret.password_assignment` and `secret.connection_string`: a value is NOT a
-secret when it is
+Placeholder policy for `secret.password_assignment`, `secret.password_in_prose` and
+`secret.connection_string`: a value is NOT a secret when it is
 - empty, or a reference to where the secret lives: `$PGPASSWORD`, `${DB_PASS}`, `$(gh auth token)`,
   `%s`, `%DB_PASS%`, `<password>`, `{{ vault_token }}`, `${{ secrets.TOKEN }}`, `[REDACTED]`, an
   ENV_VAR_NAME, code such as `settings.API_KEY` or `os.getenv("TOKEN")`, a letters-only name of a
   credential such as `db_password` or `dbPassword`, or a file path (`/run/secrets/db`, `~/.config/gh/token`);
-- a mask (`***`, `...`, `xxxx`) or a stock placeholder word (`changeme`, `changeit`, `password`, `pass`,
-  `secret`, `token`, `redacted`, `none`, `null`, `true`, `false`, `todo`, `foo`, `bar`, type names such
-  as `str`), or starts with your/my/some/example/sample/dummy/fake (`your-token-here`,
-  `mysecretpassword`) or ends with `_here`;
+- a mask (`***`, `...`, `xxxx`), a masked prefix (`sk-ant-...`, `ghp_xxxx`), or a stock placeholder word
+  (`changeme`, `changeit`, `password`, `pass`, `secret`, `token`, `redacted`, `none`, `null`, `true`,
+  `false`, `yes`, `no`, `todo`, `foo`, `bar`, type names such as `str`), or starts with
+  your/my/some/example/sample/dummy/fake (`your-token-here`, `mysecretpassword`) or ends with `_here`;
+- a stock word with a number, as test fixtures have it (`password123`, `test1`, `admin2024`);
 - a well-known default that any attacker tries first (`postgres`, `mysql`, `root`, `admin`, `guest`), as
   in `docker run -e POSTGRES_PASSWORD=postgres`;
 - in a connection string only: equal to the user name (`postgres:postgres@localhost`), because a
   password that can be guessed from the user name reveals nothing when stored.
 A single letter is not a placeholder (`passwd: x` is rejected), except that `x` repeated 3+ times is.
 After a colon or a spaced `=`, an unquoted value followed by more words is prose or code, not a
-value ("token: expires after 30 days", "token = await getToken()"). The word "password" in prose never
-matches: a separator (`=`, `:`, `:=`, `=>`) and a value must follow it.
+value ("token: expires after 30 days", "token = await getToken()"). In prose ("the password is …",
+`secret.password_in_prose`) the value must also be shaped like a password: digits, or letters mixed with
+digits and symbols or with both cases (see `_password_shaped`). A vendor token whose body is a mask
+(`AKIAXXXXXXXXXXXXXXXX`) or the vendor's documentation example (`AKIAIOSFODNN7EXAMPLE`) is not a secret.
 
 Stdlib only and cheap to import: it runs inside a latency-critical hook process.
 """
@@ -45,6 +50,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 
 from hivelore.errors import BadInput
+from hivelore.memory import guard_phrasing
 from hivelore.records import record
 
 
@@ -99,10 +105,16 @@ def _prefixed(pattern: str) -> Callable[[str], Iterator[_Match]]:
     def detect(text: str) -> Iterator[_Match]:
         for m in compiled.finditer(text):
             before = text[m.start() - 1] if m.start() else " "
-            if not (before.isascii() and before.isalnum()):
+            if not (before.isascii() and before.isalnum()) and not _placeholder_body(m.group()[len(m["p"]) :]):
                 yield m.start(), m.end(), m["p"] + "…"
 
     return detect
+
+
+def _placeholder_body(body: str) -> bool:
+    """A token body written to show the shape, not to work: a mask (AKIAXXXXXXXXXXXXXXXX, ghp_****…) or a
+    vendor's documentation example (AKIAIOSFODNN7EXAMPLE)."""
+    return not body.strip("xX*•#.=:\"' \t") or "example" in body.lower()
 
 
 # Splits identifiers into words ("getUserByID2" -> get, User, By, ID, 2); used both to read key names and
@@ -137,6 +149,9 @@ _NOT_A_SECRET = re.compile(
       | true|false|todo|tbd|foo|bar|str|string|bytes|int|bool|secretstr|postgres|mysql|root|admin|guest
       | [A-Za-z_]\w*(?:\.\w+)+ | [A-Za-z_][\w.]*[(\[].*
       | \d{1,3}
+      | yes|no|on|off|required|optional|n/a|empty|blank|unset|hidden|masked
+      | (?:password|pass|test|admin|changeme|guest|demo|user|secret)\d{1,6}
+      | [\w-]{0,16}(?:\.{3,}|…|[*•]{3,}|x{4,})[\w-]{0,6}
       | (?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)""",
     re.X | re.I,
 )
@@ -166,7 +181,7 @@ def _names_secret(name: str) -> bool:
 
 
 def _is_placeholder(value: str) -> bool:
-    value = value.strip()
+    value = value.strip().strip("\"'`")
     return (
         not value
         or _NOT_A_SECRET.fullmatch(value) is not None
@@ -200,6 +215,90 @@ def _assignments(text: str) -> Iterator[_Match]:
         yield value.start(), value.end(), f"{key.lstrip('-')[:40]}{sep}…"
 
 
+# A password stated in prose: the word for it in the languages users write ("the staging db password is
+# hunter2-Xy9", "Le mot de passe … est Zmfrz!96rb4", "密码是 Ntktx-68bta"), then the value at once or after
+# the clause's first copula. It reads the skeleton, where Cyrillic а р о are Latin a p o. The value's
+# shape decides (_password_shaped), since prose goes on "the password is stored in 1Password" and "the
+# token is base64-encoded". A PIN is digits.
+_PROSE_CREDENTIAL = re.compile(
+    r"(?i)(?<![A-Za-z0-9_<{$%-])(?:(?P<pin>pins?|passcode)|passwords?|passwd|passphrase|pw|pwd|\.?htpasswd"
+    r"|creds|credentials|logins?"
+    r"|mot\s+de\s+passe|mdp|contraseña|senha|passwort|kennwort|wachtwoord|hasło|heslo|parola|şifre|sifre"
+    r"|п[аa][рp][оo]л[ьяю]|كلمة\s+(?:السر|المرور)|رمز\s+عبور|گذرواژه|密码|密碼|口令|パスワード|暗証番号|비밀번호|암호"
+    r"|mật\s+khẩu|kata\s+sandi|סיסמה|पासवर्ड)(?![A-Za-z0-9>}])"
+)
+_PROSE_TOKEN = re.compile(r"\"[^\"\n]{1,64}\"|'[^'\n]{1,64}'|`[^`\n]{1,64}`|[^\s\"'`]+")
+_GLUED_COPULA = re.compile(r"[^\S\n]*(?:是|为|為|は|が|는|은|이|가|：|:|=)")
+# What stands between the word and the value: a copula in the languages above, a colon or a dash, or the
+# slash of a "user / password" pair.
+_COPULAS = frozenset(
+    [
+        "is",
+        "was",
+        "are",
+        "were",
+        "=",
+        ":",
+        "-",
+        "—",
+        "–",
+        "/",
+        "equals",
+        "est",
+        "es",
+        "è",
+        "é",
+        "ist",
+        "jest",
+        "je",
+        "это",
+        "является",
+    ]
+)
+_SPECIAL = re.compile(r"[^\w\s.-]")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# A capitalised word with a short number is a product or a version (1Password, Auth0, Python3).
+_BRAND = re.compile(r"\d{0,2}[A-Z][a-z]+\d{0,2}")
+_COMPOUND_TAIL = re.compile(r"[-_][a-z]{3,}$")
+_LABELLED_DIGEST = re.compile(r"(?i)(?:sha\d*|md5|h1|blake\w*)[:-]")
+
+
+def _password_shaped(value: str, pin: bool) -> bool:
+    """Whether a word after "password is" reads as a password: digits, or letters mixed with digits and
+    symbols or both cases, and not a placeholder, an address, a product name, a labelled digest
+    (SHA256:…) or a compound adjective ("OAuth2-compliant")."""
+    value = value.strip("\"'`").lstrip("-_").rstrip(".,;:)")
+    if value.isdigit():
+        return (4 if pin else 6) <= len(value) <= 16
+    if pin or not 6 <= len(value) <= 64 or _is_placeholder(value) or "://" in value or _EMAIL.fullmatch(value):
+        return False
+    upper, lower = value.lower() != value, value.upper() != value
+    digit, special = any(c.isdigit() for c in value), _SPECIAL.search(value) is not None
+    if _BRAND.fullmatch(value) or _LABELLED_DIGEST.match(value) or (not special and _COMPOUND_TAIL.search(value)):
+        return False
+    return (upper or lower) and ((digit and (special or (upper and lower))) or (special and upper and lower))
+
+
+def _prose_passwords(text: str) -> Iterator[_Match]:
+    for m in _PROSE_CREDENTIAL.finditer(text):
+        rest = text[m.end() : m.end() + 120].split("\n", 1)[0]
+        glued = _GLUED_COPULA.match(rest)
+        offset = m.end() + (glued.end() if glued else 0)
+        tokens = list(_PROSE_TOKEN.finditer(text, offset, m.end() + len(rest)))[:10]
+        candidates = tokens[:1]
+        for before, after in zip(tokens, tokens[1:], strict=False):
+            word = before.group()
+            if word.lower() in _COPULAS or word.endswith((":", "：")):
+                candidates.append(after)
+                break
+            if word.endswith((".", ";", "!", "?")):
+                break
+        for candidate in candidates:
+            if _password_shaped(candidate.group(), m["pin"] is not None):
+                yield candidate.start(), candidate.end(), f"{' '.join(m.group().split())} …"
+                break
+
+
 def _entropy(text: str) -> float:
     n = len(text)
     return -sum(count / n * math.log2(count / n) for count in map(text.count, set(text)))
@@ -218,12 +317,44 @@ def _random_looking(run: str) -> bool:
 
 # What precedes a run when it is a public value: an SSH fingerprint (SHA256:…), an SSH public key, a data:
 # URI's payload (an image), a PEM certificate body.
-_PUBLIC_BEFORE = re.compile(r"(?:SHA256|SHA1|SHA384|SHA512|MD5|sha256|sha1):$|(?:ssh-\w+|ecdsa-[\w-]+) $|;base64,$")
+_PUBLIC_BEFORE = re.compile(
+    r"(?:SHA256|SHA1|SHA384|SHA512|MD5|sha256|sha1|\bh1|\bzh):$|(?:ssh-\w+|ecdsa-[\w-]+) $|;base64,$"
+)
+# A JSON Web Key's public members (RSA modulus and exponent, EC coordinates); the private ones (d, p, q …)
+# stay secrets.
+_JWK_PUBLIC_MEMBER = re.compile(r'"(?:n|e|x|y|x5t|x5t#S256)"\s*:\s*"$')
+
+
+# PEM blocks that hold public material: a public key, a certificate, a certificate request or list.
+_PUBLIC_PEM = re.compile(
+    r"-----BEGIN (?:[A-Z0-9 ]*PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?|NEW CERTIFICATE REQUEST|X509 CRL"
+    r"|PKCS7)-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)",
+    re.S,
+)
+
+
+def _public_der(run: str) -> bool:
+    """Whether a base64 run is DER whose outer SEQUENCE opens with another SEQUENCE: a certificate, a
+    certificate request or a public key (SubjectPublicKeyInfo). A private key opens with its version,
+    an INTEGER."""
+    try:
+        head = binascii.a2b_base64(run[:16])
+    except binascii.Error:
+        return False
+    if len(head) < 6 or head[0] != 0x30:
+        return False
+    length_bytes = head[1] - 0x80 if head[1] > 0x80 else 0
+    return head[2 + length_bytes] == 0x30
 
 
 def _high_entropy(text: str) -> Iterator[_Match]:
+    public = [m.span() for m in _PUBLIC_PEM.finditer(text)] if "-----BEGIN" in text else []
     for m in _RUN.finditer(text):
         if _PUBLIC_BEFORE.search(text, max(0, m.start() - 24), m.start()):
+            continue
+        if _JWK_PUBLIC_MEMBER.search(text, max(0, m.start() - 16), m.start()) and '"kty"' in text:
+            continue
+        if any(start <= m.start() < end for start, end in public) or _public_der(m.group()):
             continue
         if _random_looking(m.group()):
             yield m.start(), m.end(), f"{m.group()[:4]}… ({len(m.group())} characters)"
@@ -279,7 +410,7 @@ _VENDOR = re.compile("|".join(_VENDOR_KEYS))
 def _vendor_keys(text: str) -> Iterator[_Match]:
     for m in _VENDOR.finditer(text):
         before = text[m.start() - 1] if m.start() else " "
-        if not (before.isascii() and before.isalnum()):
+        if not (before.isascii() and before.isalnum()) and not _placeholder_body(m.group()):
             token = m.group()
             cut = max((token.find(c, 0, 20) for c in "_-.:="), default=-1)
             yield m.start(), m.end(), (token[: cut + 1] if cut > 0 else token[:4]) + "…"
@@ -345,7 +476,8 @@ def _auth_headers(text: str) -> Iterator[_Match]:
 
 # Order matters: a span claimed by an earlier detector is skipped by later ones, so specific token
 # formats come first (sk-ant- before sk-) and the generic heuristics last.
-_SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]], ...] = (
+_Detectors = tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]], ...]
+_SECRET_DETECTORS: _Detectors = (
     (
         "secret.private_key",
         "a PEM private key",
@@ -416,6 +548,7 @@ _SECRET_DETECTORS: tuple[tuple[str, str, str, Callable[[str], Iterator[_Match]]]
     ("secret.command_line", "a password on a command line", _USE_PLACEHOLDER, _command_line),
     ("secret.connection_string", "a connection string with a password", _USE_PLACEHOLDER, _connection_strings),
     ("secret.password_assignment", "a credential assigned in plain text", _USE_PLACEHOLDER, _assignments),
+    ("secret.password_in_prose", "a password stated in prose", _USE_PLACEHOLDER, _prose_passwords),
     ("secret.high_entropy", "a random-looking secret", _MOVE_SECRET, _high_entropy),
 )
 
@@ -455,6 +588,22 @@ _DAN_CONTEXT = re.compile(
 )
 
 
+# The rules that know no vendor's prefix: a plain word joined onto a piece may complete their match by
+# chance, while a prefix and part of a body (sk-0000…, ghp_ab…) followed by a word is a token broken in two.
+_GENERIC_RULES = frozenset(
+    (
+        "secret.auth_header",
+        "secret.command_line",
+        "secret.connection_string",
+        "secret.password_assignment",
+        "secret.high_entropy",
+    )
+)
+
+# What a token split in pieces or hidden in an encoded run may be; a password in prose is a sentence, and
+# the pieces of one are not.
+_TOKEN_DETECTORS = tuple(detector for detector in _SECRET_DETECTORS if detector[0] != "secret.password_in_prose")
+
 _ADVICE = {rule: advice for rule, _label, advice, _detect in _SECRET_DETECTORS}
 
 # Reworded injections: a lesson is advice for a human or an agent, so "always run the tests" passes; what
@@ -475,7 +624,8 @@ _TO_THE_READER = (
     r"|dear\s+(?:ai|agent|assistant|model|llm|claude)|attention,?\s+(?:ai|agents?|assistants?|models?)"
     r"|if\s+you(?:\s+are|'re)\s+an?\s+(?:ai|llm|language\s+model|model|agent|assistant|bot)\b"
     r"|for\s+(?:any|the|all)\s+(?:ai|agents?|assistants?|models?|llms?)\s+reading"
-    r"|(?:^|[\n.!?]\s*)(?:claude|assistant|agent|ai|model|copilot|chatgpt|gpt)\s*[:,]"
+    r"|(?:^|[\n.!?]\s*)(?:(?:hey|hi|hello|ok|okay|listen|attention)\s*,?\s*)?(?:claude|assistant|agent|ai|model"
+    r"|copilot|chatgpt|gpt)\s*[:,—–]"
     r"|(?:new\s+rule|system\s+note|model\s+instruction)s?\b[^:\n]{0,30}:)"
 )
 _WEAKENS = (
@@ -486,13 +636,17 @@ _WEAKENS = (
     r"|secretly|whatever|authorized_keys|credentials|~/\.ssh|~/\.aws|id_rsa|\.env\b|(?:curl|wget)[^\n|]{0,200}\|\s*\w*sh)"
 )
 _SENSITIVE = (
-    r"(?<![<${])(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env(?![\w.])|\bcredentials\b|\bsecrets?\b"
+    r"(?<![<${])(?:~/\.ssh|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.env(?![\w-]|\.\w)|\bcredentials\b|\bsecrets?\b"
     r"|\bapi[ _-]?keys?\b"
     r"|\btokens?\b|\bprivate[ _-]keys?\b|\bssh[ _-]keys?\b|\bpasswords?\b|\benvironment\s+variables?\b|\benv\s+vars?\b"
-    r"|~/\.aws|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
+    r"|~/\.aws|~/\.kube|\bkubeconfig\b|/etc/shadow\b|\.git-credentials\b|\.pgpass\b"
+    r"|\.netrc\b|hosts\.yml|\b\w*_token\b|\baws_secret\w*)"
 )
+# Where secrets are sent when they leave; where they are kept ("into the .env file", "in the vault") is not.
 _DESTINATION = (
     r"\b(?:to|into|in|on|at|via)\s+(?:https?://|\S+@\S+\.\w+|\d+\.\d+\.\d+\.\d+|(?:an?|the|my|your|our|this)\s"
+    r"(?!(?:local\s+|new\s+|team\s+)?(?:\.env\b|vault\b|keychain\b|keyring\b|1password\b|password\s+manager"
+    r"|secrets?\s+manager|ci\s+secrets?\b))"
     r"|pastebin|gist|slack|#|/tmp|issues?\b|(?:the\s+)?(?:pr|commit)\b)"
 )
 _NOT_NEGATED = r"(?<!never\s)(?<!not\s)(?<!n't\s)(?<!avoid\s)"
@@ -526,11 +680,34 @@ _REWORDED = re.compile(
 )
 
 
-def _injection_phrase(scan: str) -> str | None:
+def _injection(readable: str, scan: str) -> str | None:
+    """The injection phrasing in a text: the phrase list, the intents, the override in other languages
+    (read in the text's own script, where Cyrillic is not folded to Latin), the override disguised, and
+    whatever a hex or base64 run hides."""
     lowered = scan.lower()
+    return (
+        _injection_phrase(scan)
+        or guard_phrasing.intent(lowered)
+        or guard_phrasing.foreign_override(readable.lower())
+        or (guard_phrasing.foreign_override(lowered) if readable != scan else None)
+        or guard_phrasing.disguised_override(lowered, _override_phrase)
+        or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
+    )
+
+
+def _override_phrase(lowered: str) -> str | None:
+    """The first of `_INJECTION`'s override phrases in lowercased text."""
     for m in _INJECTION.finditer(lowered):
         if not (m.start() and m.group()[0].isalnum() and lowered[m.start() - 1].isalnum()):
             return m.group()
+    return None
+
+
+def _injection_phrase(scan: str) -> str | None:
+    lowered = scan.lower()
+    override = _override_phrase(lowered)
+    if override:
+        return override
     found = _REWORDED.search(lowered)
     if found:
         return found.group()
@@ -545,9 +722,78 @@ def _injection_phrase(scan: str) -> str | None:
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\t\n\r\x20-\x7e]")
 
 
+# Characters that render as nothing although Unicode does not class them as format characters: the
+# combining grapheme joiner, the Hangul fillers, Khmer's inherent vowels, Mongolian's variation selectors
+# and the braille pattern with no dots (U+2800), a favourite padding that looks like a space.
+_BLANK = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u2800\u3164\uffa0")
+_JOINERS = "\u200c\u200d"
+# Scripts in which the zero-width (non-)joiner is spelling: Persian writes "کش‌ها" with a ZWNJ, Indic
+# scripts pick conjunct forms with ZWJ and ZWNJ. Read off each neighbour's Unicode name.
+_JOINING_SCRIPTS = frozenset(
+    [
+        "ARABIC",
+        "SYRIAC",
+        "NKO",
+        "MANDAIC",
+        "MONGOLIAN",
+        "DEVANAGARI",
+        "BENGALI",
+        "GURMUKHI",
+        "GUJARATI",
+        "ORIYA",
+        "TAMIL",
+        "TELUGU",
+        "KANNADA",
+        "MALAYALAM",
+        "SINHALA",
+        "KHMER",
+        "MYANMAR",
+        "TIBETAN",
+    ]
+)
+
+
 def _is_hidden(char: str) -> bool:
     # Cs: a lone surrogate renders as nothing and cannot even be written to a UTF-8 file.
-    return unicodedata.category(char) in ("Cf", "Cc", "Cs") or "\U000e0000" <= char <= "\U000e007f"
+    return (
+        unicodedata.category(char) in ("Cf", "Cc", "Cs")
+        or "\U000e0000" <= char <= "\U000e007f"
+        or char in _BLANK
+        or "\ufe00" <= char <= "\ufe0f"
+        or "\U000e0100" <= char <= "\U000e01ef"
+    )
+
+
+def _script(char: str) -> str:
+    return unicodedata.name(char, "").split(" ", 1)[0]
+
+
+def _spells(text: str, i: int) -> bool:
+    """Whether the joiner or variation selector at `i` is part of the writing rather than hidden: a
+    joiner between two letters of a script that uses it, a ZWJ inside an emoji sequence (👩🏽‍💻), a
+    variation selector after a symbol (❤️) or an ideograph."""
+    char, before = text[i], text[i - 1] if i else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    if char in _JOINERS:
+        # After a letter of such a script, before another or at the word's end (a Malayalam chillu).
+        if _script(before) in _JOINING_SCRIPTS and (_script(after) in _JOINING_SCRIPTS or not after.isalnum()):
+            return True
+        emoji_before = unicodedata.category(before) in ("So", "Sk") or before == "\ufe0f"
+        return char == "\u200d" and emoji_before and unicodedata.category(after) == "So"
+    if "\ufe00" <= char <= "\ufe0f":
+        return unicodedata.category(before)[0] == "S" or before in "0123456789#*"
+    if "\U000e0100" <= char <= "\U000e01ef":
+        return unicodedata.name(before, "").startswith("CJK UNIFIED IDEOGRAPH")
+    return False
+
+
+def _hidden_characters(text: str) -> list[tuple[int, str]]:
+    """(position, character) of each character a reader does not see."""
+    return [
+        (m.start(), m.group())
+        for m in _NOT_PRINTABLE_ASCII.finditer(text)
+        if _is_hidden(m.group()) and not _spells(text, m.start())
+    ]
 
 
 def _describe(char: str) -> str:
@@ -582,15 +828,21 @@ _SKELETON_TR39 = (
 _SKELETON = str.maketrans(_SKELETON_BY_HAND[0] + _SKELETON_TR39[0], _SKELETON_BY_HAND[1] + _SKELETON_TR39[1])
 
 
-def _skeleton(text: str, hidden: Sequence[tuple[int, str]]) -> str:
-    """What a model reads: no invisible characters, fullwidth and ligature forms folded (NFKC), and
-    look-alike letters from other scripts mapped to the Latin letter they imitate."""
+def _readable(text: str, hidden: Sequence[tuple[int, str]]) -> str:
+    """What a model reads, in its own script: no invisible characters, fullwidth and ligature forms
+    folded (NFKC)."""
     if text.isascii():
         return text
     if hidden:
         positions = {position for position, _ in hidden}
         text = "".join(char for i, char in enumerate(text) if i not in positions)
-    return unicodedata.normalize("NFKC", text).translate(_SKELETON)
+    return unicodedata.normalize("NFKC", text)
+
+
+def _skeleton(readable: str) -> str:
+    """`_readable`'s text with look-alike letters from other scripts mapped to the Latin letter they
+    imitate."""
+    return readable if readable.isascii() else readable.translate(_SKELETON)
 
 
 # Pieces of one token broken by a line break or a space ("ghp_abc\ndef…"): runs of token characters of
@@ -647,13 +899,13 @@ def _decoded(text: str) -> Iterator[str]:
             yield decoded
 
 
-def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
+def _secrets(scan: str, detectors: _Detectors = _SECRET_DETECTORS) -> list[tuple[int, str, str, str]]:
     """(position, rule, label, hint) of each secret rule's first match, in text order."""
     found: list[tuple[int, str, str, str]] = []
     # One flag per character: linear however many matches there are, unlike comparing span pairs.
     claimed = bytearray(len(scan))
     reported: set[str] = set()
-    for rule, label, _advice, detect in _SECRET_DETECTORS:
+    for rule, label, _advice, detect in detectors:
         for start, end, hint in detect(scan):
             if claimed.find(1, start, end) != -1:
                 continue
@@ -664,22 +916,30 @@ def _secrets(scan: str) -> list[tuple[int, str, str, str]]:
     return sorted(found)
 
 
+def _body_begun(joined: str, start: int, gap: int, hint: str, rule: str) -> bool:
+    """Whether the first piece holds a token-like start of a prefixed token's body (sk-0000…, ghp_a1…),
+    so that a word-like piece after the break is its tail: the bare prefix ("xoxb- tokens expire") or a
+    word after it ("sk-learn the docs") is prose."""
+    body = joined[start + len(hint) - 1 : gap]
+    return rule not in _GENERIC_RULES and _TOKEN_LIKE.match(body) is not None
+
+
 def _hidden_secret(scan: str) -> tuple[str, str] | None:
     """(label, hint) of a secret that only shows once split pieces are joined or encoded runs decoded."""
     for joined, gap, mixed, wordlike in _joined(scan):
-        for start, rule, label, hint in _secrets(joined):
+        for start, rule, label, hint in _secrets(joined, _TOKEN_DETECTORS):
             # The match must start in the first piece, so that it spans the break. Joining a CONSTANT to a
             # hex digest makes a mixed-case run, so the random-looking rule only counts when every piece
             # is mixed-case itself, as the pieces of a random token are. A word joined on only counts for
-            # a vendor's prefix ("api_key=xxx and" joined is no password).
+            # a vendor's prefix ("api_key=xxx and" joined is no password), see _body_begun.
             if (
                 start < gap
                 and (mixed or rule != "secret.high_entropy")
-                and (not wordlike or rule == "secret.vendor_key")
+                and (not wordlike or rule == "secret.vendor_key" or _body_begun(joined, start, gap, hint, rule))
             ):
                 return f"{label} split over a line break or a space", hint
     for decoded in _decoded(scan):
-        for _start, _rule, label, _hint in _secrets(decoded):
+        for _start, _rule, label, _hint in _secrets(decoded, _TOKEN_DETECTORS):
             return f"{label} hidden in a hex or base64 run", "an encoded run"
     return None
 
@@ -687,8 +947,9 @@ def _hidden_secret(scan: str) -> tuple[str, str] | None:
 def inspect(text: str, field: str = "value") -> list[GuardViolation]:
     """All content violations in `text`: at most one per rule, secrets first, then injection, then
     invisible characters. Never raises on any str."""
-    hidden = [(m.start(), m.group()) for m in _NOT_PRINTABLE_ASCII.finditer(text) if _is_hidden(m.group())]
-    scan = _skeleton(text, hidden)
+    hidden = _hidden_characters(text)
+    readable = _readable(text, hidden)
+    scan = _skeleton(readable)
     violations = [
         _content_violation(field, rule, f"looks like it contains {label} '{hint}'", _ADVICE[rule])
         for _start, rule, label, hint in _secrets(scan)
@@ -700,7 +961,7 @@ def inspect(text: str, field: str = "value") -> list[GuardViolation]:
             what = f"looks like it contains {label} ('{hint}')"
             violations.append(_content_violation(field, "secret.obfuscated", what, _MOVE_SECRET))
 
-    injection = _injection_phrase(scan) or next(filter(None, map(_injection_phrase, _decoded(scan))), None)
+    injection = _injection(readable, scan)
     if injection:
         phrase = " ".join(injection.split())[:60]
         what = f"contains prompt-injection phrasing '{phrase}'"
