@@ -478,7 +478,7 @@ def test_write_over_a_malformed_file_names_it_and_leaves_it_alone(cli: Run, home
 
 # --- 5. bad input: exit 2, one line, nothing written ---------------------------------------------------
 
-FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+FAKE_AWS_KEY = "AKIA" + "Z7Q3K9X2M4R8T6WB"  # not AWS's documented example, which the guard lets through
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 4
 PASSWORD_URL = "postgres://app:" + "s3cretpw" + "@db:5432/shop"
 

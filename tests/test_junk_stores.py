@@ -104,7 +104,16 @@ NOT_HERE = {
         [
             *(
                 f"remote {c}"
-                for c in ("status", "trust", "untrust", "login", "logout", "delete-my-data", "restore-my-data")
+                for c in (
+                    "status",
+                    "trust",
+                    "untrust",
+                    "login",
+                    "logout",
+                    "delete-my-data",
+                    "restore-my-data",
+                    "delete-my-account",
+                )
             ),
             *(f"org {c}" for c in ("create", "list", "show", "invite", "join", "role", "remove", "share", "unshare")),
             *(f"org {c}" for c in ("rename", "delete")),

@@ -24,7 +24,7 @@ from hivelore.remote.client import Client, Endpoint, QuotaReached, RateLimited, 
 from hivelore.remote.credentials import resolve
 from hivelore.remote.replica import BATCH_PATH, Replica, batches
 
-SECRET = "the deploy user's key is AKIAIOSFODNN7EXAMPLE"
+SECRET = "the deploy user's key is AKIAZ7Q3K9X2M4R8T6WB"
 
 # A server as it was before the batch route: the same app without it.
 OLDER_SERVER = """

@@ -19,7 +19,7 @@ from hivelore.server.routes.memories import MAX_BATCH
 
 REPO = "repo::acme/checkout"
 LESSON = "pnpm test fails with ECONNREFUSED 5432 until the db is up: run docker compose up -d db first"
-SECRET = "the key is AKIAIOSFODNN7EXAMPLE for the deploy user"
+SECRET = "the key is AKIAZ7Q3K9X2M4R8T6WB for the deploy user"
 
 
 def item(scope: str, key: str, value: str = LESSON, idempotency_key: str | None = None, **more: object) -> dict:

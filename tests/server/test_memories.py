@@ -139,7 +139,7 @@ def test_token_kinds_and_scope_allow_lists_hold(
 
 def test_the_guard_and_the_rules_run_on_the_server(api: httpx.Client, make_user: Callable[..., Account]) -> None:
     who = make_user()
-    secret = write(api, who, "project::shop", "aws", "the key is AKIAIOSFODNN7EXAMPLE for the deploy user")
+    secret = write(api, who, "project::shop", "aws", "the key is AKIAZ7Q3K9X2M4R8T6WB for the deploy user")
     assert secret.status_code == 400 and "secret" in error_of(secret).lower()
     in_scope = write(api, who, "project::ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "k")
     assert in_scope.status_code == 400
