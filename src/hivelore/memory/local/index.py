@@ -595,18 +595,21 @@ class Index:
     ) -> list[tuple[Row, float]]:
         """The first `limit` visible rows in `scopes` among these (row id, relevance) pairs, in their
         order. Their ids are filtered first and only those kept are read whole: reading every
-        shortlisted row's document cost four times as much (at 60,000 memories, 1.6 ms a search)."""
+        shortlisted row's document cost four times as much (at 60,000 memories, 1.6 ms a search).
+        The ids go in as one JSON array, not a parameter each: binding 400 named parameters cost
+        more than the lookups."""
         if not scored:
             return []
         where, params = self._where(vaults, scopes, visible=True, indexed=False)
-        params.update({f"i{n}": row_id for n, (row_id, _) in enumerate(scored)})
-        ids = ", ".join(f":i{n}" for n in range(len(scored)))
-        sql = f"SELECT m.id FROM memories m WHERE m.id IN ({ids}) AND {where}"
+        params["ids"] = json.dumps([row_id for row_id, _ in scored])
+        sql = f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {where}"
         inside = {row_id for (row_id,) in self.conn.execute(sql, params)}
         chosen = [(row_id, relevance) for row_id, relevance in scored if row_id in inside][:limit]
-        wanted = ", ".join("?" * len(chosen))
-        sql = f"SELECT m.id, {_COLUMNS} FROM memories m WHERE m.id IN ({wanted})"
-        rows = {record[0]: _row(record[1:]) for record in self.conn.execute(sql, [row_id for row_id, _ in chosen])}
+        sql = f"SELECT m.id, {_COLUMNS} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?))"
+        rows = {
+            record[0]: _row(record[1:])
+            for record in self.conn.execute(sql, (json.dumps([row_id for row_id, _ in chosen]),))
+        }
         # A row gone between the two statements (its file removed by another process) is left out.
         return [(rows[row_id], relevance) for row_id, relevance in chosen if row_id in rows]
 
