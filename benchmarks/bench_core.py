@@ -18,7 +18,8 @@ most common words (read from the index's vocabulary after the rebuild, stop word
 and three at a time, and a pasted prompt, each as the plain command with no hook server
 (HIVELORE_HOOK_SERVER=off) and with the warm hook server up. With `--baseline SRC` every search and
 `context` row also runs with PYTHONPATH=SRC (another checkout's `src`, compiled first), interleaved
-with this code's runs: a before/after in one run. `--searches-only` leaves out the writes, hooks,
+with this code's runs, over a copy of the store indexed by that code (untimed): a before/after in one
+run. `--searches-only` leaves out the writes, hooks,
 imports and rebuilds.
 
 Before the rounds, the store is exported (`hivelore export --include-hidden`, untimed) and that
@@ -290,6 +291,8 @@ class Bench:
                 self.notes.append(f"setup rebuild said: {proc.stdout.strip()}")
             if not self.searches_only:
                 self.imports(tmp)
+            if self.baseline:
+                self.baseline_home(tmp)
             words = common_words(self.home / "index.db", 3)
             self.queries = [ISSUE_QUERY, *(" ".join(words[:n]) for n in range(1, len(words) + 1)), PASTED]
             self.notes.append(f"the store's most common words, stop words left out: {', '.join(words)}")
@@ -346,9 +349,17 @@ class Bench:
             if self.baseline:
                 self.untimed([self.hivelore, "search", query], self.before_env)
 
+    def baseline_home(self, tmp: Path) -> None:
+        """The same files in a home of the baseline's own, indexed by the baseline (untimed): an index
+        is of one schema, and either code would set aside or upgrade the other's."""
+        self.before_home = tmp / "home-baseline"
+        shutil.copytree(self.home, self.before_home, ignore=shutil.ignore_patterns("index.db*", "run", "logs"))
+        self.log("index rebuild of the baseline's copy (untimed)…")
+        self.untimed([self.hivelore, "index", "rebuild"], self.before_env)
+
     @property
     def before_env(self) -> dict[str, str]:
-        return {**self.env, "PYTHONPATH": str(self.baseline)}
+        return {**self.env, "PYTHONPATH": str(self.baseline), "HIVELORE_HOME": str(self.before_home)}
 
     def start_hook_server(self) -> None:
         """An untimed hook event: answered in its own process, it starts the hook server, which the
@@ -401,7 +412,7 @@ class Bench:
             self.timed(label, argv)
             self.timed(variant(label, PLAIN), argv, env=plain)
             if self.baseline:
-                self.timed(variant(label, PLAIN, BEFORE), argv, env={**plain, "PYTHONPATH": str(self.baseline)})
+                self.timed(variant(label, PLAIN, BEFORE), argv, env={**self.before_env, "HIVELORE_HOOK_SERVER": "off"})
 
     def hooks(self, round_no: int) -> None:
         """The three hooks an agent runs most, each in a new session (so session start has something

@@ -16,6 +16,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -244,13 +245,12 @@ def _texts(memory: Memory) -> tuple[str, str, str]:
 def _add_terms(conn: sqlite3.Connection, rows: Iterable[Sequence[str]], sign: int) -> None:
     """Count the terms of these rows' full-text columns into `term_rows`: added (`sign` 1) or
     removed (-1). Terms no row holds any more are dropped."""
-    counted: dict[str, int] = {}
+    counted: Counter[str] = Counter()
     for columns in rows:
-        for term in terms_of(columns):
-            counted[term] = counted.get(term, 0) + sign
+        counted.update(terms_of(columns))
     conn.executemany(
         "INSERT INTO term_rows VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET rows = rows + excluded.rows",
-        sorted(counted.items()),
+        sorted((term, sign * n) for term, n in counted.items()),
     )
     if sign < 0 and counted:
         conn.execute("DELETE FROM term_rows WHERE rows <= 0")
