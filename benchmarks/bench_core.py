@@ -27,7 +27,9 @@ JSONL file is imported into a fresh HIVELORE_HOME (`hivelore import FILE`, every
 guard), then imported again (every record unchanged); one run each from 20,000 memories up.
 
 and prints, per size and command, the median and the minimum wall time and the median as a
-multiple of the bare Python median, with PASS/MISS for the targets at 60,000 memories.
+multiple of the bare Python median, the median CPU time (user + system) of the process and that as a
+multiple of bare Python's (on a shared machine the wall time is mostly others' load; the CPU time
+much less), with PASS/MISS for the targets at 60,000 memories (judged on the wall time).
 
     python benchmarks/bench_core.py                       # 600, 6,000 and 60,000 memories, 7 runs
     python benchmarks/bench_core.py --sizes 200 --runs 3  # the CI smoke run, a few seconds
@@ -45,6 +47,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -114,6 +117,7 @@ class Series:
     """The timings of one command at one size, or why it stopped."""
 
     samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # seconds of CPU (user + system) of each run's process
     failure: str | None = None
     over_budget: bool = False  # stopped early: its samples used up --budget seconds
 
@@ -180,6 +184,7 @@ class Bench:
         self.series: dict[str, Series] = {}
         self.notes: list[str] = []
         self.counter = 0
+        self.last_cpu = 0.0
 
     def log(self, message: str) -> None:
         print(f"[{self.size:,}] {message}", file=sys.stderr, flush=True)
@@ -189,7 +194,9 @@ class Bench:
     def run(
         self, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
     ) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
-        """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input."""
+        """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input;
+        its CPU seconds in `self.last_cpu`."""
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -207,6 +214,8 @@ class Bench:
             failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
             return time.perf_counter() - started, None, failure
         seconds = time.perf_counter() - started
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.last_cpu = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
         if proc.returncode != 0:
             return (
                 seconds,
@@ -236,6 +245,7 @@ class Bench:
             self.log(f"FAILED: {label}")
             return None
         series.samples.append(seconds)
+        series.cpu.append(self.last_cpu)
         return proc
 
     def untimed(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str] | None:
@@ -512,21 +522,23 @@ def _target(size: int, label: str, median: float, bare: float | None) -> str:
 
 
 def table(results: list[SizeResult]) -> str:
-    header = ("size", "command", "runs", "median ms", "min ms", "× bare", "target")
+    header = ("size", "command", "runs", "median ms", "min ms", "× bare", "cpu ms", "cpu × bare", "target")
     rows: list[tuple[str, ...]] = []
     for result in results:
         bare_series = result.series.get(BARE)
         bare = statistics.median(bare_series.samples) if bare_series and bare_series.samples else None
+        bare_cpu = statistics.median(bare_series.cpu) if bare_series and bare_series.cpu else None
         others = [label for label in result.series if label not in ROW_ORDER]
         for label in (*ROW_ORDER, *others):
             series = result.series.get(label)
             if series is None:
                 continue
             if not series.samples:
-                rows.append((f"{result.size:,}", label, "0", "FAILED", "-", "-", "-"))
+                rows.append((f"{result.size:,}", label, "0", "FAILED", "-", "-", "-", "-", "-"))
                 continue
             median, low = statistics.median(series.samples), min(series.samples)
             ratio = f"{median / bare:.1f}×" if bare else "-"
+            cpu = statistics.median(series.cpu)
             failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
             rows.append(
                 (
@@ -536,11 +548,13 @@ def table(results: list[SizeResult]) -> str:
                     f"{median * 1000:,.0f}",
                     f"{low * 1000:,.0f}",
                     ratio,
+                    f"{cpu * 1000:,.0f}",
+                    f"{cpu / bare_cpu:.1f}×" if bare_cpu else "-",
                     _target(result.size, label, median, bare),
                 )
             )
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    right = {0, 2, 3, 4, 5}
+    right = {0, 2, 3, 4, 5, 6, 7}
 
     def line(cells: tuple[str, ...]) -> str:
         cells_widths = enumerate(zip(cells, widths, strict=True))
@@ -648,7 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"whole-process wall time; median and min of the runs, interleaved per round; "
-        f"× bare = median / median of `python -c pass`; seed {args.seed}; "
+        f"× bare = median / median of `python -c pass`; cpu = user + system of the process, median; "
+        f"seed {args.seed}; "
         f"a command stops getting runs after {args.budget:g} s of samples (runs marked 'budget')"
     )
     print()
