@@ -18,7 +18,8 @@ most common words (read from the index's vocabulary after the rebuild, stop word
 and three at a time, and a pasted prompt, each as the plain command with no hook server
 (HIVELORE_HOOK_SERVER=off) and with the warm hook server up. With `--baseline SRC` every search and
 `context` row also runs with PYTHONPATH=SRC (another checkout's `src`, compiled first), interleaved
-with this code's runs: a before/after in one run. `--searches-only` leaves out the writes, hooks,
+with this code's runs, over a copy of the store indexed by that code (untimed): a before/after in one
+run. `--searches-only` leaves out the writes, hooks,
 imports and rebuilds.
 
 Before the rounds, the store is exported (`hivelore export --include-hidden`, untimed) and that
@@ -26,7 +27,9 @@ JSONL file is imported into a fresh HIVELORE_HOME (`hivelore import FILE`, every
 guard), then imported again (every record unchanged); one run each from 20,000 memories up.
 
 and prints, per size and command, the median and the minimum wall time and the median as a
-multiple of the bare Python median, with PASS/MISS for the targets at 60,000 memories.
+multiple of the bare Python median, the median CPU time (user + system) of the process and that as a
+multiple of bare Python's (on a shared machine the wall time is mostly others' load; the CPU time
+much less), with PASS/MISS for the targets at 60,000 memories (judged on the wall time).
 
     python benchmarks/bench_core.py                       # 600, 6,000 and 60,000 memories, 7 runs
     python benchmarks/bench_core.py --sizes 200 --runs 3  # the CI smoke run, a few seconds
@@ -44,6 +47,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -113,6 +117,7 @@ class Series:
     """The timings of one command at one size, or why it stopped."""
 
     samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # seconds of CPU (user + system) of each run's process
     failure: str | None = None
     over_budget: bool = False  # stopped early: its samples used up --budget seconds
 
@@ -179,6 +184,7 @@ class Bench:
         self.series: dict[str, Series] = {}
         self.notes: list[str] = []
         self.counter = 0
+        self.last_cpu = 0.0
 
     def log(self, message: str) -> None:
         print(f"[{self.size:,}] {message}", file=sys.stderr, flush=True)
@@ -188,7 +194,9 @@ class Bench:
     def run(
         self, argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
     ) -> tuple[float, subprocess.CompletedProcess[str] | None, str | None]:
-        """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input."""
+        """(seconds, process, failure text) of one whole process, `stdin` (or nothing) on its input;
+        its CPU seconds in `self.last_cpu`."""
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -206,6 +214,8 @@ class Bench:
             failure = f"`{_shell(argv)}` did not finish in {self.timeout:.0f} s"
             return time.perf_counter() - started, None, failure
         seconds = time.perf_counter() - started
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.last_cpu = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
         if proc.returncode != 0:
             return (
                 seconds,
@@ -235,6 +245,7 @@ class Bench:
             self.log(f"FAILED: {label}")
             return None
         series.samples.append(seconds)
+        series.cpu.append(self.last_cpu)
         return proc
 
     def untimed(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str] | None:
@@ -290,6 +301,8 @@ class Bench:
                 self.notes.append(f"setup rebuild said: {proc.stdout.strip()}")
             if not self.searches_only:
                 self.imports(tmp)
+            if self.baseline:
+                self.baseline_home(tmp)
             words = common_words(self.home / "index.db", 3)
             self.queries = [ISSUE_QUERY, *(" ".join(words[:n]) for n in range(1, len(words) + 1)), PASTED]
             self.notes.append(f"the store's most common words, stop words left out: {', '.join(words)}")
@@ -346,9 +359,17 @@ class Bench:
             if self.baseline:
                 self.untimed([self.hivelore, "search", query], self.before_env)
 
+    def baseline_home(self, tmp: Path) -> None:
+        """The same files in a home of the baseline's own, indexed by the baseline (untimed): an index
+        is of one schema, and either code would set aside or upgrade the other's."""
+        self.before_home = tmp / "home-baseline"
+        shutil.copytree(self.home, self.before_home, ignore=shutil.ignore_patterns("index.db*", "run", "logs"))
+        self.log("index rebuild of the baseline's copy (untimed)…")
+        self.untimed([self.hivelore, "index", "rebuild"], self.before_env)
+
     @property
     def before_env(self) -> dict[str, str]:
-        return {**self.env, "PYTHONPATH": str(self.baseline)}
+        return {**self.env, "PYTHONPATH": str(self.baseline), "HIVELORE_HOME": str(self.before_home)}
 
     def start_hook_server(self) -> None:
         """An untimed hook event: answered in its own process, it starts the hook server, which the
@@ -401,7 +422,7 @@ class Bench:
             self.timed(label, argv)
             self.timed(variant(label, PLAIN), argv, env=plain)
             if self.baseline:
-                self.timed(variant(label, PLAIN, BEFORE), argv, env={**plain, "PYTHONPATH": str(self.baseline)})
+                self.timed(variant(label, PLAIN, BEFORE), argv, env={**self.before_env, "HIVELORE_HOOK_SERVER": "off"})
 
     def hooks(self, round_no: int) -> None:
         """The three hooks an agent runs most, each in a new session (so session start has something
@@ -501,21 +522,23 @@ def _target(size: int, label: str, median: float, bare: float | None) -> str:
 
 
 def table(results: list[SizeResult]) -> str:
-    header = ("size", "command", "runs", "median ms", "min ms", "× bare", "target")
+    header = ("size", "command", "runs", "median ms", "min ms", "× bare", "cpu ms", "cpu × bare", "target")
     rows: list[tuple[str, ...]] = []
     for result in results:
         bare_series = result.series.get(BARE)
         bare = statistics.median(bare_series.samples) if bare_series and bare_series.samples else None
+        bare_cpu = statistics.median(bare_series.cpu) if bare_series and bare_series.cpu else None
         others = [label for label in result.series if label not in ROW_ORDER]
         for label in (*ROW_ORDER, *others):
             series = result.series.get(label)
             if series is None:
                 continue
             if not series.samples:
-                rows.append((f"{result.size:,}", label, "0", "FAILED", "-", "-", "-"))
+                rows.append((f"{result.size:,}", label, "0", "FAILED", "-", "-", "-", "-", "-"))
                 continue
             median, low = statistics.median(series.samples), min(series.samples)
             ratio = f"{median / bare:.1f}×" if bare else "-"
+            cpu = statistics.median(series.cpu)
             failed = " (then FAILED)" if series.failure else " (budget)" if series.over_budget else ""
             rows.append(
                 (
@@ -525,11 +548,13 @@ def table(results: list[SizeResult]) -> str:
                     f"{median * 1000:,.0f}",
                     f"{low * 1000:,.0f}",
                     ratio,
+                    f"{cpu * 1000:,.0f}",
+                    f"{cpu / bare_cpu:.1f}×" if bare_cpu else "-",
                     _target(result.size, label, median, bare),
                 )
             )
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    right = {0, 2, 3, 4, 5}
+    right = {0, 2, 3, 4, 5, 6, 7}
 
     def line(cells: tuple[str, ...]) -> str:
         cells_widths = enumerate(zip(cells, widths, strict=True))
@@ -637,7 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"whole-process wall time; median and min of the runs, interleaved per round; "
-        f"× bare = median / median of `python -c pass`; seed {args.seed}; "
+        f"× bare = median / median of `python -c pass`; cpu = user + system of the process, median; "
+        f"seed {args.seed}; "
         f"a command stops getting runs after {args.budget:g} s of samples (runs marked 'budget')"
     )
     print()

@@ -853,13 +853,15 @@ def test_a_damaged_index_is_reported_in_one_line_and_rebuild_repairs_it(cli: Run
 @pytest.mark.parametrize("argv", [["context"], ["search", "ECONNREFUSED"]])
 def test_the_fast_commands_import_no_heavy_library(home: Path, repo: Path, argv: list[str]) -> None:
     """`context` and `search` run on every agent session: they must not pay for typer, rich, yaml, pydantic
-    or mcp (see benchmarks/README.md), nor compile the guard's patterns."""
+    or mcp (see benchmarks/README.md), nor compile the guard's patterns, nor import what only a write,
+    an import or the thesaurus (off) needs: the private-span patterns, the import records, the vault lock."""
     probe = (
         "import sys\n"
         f"sys.argv = ['hivelore', *{argv!r}]\n"
         "from hivelore.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = {'typer', 'click', 'rich', 'yaml', 'pydantic', 'mcp', 'httpx', 'hivelore.memory.guard'}\n"
+        "heavy = {'typer', 'click', 'rich', 'yaml', 'pydantic', 'mcp', 'httpx', 'hivelore.memory.guard',"
+        " 'hivelore.privacy', 'hivelore.memory.transfer', 'hivelore.memory.thesaurus', 'hivelore.folderlock'}\n"
         "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy), file=sys.stderr)\n"
     )
     env = {**os.environ, "HIVELORE_HOME": str(home)}

@@ -18,7 +18,7 @@ from hivelore import errors
 from hivelore.config import Off, Settings, load_settings
 from hivelore.confined import LinkRefused
 from hivelore.home import private_home
-from hivelore.memory import citations, fusion, recall, thesaurus
+from hivelore.memory import citations, fusion, recall
 from hivelore.memory.local.index import RebuildStats, rebuild
 from hivelore.memory.local.tier import VaultTier, open_local
 from hivelore.memory.local.vault import Swept, Vault
@@ -35,16 +35,15 @@ from hivelore.memory.model import (
     validate_ttl_days,
 )
 from hivelore.memory.scope import Chain, Level, Scope, chain_for, parse
-from hivelore.memory.thesaurus import Thesaurus
 from hivelore.memory.tier import Candidate, Tier, Wanted, listing_order
-from hivelore.memory.transfer import ImportRecord, ImportReport
-from hivelore.privacy import strip_private
 from hivelore.records import record
 from hivelore.sqlitedb import Pool  # the type of `Hivelore.open`'s pool, for the surfaces that keep one
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
     from hivelore.memory.citations import Code
+    from hivelore.memory.thesaurus import Thesaurus
+    from hivelore.memory.transfer import ImportRecord, ImportReport
     from hivelore.memory.vectors import Semantic
     from hivelore.profile.store import Profile
     from hivelore.remote.tier import RemoteTier
@@ -368,6 +367,8 @@ class MemoryService:
 
     def _public(self, value: str) -> str:
         """The value without its private spans and lines: the one place a memory's text loses them."""
+        from hivelore.privacy import strip_private  # a write's: searches and the context block never need it
+
         public = strip_private(value, self.private_prefix)
         if value.strip() and not public.strip():
             raise ValueError(
@@ -571,7 +572,9 @@ class MemoryService:
         if not expansions:
             return pairs
         extra = [p for tier in self.tiers for p in _scaled(tier.match(scopes, [w for w, _ in expansions], limit))]
-        return thesaurus.widened(pairs, extra, max(weight for _, weight in expansions))
+        from hivelore.memory.thesaurus import widened
+
+        return widened(pairs, extra, max(weight for _, weight in expansions))
 
     def thesaurus(self) -> Thesaurus | None:
         """The thesaurus mined from this store (thesaurus.py), or None where none was mined."""
@@ -770,6 +773,8 @@ class MemoryService:
         running it again finishes it. Re-importing is idempotent: a memory whose value, kind and
         tags already match is unchanged.
         """
+        from hivelore.memory.transfer import ImportReport
+
         report = ImportReport(written=[], unchanged=[], rejected=list(unreadable))
         memories: list[tuple[Memory, str]] = []
         for entry in records:
@@ -1063,7 +1068,9 @@ class Hivelore(MemoryService):
     def thesaurus(self) -> Thesaurus | None:
         if not self._thesaurus_opened:
             self._thesaurus_opened = True
-            self._thesaurus = Thesaurus.open(self.index_path.with_name(thesaurus.THESAURUS_FILE))
+            from hivelore.memory.thesaurus import THESAURUS_FILE, Thesaurus  # a search's, only with `expand`
+
+            self._thesaurus = Thesaurus.open(self.index_path.with_name(THESAURUS_FILE))
         return self._thesaurus
 
     def sweep(self) -> Swept:

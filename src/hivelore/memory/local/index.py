@@ -16,6 +16,7 @@ import json
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from hivelore import sqlitedb
 from hivelore.confined import LinkRefused
 from hivelore.errors import Busy, Unavailable
 from hivelore.home import private_file, private_folder
+from hivelore.memory.local.terms import term_for, terms_of
 from hivelore.memory.local.vault import UNREADABLE, Listing, Stamp, Swept, Vault
 from hivelore.memory.model import Memory, epoch_from_iso
 from hivelore.memory.scope import Scope
@@ -33,13 +35,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see reco
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
+UPGRADABLE = "7"  # an index of this schema gains the term counts in place when opened (`_upgrade`)
 BUSY_TIMEOUT = 30.0  # seconds to wait for another process's lock on the index
 # Folders with at most this many memories are re-scanned on every read: an in-place edit (which
 # leaves the folder's mtime alone) is then noticed even before it is returned.
 SMALL_FOLDER = 256
 
-_SCHEMA = """
+_TERM_ROWS = "CREATE TABLE IF NOT EXISTS term_rows (term TEXT PRIMARY KEY, rows INTEGER NOT NULL) WITHOUT ROWID"
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memories (
     id INTEGER PRIMARY KEY,
@@ -96,6 +100,10 @@ END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     key, value, tags, tokenize = "unicode61 remove_diacritics 2", prefix = '3 4'
 );
+-- Per term (memory/local/terms.py), how many rows hold it: BM25's document frequencies, kept by
+-- the writes (`Index._count_terms`), so that choosing a long query's rarest words reads a row a word
+-- instead of a doclist a word ("the" is in most memories).
+{_TERM_ROWS};
 CREATE TABLE IF NOT EXISTS folders (
     root TEXT NOT NULL, folder TEXT NOT NULL, mtime_ns INTEGER NOT NULL, files INTEGER NOT NULL,
     PRIMARY KEY (root, folder)
@@ -226,6 +234,28 @@ def indexed_text(memory: Memory) -> str:
     return f"{memory.value}\n{memory.when}" if memory.when else memory.value
 
 
+_OLD_TEXTS = "SELECT key, value, tags FROM memories_fts"  # a row's indexed texts, as its terms are counted
+
+
+def _texts(memory: Memory) -> tuple[str, str, str]:
+    """What the full-text index's columns (key, value, tags) hold of a memory."""
+    return memory.key.replace("-", " ").replace("_", " "), indexed_text(memory), " ".join(memory.tags)
+
+
+def _add_terms(conn: sqlite3.Connection, rows: Iterable[Sequence[str]], sign: int) -> None:
+    """Count the terms of these rows' full-text columns into `term_rows`: added (`sign` 1) or
+    removed (-1). Terms no row holds any more are dropped."""
+    counted: Counter[str] = Counter()
+    for columns in rows:
+        counted.update(terms_of(columns))
+    conn.executemany(
+        "INSERT INTO term_rows VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET rows = rows + excluded.rows",
+        sorted((term, sign * n) for term, n in counted.items()),
+    )
+    if sign < 0 and counted:
+        conn.execute("DELETE FROM term_rows WHERE rows <= 0")
+
+
 def fts_query(words: Sequence[str], every_word: bool) -> str:
     """An FTS5 query for `words`: all of them, or any of them (prefix match for words of 4+ letters)."""
     terms = [f'"{word}"*' if len(word) >= 4 else f'"{word}"' for word in words]
@@ -262,6 +292,8 @@ class Index:
                 conn.executescript(_SCHEMA)
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', 0)")
+            elif version == UPGRADABLE:
+                cls._upgrade(conn)
             elif version != SCHEMA_VERSION:
                 conn.close()
                 raise IndexUnavailable(f"the index {path} has schema {version}, this hivelore needs {SCHEMA_VERSION}")
@@ -275,6 +307,20 @@ class Index:
         if pool is not None:
             pool.track(str(path), conn)
         return cls(conn, path, pool)
+
+    @staticmethod
+    def _upgrade(conn: sqlite3.Connection) -> None:
+        """An index of the previous schema, which lacked the term counts: they are counted from the
+        full-text table's own copy of every row, once (at 60,000 memories, a few seconds)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_TERM_ROWS)
+            _add_terms(conn, conn.execute("SELECT key, value, tags FROM memories_fts"), 1)
+            conn.execute("UPDATE meta SET value = ? WHERE name = 'schema'", (SCHEMA_VERSION,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     @classmethod
     def _usable(cls, conn: sqlite3.Connection) -> bool:
@@ -327,6 +373,8 @@ class Index:
         with self.transaction():
             if replace:
                 keys = [(root, relpath) for relpath in relpaths]
+                old = f"{_OLD_TEXTS} WHERE rowid IN (SELECT id FROM memories WHERE root=? AND relpath=?)"
+                _add_terms(self.conn, (texts for key in keys for texts in self.conn.execute(old, key).fetchall()), -1)
                 self.conn.executemany(
                     "DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE root=? AND relpath=?)", keys
                 )
@@ -343,22 +391,18 @@ class Index:
                     for n, (relpath, (_, memory, stamp)) in enumerate(zip(relpaths, items, strict=True))
                 ),
             )
+            texts = [_texts(memory) for _, memory, _ in items]
             self.conn.executemany(
                 "INSERT INTO memories_fts (rowid, key, value, tags) VALUES (?, ?, ?, ?)",
-                (
-                    (
-                        first + n,
-                        memory.key.replace("-", " ").replace("_", " "),
-                        indexed_text(memory),
-                        " ".join(memory.tags),
-                    )
-                    for n, (_, memory, _) in enumerate(items)
-                ),
+                ((first + n, *columns) for n, columns in enumerate(texts)),
             )
+            _add_terms(self.conn, texts, 1)
 
     def _delete_rows(self, root: str, relpath: str) -> None:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM memories WHERE root=? AND relpath=?", (root, relpath))]
         for row_id in ids:
+            old = self.conn.execute(f"{_OLD_TEXTS} WHERE rowid = ?", (row_id,)).fetchall()
+            _add_terms(self.conn, old, -1)
             self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row_id,))
         self.conn.execute("DELETE FROM memories WHERE root=? AND relpath=?", (root, relpath))
 
@@ -558,17 +602,20 @@ class Index:
         return [_row(r) for r in self.conn.execute(sql, params)]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
-        """How many memories hold each word (as `fts_query` matches it: a prefix from 4
-        letters on, else the exact term), read from FTS5's own vocabulary, not by matching."""
-        # A temp-schema view of the index's vocabulary: per connection, nothing written to the file.
-        self.conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab USING fts5vocab(main, memories_fts, row)"
-        )
+        """How many rows hold each word as `fts_query` matches it (a prefix from 4 letters on, else
+        the exact token), each row once, as FTS5's bm25 counts them: read from the counts the writes
+        keep (`term_rows`), or, for a word that has no term there (memory/local/terms.py), by matching."""
         counts = {}
         for word in words:
-            upper = word + ("\U0010ffff" if len(word) >= 4 else "\x00")
-            sql = "SELECT coalesce(sum(doc), 0) FROM temp.memories_vocab WHERE term >= ? AND term < ?"
-            counts[word] = int(self.conn.execute(sql, (word, upper)).fetchone()[0])
+            term = term_for(word)
+            if term == "":
+                counts[word] = 0
+            elif term is None:
+                sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+                counts[word] = int(self.conn.execute(sql, (fts_query([word], every_word=True),)).fetchone()[0])
+            else:
+                held = self.conn.execute("SELECT rows FROM term_rows WHERE term = ?", (term,)).fetchone()
+                counts[word] = int(held[0]) if held else 0
         return counts
 
     def match(self, vaults: Sequence[Vault], scopes: Sequence[str], query: str, limit: int) -> list[tuple[Row, float]]:
@@ -595,18 +642,21 @@ class Index:
     ) -> list[tuple[Row, float]]:
         """The first `limit` visible rows in `scopes` among these (row id, relevance) pairs, in their
         order. Their ids are filtered first and only those kept are read whole: reading every
-        shortlisted row's document cost four times as much (at 60,000 memories, 1.6 ms a search)."""
+        shortlisted row's document cost four times as much (at 60,000 memories, 1.6 ms a search).
+        The ids go in as one JSON array, not a parameter each: binding 400 named parameters cost
+        more than the lookups."""
         if not scored:
             return []
         where, params = self._where(vaults, scopes, visible=True, indexed=False)
-        params.update({f"i{n}": row_id for n, (row_id, _) in enumerate(scored)})
-        ids = ", ".join(f":i{n}" for n in range(len(scored)))
-        sql = f"SELECT m.id FROM memories m WHERE m.id IN ({ids}) AND {where}"
+        params["ids"] = json.dumps([row_id for row_id, _ in scored])
+        sql = f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(:ids)) AND {where}"
         inside = {row_id for (row_id,) in self.conn.execute(sql, params)}
         chosen = [(row_id, relevance) for row_id, relevance in scored if row_id in inside][:limit]
-        wanted = ", ".join("?" * len(chosen))
-        sql = f"SELECT m.id, {_COLUMNS} FROM memories m WHERE m.id IN ({wanted})"
-        rows = {record[0]: _row(record[1:]) for record in self.conn.execute(sql, [row_id for row_id, _ in chosen])}
+        sql = f"SELECT m.id, {_COLUMNS} FROM memories m WHERE m.id IN (SELECT value FROM json_each(?))"
+        rows = {
+            record[0]: _row(record[1:])
+            for record in self.conn.execute(sql, (json.dumps([row_id for row_id, _ in chosen]),))
+        }
         # A row gone between the two statements (its file removed by another process) is left out.
         return [(rows[row_id], relevance) for row_id, relevance in chosen if row_id in rows]
 
@@ -767,6 +817,12 @@ class Index:
     def clear(self, vault: Vault) -> None:
         root = str(vault.root)
         with self.transaction():
+            others = self.conn.execute("SELECT 1 FROM memories WHERE root <> ? LIMIT 1", (root,)).fetchone()
+            if others:
+                old = f"{_OLD_TEXTS} WHERE rowid IN (SELECT id FROM memories WHERE root = ?)"
+                _add_terms(self.conn, self.conn.execute(old, (root,)).fetchall(), -1)
+            else:  # the vault holds every row (most indexes): no need to count what its rows held
+                self.conn.execute("DELETE FROM term_rows")
             self.conn.execute(
                 "DELETE FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE root = ?)", (root,)
             )

@@ -329,10 +329,14 @@ class LocalTier(VaultTier):
         nothing, and a word most memories hold adds next to nothing, while every memory that holds it must
         be ranked (a prompt's "tests" or "fail" in a large store: tens of milliseconds each)."""
         self._refresh(scopes)
-        pairs = self.index.match(self.vaults, scopes, fts_query(words, every_word=True), limit)
+        # Read from the counts the writes keep: a word no memory holds leaves the every-word search
+        # nothing to find, and a long query's rarest words are known without a look at the text index.
+        counts = self.index.document_counts(words) if len(words) > 1 else {}
+        every_word = fts_query(words, every_word=True)
+        pairs = self.index.match(self.vaults, scopes, every_word, limit) if all(counts.values()) else []
         if len(pairs) < limit and len(words) > 1:
             seen = {(r.origin, r.place) for r, _ in pairs}
-            any_of = rarest(self.index, words)
+            any_of = rarest(counts, words)
             query = fts_query(any_of, every_word=False)
             more = self.index.match(self.vaults, scopes, query, limit) if any_of else []
             pairs += [(r, s) for r, s in more if (r.origin, r.place) not in seen][: limit - len(pairs)]
@@ -429,12 +433,12 @@ class LocalTier(VaultTier):
         return status
 
 
-def rarest(index: Index, words: Sequence[str]) -> list[str]:
+def rarest(counts: dict[str, int], words: Sequence[str]) -> list[str]:
     """The words an any-word search looks for: all of them when they are few, else the OR_WORDS
-    held by the fewest memories (a word no memory holds finds nothing), in their order."""
+    held by the fewest memories (`counts`, from `Index.document_counts`; a word no memory holds finds
+    nothing), in their order."""
     if len(words) <= OR_WORDS:
         return list(words)
-    counts = index.document_counts(words)
     chosen = set(sorted((w for w in words if counts[w]), key=counts.__getitem__)[:OR_WORDS])
     return [w for w in words if w in chosen]
 

@@ -16,12 +16,15 @@ from pathlib import Path
 
 from hivelore import atomicfile, confined
 from hivelore.atomicfile import Stamp, check_unchanged
-from hivelore.folderlock import FolderLock
 from hivelore.home import FILE_MODE, FOLDER_MODE
 from hivelore.memory.local.frontmatter import FrontmatterError, parse, render
 from hivelore.memory.model import Memory, iso_from_epoch
 from hivelore.memory.scope import Scope, try_parse
 from hivelore.records import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
+if TYPE_CHECKING:
+    from hivelore.folderlock import FolderLock
 
 SCOPE_ROOTS = ("global", "project", "repo", "branch")
 # What `Vault.load` raises for a file that cannot be used as a memory: catch these to skip it.
@@ -123,6 +126,8 @@ class Vault:
 
     def lock(self) -> FolderLock:
         """Exclusive per-vault lock, held across read-modify-write of any memory file."""
+        from hivelore.folderlock import FolderLock  # a write's: a read takes no lock
+
         return FolderLock(
             str(self.root),
             (),
