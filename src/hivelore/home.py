@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 
 
 def home_path(env: Mapping[str, str]) -> str:
-    """HIVELORE_HOME, else ~/.hivelore, as a string (the hooks' light path imports no pathlib)."""
-    return os.path.expanduser(env.get("HIVELORE_HOME") or os.path.join("~", ".hivelore"))
+    """HIVELORE_HOME, else ~/.hivelore, as an absolute path in a string (the hooks' light path imports
+    no pathlib). A relative HIVELORE_HOME is taken from the current folder: kept relative, the index
+    filed the same memories under a second root spelt `../home`."""
+    return os.path.abspath(os.path.expanduser(env.get("HIVELORE_HOME") or os.path.join("~", ".hivelore")))
 
 
 # HIVELORE_HOME holds raw prompts, errors and lessons: it is the user's alone.
