@@ -1,6 +1,6 @@
-"""Prepared answers to the requests a client makes while connecting (`initialize`, `tools/list`, the
-empty prompt and resource lists, `ping`): what the SDK wrote before, kept to be sent again before
-the SDK has loaded.
+"""Prepared answers to the requests a client makes while connecting (`initialize`, or the 2026
+`server/discover`, then `tools/list`, the empty prompt and resource lists, `ping`): what the SDK
+wrote before, kept to be sent again before the SDK has loaded.
 
 An answer is kept as the exact `result` text the SDK wrote, per protocol version the client asked
 for, in HIVELORE_HOME/mcp-answers.json. It is sent again around the new request's id, so the line is
@@ -27,6 +27,11 @@ FILENAME = "mcp-answers.json"
 # Requests whose answer depends on nothing but the protocol version (and this code): clients send
 # them while connecting, and some count the server as connecting until the lists are answered.
 METHODS = ("initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
+# The same for a 2026 client, which sends no `initialize`: it probes with `server/discover`, and each
+# request carries the protocol version in its own envelope (`_meta`); that era has no `ping`. Claude
+# Code 2.1.332 connects so.
+DISCOVER = "server/discover"
+MODERN_METHODS = (DISCOVER, "tools/list", "prompts/list", "resources/list", "resources/templates/list")
 # What decides the bytes of an answer besides the tools' own source: the SDK shapes and serialises
 # them, pydantic turns the signatures into JSON Schemas, Python cleans the docstrings.
 PACKAGES = ("mcp", "mcp-types", "pydantic", "pydantic-core")
