@@ -15,10 +15,14 @@ reports the hooks it runs, and that is the time taken here:
 - Gemini CLI in its local telemetry file (`telemetry.target` "local", `telemetry.outfile`; nothing
   is sent anywhere): the `duration_ms` of each gemini_cli.hook_call record.
 
-Between sessions, `python -c pass` runs three times (the unit of the × bare column).
+Between sessions, `python -c pass` runs three times (the unit of the × bare column). Then, with
+`--floor`, as many sessions again with every hivelore hook command in the agent's hook file replaced by
+`python -c pass`: what the agent reports for a hook that does nothing but start Python, per event (the
+"… floor" rows): the part of a hook's time that is the agent's own and Python's, not hivelore's.
 
     .venv/bin/python benchmarks/bench_agents.py                      # 5 sessions each, hook server on
     .venv/bin/python benchmarks/bench_agents.py --runs 3 --hook-server off --agents claude,codex
+    .venv/bin/python benchmarks/bench_agents.py --runs 10 --agents claude --floor
 
 Exit status: 0 when every session ran; 1 when the CLIs are not installed (the reason is printed) or a session failed
 (its output is printed).
@@ -55,6 +59,8 @@ from real_agents import (  # noqa: E402
 
 MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexit 1\n"
 BARE = "python -c pass (bare)"
+# Where `hivelore install --agent A` (project scope) writes each agent's hooks.
+HOOK_FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
 
 
 def make_workspace(root: Path) -> Workspace:
@@ -129,6 +135,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="sessions per agent (default 5)")
     parser.add_argument("--agents", default="claude,codex,gemini",
                         help="comma-separated: claude, codex, gemini (default all three)")  # fmt: skip
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the sessions with each hook replaced by `python -c pass`")  # fmt: skip
     parser.add_argument("--hook-server", choices=("on", "off"), default="on",
                         help="HIVELORE_HOOK_SERVER for the hooks (default on, as users run them)")  # fmt: skip
     args = parser.parse_args()
@@ -147,16 +155,36 @@ def main() -> int:
     for name in names:
         samples[name] = defaultdict(list)
         agent = Codex(trace_hooks=True) if name == "codex" else AGENTS[name]
-        if not measure(agent, args.runs, samples[name]):
+        if not measure(agent, args.runs, samples[name], args.floor):
             return 1
     print_table(samples, args)
     return 0
 
 
-def measure(agent: Agent, runs: int, samples: dict[str, list[float]]) -> bool:
+def bare_hooks(ws: Workspace, agent: Agent) -> tuple[Path, str]:
+    """Replace every hivelore hook command in the agent's hook file by `python -c pass`; the file and
+    what it held, to put back."""
+    from hivelore.agents.install import is_hook_command
+
+    path = ws.repo / HOOK_FILES[agent.hivelore_name]
+    held = path.read_text()
+
+    def bare(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: f"{sys.executable} -c pass" if is_hook_command(v) else bare(v) for k, v in value.items()}
+        return [bare(item) for item in value] if isinstance(value, list) else value
+
+    path.write_text(json.dumps(bare(json.loads(held))))
+    return path, held
+
+
+def measure(agent: Agent, runs: int, samples: dict[str, list[float]], floor: bool = False) -> bool:
     """Run `runs` sessions of the agent, adding each hook's time (and bare Python's) to `samples`;
+    with `floor`, as many with each hook replaced by `python -c pass` (its rows: "EVENT floor").
     False when a session failed."""
-    with tempfile.TemporaryDirectory(prefix="hivelore-bench-agents-") as tmp, ModelServer() as model:
+    # The hook server logs its leave into the home as the folder is removed: what it leaves is left.
+    temporary = tempfile.TemporaryDirectory(prefix="hivelore-bench-agents-", ignore_cleanup_errors=True)
+    with temporary as tmp, ModelServer() as model:
         ws = make_workspace(Path(tmp))
         installed = ws.hivelore("dev-b", "install", "--agent", agent.hivelore_name, "--yes")
         if installed.returncode != 0:
@@ -170,19 +198,37 @@ def measure(agent: Agent, runs: int, samples: dict[str, list[float]]) -> bool:
         try:
             for run in range(runs):
                 samples[BARE] += [bare_python_ms() for _ in range(3)]
-                session = agent.run(ws, model, "run the migrations", script)
-                print(f"{agent.binary} session {run + 1}/{runs}: {session.seconds:.1f} s", file=sys.stderr)
-                if session.returncode != 0:
-                    print(session.describe(), file=sys.stderr)
+                if not one_session(agent, ws, model, script, telemetry, samples, f"{run + 1}/{runs}"):
                     return False
-                times = hook_times(agent, session, telemetry)
-                if not times:
-                    print(f"{agent.binary} reported no hook timing\n{session.describe()}", file=sys.stderr)
-                    return False
-                for name, ms in times:
-                    samples[name].append(ms)
+            if floor:
+                path, held = bare_hooks(ws, agent)
+                for run in range(runs):
+                    samples[BARE] += [bare_python_ms() for _ in range(3)]
+                    if not one_session(agent, ws, model, script, telemetry, samples, f"floor {run + 1}/{runs}"):
+                        return False
+                path.write_text(held)
         finally:
             ws.hivelore("dev-b", "hook-server", "stop")
+    return True
+
+
+def one_session(
+    agent: Agent, ws: Workspace, model: ModelServer, script: list, telemetry: Path,
+    samples: dict[str, list[float]], label: str,
+) -> bool:  # fmt: skip
+    """One session; each hook's time added to `samples` (as "EVENT floor" in a floor session)."""
+    session = agent.run(ws, model, "run the migrations", script)
+    print(f"{agent.binary} session {label}: {session.seconds:.1f} s", file=sys.stderr)
+    if session.returncode != 0:
+        print(session.describe(), file=sys.stderr)
+        return False
+    times = hook_times(agent, session, telemetry)
+    if not times:
+        print(f"{agent.binary} reported no hook timing\n{session.describe()}", file=sys.stderr)
+        return False
+    suffix = " floor" if label.startswith("floor") else ""
+    for name, ms in times:
+        samples[name + suffix].append(ms)
     return True
 
 
@@ -190,7 +236,11 @@ def print_table(samples: dict[str, dict[str, list[float]]], args: argparse.Names
     for name, rows in samples.items():
         version = subprocess.run([str(AGENTS[name].path), "--version"], capture_output=True, text=True).stdout.strip()
         bare = statistics.median(rows[BARE])
-        print(f"\nHooks inside {AGENTS[name].binary} {version}, {args.runs} sessions, hook server {args.hook_server}")
+        load = os.getloadavg()[0]
+        print(
+            f"\nHooks inside {AGENTS[name].binary} {version}, {args.runs} sessions, hook server {args.hook_server}, "
+            f"load average {load:.1f} at the end"
+        )
         print(f"{'event':<22} {'runs':>5} {'median ms':>10} {'min ms':>8} {'× bare':>7}")
         for event, values in rows.items():
             median = statistics.median(values)
