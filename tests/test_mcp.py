@@ -433,8 +433,9 @@ def test_prepared_answers_are_byte_for_byte_the_sdks(home: Path, repo: Path, cli
     eras = {version: set(by_method) for version, by_method in book["answers"].items()}
     handshake_era = {"initialize", *CONNECTING}
     modern = {"server/discover", *CONNECTING} - {"ping"}
+    listen = 'subscriptions/listen {"promptsListChanged":true,"resourcesListChanged":true,"toolsListChanged":true}'
     assert eras == {**dict.fromkeys(("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"), handshake_era),
-                    "2026-07-28": modern}  # fmt: skip
+                    "2026-07-28": {*modern, listen}}  # fmt: skip
 
     prepared, stderr = raw_session(home, repo, handshake(), answers=6)
     assert prepared == from_sdk
@@ -514,6 +515,51 @@ def test_a_2026_client_is_answered_from_the_book_before_the_sdk_loads(home: Path
     assert json.loads(path.read_text())["answers"]["2026-07-28"]["tools/list"] == listed
     assert json.loads(written[5])["result"]["isError"] is False, written[5]
     assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
+
+
+LISTEN = {  # Claude Code 2.1.332's listen, sent right after its probe; its lists wait for the acknowledgment
+    "jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",
+    "params": {"_meta": CLAUDE_ENVELOPE,
+               "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}},
+}  # fmt: skip
+
+
+def listen_session(home: Path, repo: Path) -> tuple[str, str]:
+    """Claude Code's probe and listen to `hivelore mcp`: (the acknowledgment line it wrote, its stderr)."""
+    probe = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": CLAUDE_ENVELOPE}}
+    done = subprocess.run(
+        [sys.executable, "-m", "hivelore", "mcp"], cwd=repo, env={**os.environ, "HIVELORE_HOME": str(home)},
+        input="".join(json.dumps(line) + "\n" for line in (probe, LISTEN)), capture_output=True, text=True,
+        timeout=SESSION_TIMEOUT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    acknowledged = [line for line in done.stdout.splitlines(keepends=True) if "subscriptions/acknowledged" in line]
+    assert len(acknowledged) == 1, done.stdout[:2000]
+    return acknowledged[0], done.stderr
+
+
+def test_claude_codes_listen_is_acknowledged_from_the_book(home: Path, repo: Path, cli: CLI) -> None:
+    """Claude Code 2.1.332 sends its lists only once the server acknowledged its `subscriptions/listen`
+    (a notification, not a response): an acknowledgment that waited for the SDK put Claude Code's
+    tools/list at 0.8 s after the spawn however well the rest was prepared. The prepared one is the
+    SDK's byte for byte; a tampered one is what is sent, reported and corrected."""
+    from_sdk, stderr = listen_session(home, repo)
+    assert stderr == ""
+    (home / answers.FILENAME).unlink()
+    prepare(home, cli)
+    prepared, stderr = listen_session(home, repo)
+    assert (prepared, stderr) == (from_sdk, "")
+
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    key = next(k for k in book["answers"]["2026-07-28"] if k.startswith("subscriptions/listen"))
+    granted = book["answers"]["2026-07-28"][key]
+    book["answers"]["2026-07-28"][key] = granted.replace('"toolsListChanged":true', '"toolsListChanged":false')
+    path.write_text(json.dumps(book))
+    tampered, stderr = listen_session(home, repo)
+    assert '"toolsListChanged":false' in tampered, "the acknowledgment waited for the SDK"
+    assert f"the prepared answer to {key} (2026-07-28) differed from the SDK's" in stderr
+    assert json.loads(path.read_text())["answers"]["2026-07-28"][key] == granted
 
 
 def test_a_probe_given_up_for_initialize_before_the_sdk_ran_does_not_decide_the_era(
