@@ -23,6 +23,11 @@ Between sessions, `python -c pass` runs three times (the unit of the × bare col
     .venv/bin/python benchmarks/bench_agents.py                      # 5 sessions each, hook server on
     .venv/bin/python benchmarks/bench_agents.py --runs 3 --hook-server off --agents claude,codex
     .venv/bin/python benchmarks/bench_agents.py --runs 10 --agents claude --floor
+    .venv/bin/python benchmarks/bench_agents.py --runs 10 --mcp-ready     # Claude Code's MCP start-up
+
+`--mcp-ready` measures, instead, how long Claude Code waits for hivelore's MCP server: its MCP command
+becomes this script as a relay (`--relay LOG COMMAND…`) that spawns the command `hivelore install`
+wrote and notes, from its own start, when the answer to Claude Code's tools/list passes through.
 
 Exit status: 0 when every session ran; 1 when the CLIs are not installed (the reason is printed) or a session failed
 (its output is printed).
@@ -61,6 +66,75 @@ MIGRATE = "#!/bin/sh\necho 'Error: connect ECONNREFUSED 127.0.0.1:5432' >&2\nexi
 BARE = "python -c pass (bare)"
 # Where `hivelore install --agent A` (project scope) writes each agent's hooks.
 HOOK_FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
+
+
+def relay(log: str, command: list[str]) -> int:
+    """Stand in for an MCP server: run `command`, pass stdin and stdout through, and append to `log`
+    the seconds from this process's start to each answer to a tools/list."""
+    import threading
+
+    started = time.perf_counter()
+    server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert server.stdin is not None and server.stdout is not None
+    listing: set[str] = set()
+
+    def inbound() -> None:
+        assert server.stdin is not None
+        for line in sys.stdin.buffer:
+            message = json.loads(line) if line.strip().startswith(b"{") else {}
+            if message.get("method") == "tools/list":
+                listing.add(json.dumps(message.get("id")))
+            server.stdin.write(line)
+            server.stdin.flush()
+        server.stdin.close()
+
+    threading.Thread(target=inbound, daemon=True).start()
+    for line in server.stdout:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+        message = json.loads(line) if line.strip().startswith(b"{") else {}
+        if "result" in message and json.dumps(message.get("id")) in listing:
+            with open(log, "a") as out:
+                out.write(f"{time.perf_counter() - started:.4f}\n")
+    return server.wait()
+
+
+def mcp_ready(runs: int) -> int:
+    """Claude Code sessions whose MCP command is the relay: spawn → tools/list answered, per session."""
+    agent = AGENTS["claude"]
+    temporary = tempfile.TemporaryDirectory(prefix="hivelore-bench-mcp-", ignore_cleanup_errors=True)
+    with temporary as tmp, ModelServer() as model:
+        ws, log, bare = make_workspace(Path(tmp)), Path(tmp) / "ready.log", []
+        installed = ws.hivelore("dev-b", "install", "--agent", "claude", "--yes")
+        if installed.returncode != 0:
+            print(installed.stderr, file=sys.stderr)
+            return 1
+        agent.prepare(ws, model)
+        config = ws.repo / ".mcp.json"
+        servers = json.loads(config.read_text())
+        server = servers["mcpServers"]["hivelore"]
+        command = [server["command"], *server["args"]]
+        server["command"], server["args"] = sys.executable, [__file__, "--relay", str(log), *command]
+        config.write_text(json.dumps(servers))
+        try:
+            for run in range(runs):
+                bare += [bare_python_ms() for _ in range(3)]
+                session = agent.run(ws, model, "hello", [Say("Done.")])
+                print(f"claude session {run + 1}/{runs}: {session.seconds:.1f} s", file=sys.stderr)
+                if session.returncode != 0:
+                    print(session.describe(), file=sys.stderr)
+                    return 1
+        finally:
+            ws.hivelore("dev-b", "hook-server", "stop")
+        ready = [float(x) * 1000 for x in log.read_text().split()] if log.exists() else []
+    if len(ready) != runs:
+        print(f"{len(ready)} of {runs} sessions had tools/list answered", file=sys.stderr)
+        return 1
+    print(f"Claude Code's MCP start-up, {runs} sessions, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'what':<48} {'median ms':>10} {'min ms':>8}")
+    print(f"{'python -c pass (bare)':<48} {statistics.median(bare):>10.1f} {min(bare):>8.1f}")
+    print(f"{'spawn → tools/list answered (relay included)':<48} {statistics.median(ready):>10.1f} {min(ready):>8.1f}")
+    return 0
 
 
 def make_workspace(root: Path) -> Workspace:
@@ -131,10 +205,14 @@ def bare_python_ms() -> float:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--relay"]:
+        return relay(sys.argv[2], sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="sessions per agent (default 5)")
     parser.add_argument("--agents", default="claude,codex,gemini",
                         help="comma-separated: claude, codex, gemini (default all three)")  # fmt: skip
+    parser.add_argument("--mcp-ready", action="store_true",
+                        help="measure Claude Code's wait for the MCP server instead of the hooks")  # fmt: skip
     parser.add_argument("--floor", action="store_true",
                         help="also run the sessions with each hook replaced by `python -c pass`")  # fmt: skip
     parser.add_argument("--hook-server", choices=("on", "off"), default="on",
@@ -151,6 +229,8 @@ def main() -> int:
     # As bench_core.py does: an editable install leaves compiling to the first import.
     compileall.compile_dir(str(Path(importlib.util.find_spec("hivelore").origin).parent), quiet=1)
     os.environ["HIVELORE_HOOK_SERVER"] = args.hook_server
+    if args.mcp_ready:
+        return mcp_ready(args.runs)
     samples: dict[str, dict[str, list[float]]] = {}
     for name in names:
         samples[name] = defaultdict(list)
