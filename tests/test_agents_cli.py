@@ -241,7 +241,7 @@ def test_install_all_agents_into_a_project_then_rerun_changes_nothing(
     # The first `hivelore mcp` answers the handshake from these at once (Codex waits 1 s for it).
     answers = home / "mcp-answers.json"
     assert f"prepared the MCP server's handshake answers in {answers}: its first start answers at once" in done.stdout
-    assert len(json.loads(answers.read_text())["answers"]) == 4  # each protocol version the SDK negotiates
+    assert len(json.loads(answers.read_text())["answers"]) == 5  # each protocol version the SDK speaks, both eras
 
     before = snapshot(repo, user_home, home)
     again = install(env, repo, "--project", "--agent", "all", "--yes")

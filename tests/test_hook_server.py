@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import fcntl
 import json
 import os
 import pwd
@@ -21,6 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ import pytest
 from harness import (
     ADDRESS,
     BAD_INPUT,
+    HOOK_SECONDS,
     LESSON,
     NUDGE,
     SEEN,
@@ -166,6 +169,7 @@ def replay_side_by_side(served: Path, alone: Path, repo: Path, agent: str) -> Re
     for label, event, payload in fixture_payloads(agent):
         stdin = json.dumps(aimed(payload, repo)).encode()
         replayed.by_server.append((label, told_by(served, repo, agent, event, stdin, "on", label)))
+        server_state(str(served), {})  # answered after the event's deferred work (the Stop note): it is done
         replayed.by_itself.append((label, told_by(alone, repo, agent, event, stdin, "off", label)))
         by_server, by_itself = note_minutes(served), note_minutes(alone)
         assert list(by_server) == list(by_itself), f"{label}: not the same memory files with and without the server"
@@ -407,6 +411,31 @@ def test_what_other_processes_write_between_events_is_what_the_next_event_reads(
     assert LESSON[:40] in hook_told(served, repo, "claude", "UserPromptSubmit", claude_prompt(repo, "s-3", prompt))
     assert events_answered(served) == 3
     assert not [line for line in log_lines(served) if "index" in line]
+
+
+def test_the_server_answers_stop_before_it_keeps_the_session_note(served: Path, repo: Path) -> None:
+    """Stop's answer does not wait for the agent's last message to be kept as the session's note (a file
+    and its folder synced, 10 to 40 ms of every turn on a busy disk): the server answers, then writes
+    it, before it answers anything else. Here the home's vault lock is held, so the note cannot be
+    written until it is released; the Stop hook returns all the same."""
+    payload = {"session_id": "s-stop", "cwd": str(repo), "hook_event_name": "Stop", "stop_hook_active": False,
+               "last_assistant_message": "The migrations ran once postgres was started."}  # fmt: skip
+    lock = os.open(served / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    released = threading.Timer(HOOK_SECONDS, fcntl.flock, (lock, fcntl.LOCK_UN))
+    released.start()
+    try:
+        result = run_hook(served, repo, ["--agent", "claude", "--event", "Stop"], json.dumps(payload).encode())
+        assert (result.returncode, result.stderr) == (0, b"")
+        assert result.seconds < HOOK_SECONDS, "the Stop answer waited for the note to be written"
+        assert not any("migrations ran" in path.read_text() for path in served.rglob("*.md"))
+    finally:
+        released.cancel()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+    server_state(str(served), {})  # answered once the Stop's deferred work is done
+    notes = [path for path in served.rglob("*.md") if "migrations ran" in path.read_text()]
+    assert len(notes) == 1 and "last-message" in notes[0].name
 
 
 # --- 3. when the server leaves ----------------------------------------------------------------------------------

@@ -430,8 +430,12 @@ def test_prepared_answers_are_byte_for_byte_the_sdks(home: Path, repo: Path, cli
     (home / answers.FILENAME).unlink()  # the first start kept them: start again from none
 
     book = prepare(home, cli)
-    assert set(book["answers"]) == {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
-    assert all(set(by_method) == {"initialize", *CONNECTING} for by_method in book["answers"].values())
+    eras = {version: set(by_method) for version, by_method in book["answers"].items()}
+    handshake_era = {"initialize", *CONNECTING}
+    modern = {"server/discover", *CONNECTING} - {"ping"}
+    listen = 'subscriptions/listen {"promptsListChanged":true,"resourcesListChanged":true,"toolsListChanged":true}'
+    assert eras == {**dict.fromkeys(("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"), handshake_era),
+                    "2026-07-28": {*modern, listen}}  # fmt: skip
 
     prepared, stderr = raw_session(home, repo, handshake(), answers=6)
     assert prepared == from_sdk
@@ -469,6 +473,95 @@ def test_a_prepared_answer_the_sdk_contradicts_is_corrected_and_a_stale_book_ign
     assert json.loads(path.read_text())["fingerprint"] == answers.fingerprint()
 
 
+CLAUDE_ENVELOPE = {  # the `_meta` of every request Claude Code 2.1.332 sends, as captured (shortened)
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+}
+
+
+def modern_handshake() -> list[dict[str, Any]]:
+    """What Claude Code 2.1.332 sends while connecting (2026 era): server/discover, then the lists,
+    each in its envelope (ids 1 to 4)."""
+    methods = ("server/discover", "prompts/list", "resources/list", "tools/list")
+    return [
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": CLAUDE_ENVELOPE}}
+        for n, method in enumerate(methods, start=1)
+    ]
+
+
+def test_a_2026_client_is_answered_from_the_book_before_the_sdk_loads(home: Path, repo: Path, cli: CLI) -> None:
+    """Claude Code 2.1.332 (and the SDK's own client) connect in the 2026 era: server/discover and
+    enveloped lists, no initialize. Those wait for no SDK (0.7-1.5 s on a loaded machine): the
+    prepared answers are the SDK's byte for byte, a tampered one is what is sent and is then
+    corrected, and the call that follows is served in that era."""
+    from_sdk, stderr = raw_session(home, repo, modern_handshake(), answers=4)
+    assert stderr == ""
+    prepare(home, cli)
+    prepared, stderr = raw_session(home, repo, modern_handshake(), answers=4)
+    assert prepared == from_sdk and stderr == ""
+
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    listed = book["answers"]["2026-07-28"]["tools/list"]
+    book["answers"]["2026-07-28"]["tools/list"] = listed.replace("Write a lesson", "Write a LESSON")
+    path.write_text(json.dumps(book))
+    arguments = {"scope": REPO, "key": KEY, "value": LESSON}
+    write = {"name": "memory_write", "arguments": arguments, "_meta": CLAUDE_ENVELOPE}
+    lines = [*modern_handshake(), {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": write}]
+    written, stderr = raw_session(home, repo, lines, answers=5)
+    assert "Write a LESSON" in written[4], "the 2026 tools/list waited for the SDK"
+    assert "the prepared answer to tools/list (2026-07-28) differed from the SDK's" in stderr
+    assert json.loads(path.read_text())["answers"]["2026-07-28"]["tools/list"] == listed
+    assert json.loads(written[5])["result"]["isError"] is False, written[5]
+    assert (home / "repo" / "acme" / "checkout" / f"{KEY}.md").is_file()
+
+
+LISTEN = {  # Claude Code 2.1.332's listen, sent right after its probe; its lists wait for the acknowledgment
+    "jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",
+    "params": {"_meta": CLAUDE_ENVELOPE,
+               "notifications": {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}},
+}  # fmt: skip
+
+
+def listen_session(home: Path, repo: Path) -> tuple[str, str]:
+    """Claude Code's probe and listen to `hivelore mcp`: (the acknowledgment line it wrote, its stderr)."""
+    probe = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": CLAUDE_ENVELOPE}}
+    done = subprocess.run(
+        [sys.executable, "-m", "hivelore", "mcp"], cwd=repo, env={**os.environ, "HIVELORE_HOME": str(home)},
+        input="".join(json.dumps(line) + "\n" for line in (probe, LISTEN)), capture_output=True, text=True,
+        timeout=SESSION_TIMEOUT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    acknowledged = [line for line in done.stdout.splitlines(keepends=True) if "subscriptions/acknowledged" in line]
+    assert len(acknowledged) == 1, done.stdout[:2000]
+    return acknowledged[0], done.stderr
+
+
+def test_claude_codes_listen_is_acknowledged_from_the_book(home: Path, repo: Path, cli: CLI) -> None:
+    """Claude Code 2.1.332 sends its lists only once the server acknowledged its `subscriptions/listen`
+    (a notification, not a response): an acknowledgment that waited for the SDK put Claude Code's
+    tools/list at 0.8 s after the spawn however well the rest was prepared. The prepared one is the
+    SDK's byte for byte; a tampered one is what is sent, reported and corrected."""
+    from_sdk, stderr = listen_session(home, repo)
+    assert stderr == ""
+    (home / answers.FILENAME).unlink()
+    prepare(home, cli)
+    prepared, stderr = listen_session(home, repo)
+    assert (prepared, stderr) == (from_sdk, "")
+
+    path = home / answers.FILENAME
+    book = json.loads(path.read_text())
+    key = next(k for k in book["answers"]["2026-07-28"] if k.startswith("subscriptions/listen"))
+    granted = book["answers"]["2026-07-28"][key]
+    book["answers"]["2026-07-28"][key] = granted.replace('"toolsListChanged":true', '"toolsListChanged":false')
+    path.write_text(json.dumps(book))
+    tampered, stderr = listen_session(home, repo)
+    assert '"toolsListChanged":false' in tampered, "the acknowledgment waited for the SDK"
+    assert f"the prepared answer to {key} (2026-07-28) differed from the SDK's" in stderr
+    assert json.loads(path.read_text())["answers"]["2026-07-28"][key] == granted
+
+
 def test_a_probe_given_up_for_initialize_before_the_sdk_ran_does_not_decide_the_era(
     home: Path, repo: Path, cli: CLI
 ) -> None:
@@ -477,16 +570,12 @@ def test_a_probe_given_up_for_initialize_before_the_sdk_ran_does_not_decide_the_
     it would serve the 2026 era and refuse the handshake's calls ("params._meta is missing the required
     envelope key(s)"). The probe gets no answer; the handshake and the call that follows do."""
     prepare(home, cli)
-    envelope = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
-    }
-    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": envelope}}
+    probe = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": CLAUDE_ENVELOPE}}
     write = {"name": "memory_write", "arguments": {"scope": REPO, "key": KEY, "value": LESSON}}
     call_write = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": write}
-    answered, stderr = raw_session(home, repo, [probe, *handshake(), call_write], answers=7)
-    assert 0 not in answered and "differed" not in stderr
+    answered, stderr = raw_session(home, repo, [probe, *handshake(), call_write], answers=8)
+    assert "supportedVersions" in json.loads(answered[0])["result"], "the book answers the probe, whoever waits"
+    assert "differed" not in stderr
     assert "error" not in json.loads(answered[1]), answered[1]
     result = json.loads(answered[7])["result"]
     assert not result.get("isError"), result

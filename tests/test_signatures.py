@@ -67,6 +67,17 @@ def test_the_written_lesson_is_read_from_an_mcp_answer_or_a_cli_command() -> Non
     assert signatures.written_lesson("Bash", "git commit -m 'write it'", "") == ""
 
 
+def test_the_links_are_kept_in_a_write_ahead_log(tmp_path: Path) -> None:
+    """The failure hook commits a pending signature on every failure: in the rollback journal that
+    synced the file twice (20 ms of the hook on a busy disk); in WAL mode with synchronous NORMAL a
+    commit syncs nothing while the hook server keeps the file open."""
+    links = signatures.Links(tmp_path)
+    links.saw("claude", "s1", "ECONNREFUSED: connect")
+    modes = (links.conn.execute("PRAGMA journal_mode").fetchone(), links.conn.execute("PRAGMA synchronous").fetchone())
+    links.close()
+    assert modes == (("wal",), (1,))  # 1: NORMAL
+
+
 def test_a_link_is_made_only_from_the_session_that_saw_the_failure_and_only_recently(tmp_path: Path) -> None:
     links = signatures.Links(tmp_path)
     try:

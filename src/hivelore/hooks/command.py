@@ -23,15 +23,27 @@ from hivelore.hooks.wire import MAX_PAYLOAD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hivelore.hooks.handlers import HookContext
     from hivelore.memory.service import Hivelore, Pool
 
 USAGE = "usage: hivelore hook --agent claude|codex|kiro|gemini|cursor --event EVENT [--read-only]  (payload on stdin)"
 
 
-def respond(argv: list[str], raw: bytes, cwd: str, ppid: int, pool: Pool | None = None) -> tuple[str, str]:
+def respond(
+    argv: list[str],
+    raw: bytes,
+    cwd: str,
+    ppid: int,
+    pool: Pool | None = None,
+    later: list[Callable[[], None]] | None = None,
+) -> tuple[str, str]:
     """What to print on stdout and on stderr for one hook event: its command line, the bytes that
     came on stdin, the folder and the parent process (the agent) of the hook process. `pool`: the
-    SQLite connections the hook server keeps open from one event to the next."""
+    SQLite connections the hook server keeps open from one event to the next. `later`: where the
+    hook server takes the work the answer does not depend on (`HookContext.defer`), to do once the
+    answer is sent; without it, that work is done before this returns."""
     try:
         agent, event_name, read_only = _arguments(argv)
     except ValueError as exc:
@@ -46,7 +58,7 @@ def respond(argv: list[str], raw: bytes, cwd: str, ppid: int, pool: Pool | None 
     # they answer before the stores are even imported.
     if event.kind != "other" and not (event.kind == "pre_tool" and event.action != "edit"):
         try:
-            text = _handle(event, read_only, cwd, pool)
+            text = _handle(event, read_only, cwd, pool, later)
         except Exception as exc:  # a hook never fails the agent: the log says what went wrong
             log(agent, event_name, f"{type(exc).__name__}: {exc}")
     reply = answer(event, text)
@@ -121,7 +133,7 @@ def hide_private(event: Event, prefixes: tuple[str, ...]) -> None:
     event.anchors = tuple(strip_private(anchor, prefixes) for anchor in event.anchors)
 
 
-def _handle(event: Event, read_only: bool, cwd: str, pool: Pool | None) -> str:
+def _handle(event: Event, read_only: bool, cwd: str, pool: Pool | None, later: list[Callable[[], None]] | None) -> str:
     from hivelore.config import switches
     from hivelore.events.store import EventStore, EventStoreBusy, EventStoreUnavailable, reset
     from hivelore.hooks.handlers import HANDLERS, HookContext
@@ -159,7 +171,21 @@ def _handle(event: Event, read_only: bool, cwd: str, pool: Pool | None) -> str:
     try:
         return HANDLERS[event.kind](context)
     finally:
-        for warning in context.close():
-            log(event.agent, event.name, f"warning: {warning}")
-        if store is not None:
-            store.close()
+        if later is None:
+            _finish(context)
+        else:
+            later.append(lambda: _finish(context))
+
+
+def _finish(context: HookContext) -> None:
+    """The event's deferred work, then its stores closed and its warnings logged."""
+    event = context.event
+    for work in context.deferred:
+        try:
+            work()
+        except Exception as exc:  # as for the rest of the event: the log says what went wrong
+            log(event.agent, event.name, f"{type(exc).__name__}: {exc}")
+    for warning in context.close():
+        log(event.agent, event.name, f"warning: {warning}")
+    if context.store is not None:
+        context.store.close()

@@ -44,9 +44,10 @@ class HookContext:
     the most frequent events, a read or a shell command that ran, need only the event store), the
     event store (None when events.db cannot be used), whether this hook may record prompts, failures
     and notes (`--hooks read-only` may not; it still keeps the session's bookkeeping of what it
-    showed), and whether the agent shows what a hook says at this event at all (`heard`)."""
+    showed), and whether the agent shows what a hook says at this event at all (`heard`). `deferred`:
+    work the answer does not depend on, done after the answer was sent (`defer`)."""
 
-    __slots__ = ("event", "_open_service", "_service", "store", "read_only", "heard")
+    __slots__ = ("event", "_open_service", "_service", "store", "read_only", "heard", "deferred")
 
     def __init__(
         self,
@@ -59,6 +60,12 @@ class HookContext:
         self.event, self._open_service = event, open_service
         self._service: Hivelore | None = None
         self.store, self.read_only, self.heard = store, read_only, heard
+        self.deferred: list[Callable[[], None]] = []
+
+    def defer(self, work: Callable[[], None]) -> None:
+        """Do `work` once the agent has its answer: the hook server sends the answer first (the
+        next event waits for it, one event at a time), a hook process does it before it exits."""
+        self.deferred.append(work)
 
     @property
     def service(self) -> Hivelore:
@@ -238,7 +245,12 @@ def stop(ctx: HookContext) -> str:
     """A retrospective nudge once per session, only when it had friction; the agent's last message
     is kept as the session's staged note, as the agent's own words (never as a lesson it claims)."""
     event = ctx.event
-    _capture_note(ctx, event.last_message, "last-message")
+    if event.kind == "stop":
+        # Writing the note syncs a file and its folder, 10 to 40 ms of the agent's wait for nothing it
+        # is told. Not at session end: the agent leaves then, and the note must be there when it has.
+        ctx.defer(lambda: _capture_note(ctx, event.last_message, "last-message"))
+    else:
+        _capture_note(ctx, event.last_message, "last-message")
     if event.kind == "session_end" and ctx.recording and (event.last_message or event.summary):
         summary = agent_words(event, event.last_message or event.summary, "last-message")
         _coordinate(ctx, lambda c: c.progress(event.agent, event.session_id, summary), task=False)

@@ -42,7 +42,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from hivelore import __version__
 from hivelore.hooks.command import respond
@@ -68,7 +68,7 @@ IDLE_S = 7200.0  # a resident server holds about 20 MB
 # The home's SQLite stores. An event opens, writes and closes some of them; when the closing
 # connection is a file's last, SQLite checkpoints its log into the file and syncs it, 2 to 20 ms per
 # store per event. The server keeps one idle connection to each, so no event's is the last.
-STORES = ("index.db", "events.db", "team.db", "graph.db")
+STORES = ("index.db", "events.db", "team.db", "graph.db", "signatures.db")
 TICK_S = 2.0  # how often an idle server checks whether it should leave
 READ_WAIT_S = 5.0  # for a whole request, from its connection on: a hook sends its request at once
 SEND_WAIT_S = 5.0  # for an answer to be taken: a hook reads it at once
@@ -360,19 +360,24 @@ class HookServer:
             self._send(conn, answer)
             self.searches += answer[0] == b"ok"  # not those the command answers itself
         else:
-            self._send(conn, self._answer(fields[4:]))
+            later: list[Callable[[], None]] = []
+            self._send(conn, self._answer(fields[4:], later))
+            conn.close()  # the hook process reads to the end of the answer: it leaves now
+            for work in later:
+                work()
             self.wake.set()
             self.events += 1
         self._keep_stores()
         return ""
 
-    def _answer(self, fields: list[bytes]) -> list[bytes]:
-        """One hook event in the hook process's environment, folder and umask."""
+    def _answer(self, fields: list[bytes], later: list[Callable[[], None]]) -> list[bytes]:
+        """One hook event in the hook process's environment, folder and umask; the work the answer
+        does not depend on is left in `later`, for once the answer is sent."""
         argv, cwd, ppid, mask, environ, raw = fields
         args = self._enter(argv, cwd, mask, environ) if ppid.isdigit() else None
         if args is None:
             return [b"refused", b"", b""]
-        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid), self.pool)
+        out, err = respond(args, raw, os.fsdecode(cwd), int(ppid), self.pool, later)
         return [b"ok", out.encode("utf-8", "replace"), err.encode("utf-8", "replace")]
 
     def _search(self, fields: list[bytes]) -> list[bytes]:

@@ -1,6 +1,6 @@
-"""Prepared answers to the requests a client makes while connecting (`initialize`, `tools/list`, the
-empty prompt and resource lists, `ping`): what the SDK wrote before, kept to be sent again before
-the SDK has loaded.
+"""Prepared answers to the requests a client makes while connecting (`initialize`, or the 2026
+`server/discover`, then `tools/list`, the empty prompt and resource lists, `ping`): what the SDK
+wrote before, kept to be sent again before the SDK has loaded.
 
 An answer is kept as the exact `result` text the SDK wrote, per protocol version the client asked
 for, in HIVELORE_HOME/mcp-answers.json. It is sent again around the new request's id, so the line is
@@ -27,6 +27,17 @@ FILENAME = "mcp-answers.json"
 # Requests whose answer depends on nothing but the protocol version (and this code): clients send
 # them while connecting, and some count the server as connecting until the lists are answered.
 METHODS = ("initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping")
+# The same for a 2026 client, which sends no `initialize`: it probes with `server/discover`, and each
+# request carries the protocol version in its own envelope (`_meta`); that era has no `ping`. Claude
+# Code 2.1.332 connects so.
+DISCOVER = "server/discover"
+MODERN_METHODS = (DISCOVER, "tools/list", "prompts/list", "resources/list", "resources/templates/list")
+# A 2026 client may also open a stream of list-changed notifications, and Claude Code 2.1.332 sends its
+# lists only once the server acknowledged it (a notification, not a response). The acknowledgment
+# names the request's id and echoes the notifications granted, so it is kept per set asked for.
+LISTEN = "subscriptions/listen"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 # What decides the bytes of an answer besides the tools' own source: the SDK shapes and serialises
 # them, pydantic turns the signatures into JSON Schemas, Python cleans the docstrings.
 PACKAGES = ("mcp", "mcp-types", "pydantic", "pydantic-core")
@@ -76,6 +87,32 @@ def id_text(request_id: object) -> str | None:
 def response_line(rid: str, result: str) -> str:
     """A JSON-RPC response line exactly as the SDK's stdio transport writes it."""
     return f'{{"jsonrpc":"2.0","id":{rid},"result":{result}}}\n'
+
+
+def listen_key(notifications: dict) -> str:
+    """The book's name for the acknowledgment of a `subscriptions/listen` asking for `notifications`."""
+    return f"{LISTEN} {json.dumps(notifications, sort_keys=True, separators=(',', ':'))}"
+
+
+def acknowledgment_line(rid: str, granted: str) -> str:
+    """The SDK's acknowledgment of the listen request `rid`, granting `granted` (its JSON text)."""
+    return f"{_acknowledgment_head(rid)}{granted}}}}}\n"
+
+
+def granted_of(line: str, rid: str) -> str | None:
+    """What the SDK's acknowledgment line of listen request `rid` grants, if the line is
+    `acknowledgment_line`'s shape, else None."""
+    head = _acknowledgment_head(rid)
+    if line.startswith(head) and line.endswith("}}\n"):
+        return line[len(head) : -3]
+    return None
+
+
+def _acknowledgment_head(rid: str) -> str:
+    return (
+        f'{{"jsonrpc":"2.0","method":"{ACKNOWLEDGED}","params":{{"_meta":{{"{SUBSCRIPTION_ID_KEY}":{rid}}},'
+        '"notifications":'
+    )
 
 
 def result_of(line: str, rid: str) -> str | None:

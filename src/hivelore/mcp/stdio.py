@@ -6,9 +6,9 @@ handshake, or refuses its model's calls until the handshake is done, loses them.
 standard library only, takes the client's stdin and stdout at once and puts pipes in their place:
 
 - a reader thread takes the client's lines as they come and passes every one, in order, to the SDK's
-  stdin pipe. Until the SDK runs, it answers `initialize`, `tools/list` and the other requests of a
-  connecting client itself from the answers the SDK gave before (answers.py), when it has them for
-  the protocol version the client asked for;
+  stdin pipe. Until the SDK runs, it answers `initialize` (or a 2026 client's `server/discover`),
+  `tools/list` and the other requests of a connecting client itself from the answers the SDK gave
+  before (answers.py), when it has them for the protocol version the client asked for;
 - the main thread imports the SDK and serves with it (its own stdio transport, on the pipes). A
   `tools/call` sent right after the handshake waits in the pipe and is answered;
 - a writer thread passes the SDK's lines to the client, except its answers to the requests already
@@ -29,7 +29,21 @@ import os
 import sys
 import threading
 
-from hivelore.mcp.answers import METHODS, Book, id_text, response_line, result_of
+from hivelore.mcp.answers import (
+    ACKNOWLEDGED,
+    DISCOVER,
+    LISTEN,
+    METHODS,
+    MODERN_METHODS,
+    SUBSCRIPTION_ID_KEY,
+    Book,
+    acknowledgment_line,
+    granted_of,
+    id_text,
+    listen_key,
+    response_line,
+    result_of,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see records.py)
 if TYPE_CHECKING:
@@ -37,7 +51,12 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 CANCELLED = "notifications/cancelled"
-PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # mcp.shared.inbound's, without importing the SDK
+# What Claude Code 2.1.332 asks a `subscriptions/listen` for, as captured: `prepare` asks the same.
+CLAUDE_NOTIFICATIONS = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+# The 2026 envelope's keys, as the SDK names them (mcp.shared.inbound), without importing the SDK.
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 
 
 class Front:
@@ -49,7 +68,7 @@ class Front:
         self._lock = threading.Condition()
         self.sdk_running = False
         self._version: str | None = None  # what the client's `initialize` asked for
-        self._asked: dict[str, tuple[str, str]] = {}  # id → (method, version) of a request in METHODS
+        self._asked: dict[str, tuple[str, str]] = {}  # id → (method, version) of a request the book may answer
         self._sent: dict[str, str] = {}  # id → the answer sent before the SDK ran
         self._open: set[str] = set()  # ids of the requests the SDK has not answered yet
         self._changed = False
@@ -137,16 +156,24 @@ class Front:
         if asked is None:
             return None
         self._asked[rid] = asked
-        result = None if self.sdk_running else self.book.answer(asked[1], method)
+        result = None if self.sdk_running else self.book.answer(asked[1], asked[0])
         if result is None:
             return None
         # It stays open until the SDK's own answer comes: closing the SDK's stdin sooner would drop
         # that answer, and with it the check of what was sent.
-        self._sent[rid] = response_line(rid, result)
+        listening = asked[0].startswith(LISTEN)
+        self._sent[rid] = acknowledgment_line(rid, result) if listening else response_line(rid, result)
         return self._sent[rid]
 
     def _preparable(self, method: str, params: object) -> tuple[str, str] | None:
-        """(method, protocol version) when the request's answer could come from the book."""
+        """(method, protocol version) when the request's answer could come from the book: a 2026
+        request names its version in its envelope, an older one in the connection's `initialize`."""
+        enveloped = _envelope_version(params) if method != "initialize" else None
+        if enveloped is not None and method == LISTEN and isinstance(params, dict):
+            asked = params.get("notifications")
+            return (listen_key(asked), enveloped) if isinstance(asked, dict) and len(params) == 2 else None
+        if enveloped is not None:
+            return (method, enveloped) if method in MODERN_METHODS and _plain(params) else None
         if method == "initialize":
             self._version = _asked_version(params)
             return (method, self._version) if self._version else None
@@ -159,17 +186,24 @@ class Front:
         if message is None:
             print(f"hivelore mcp: the server wrote a line that is not JSON-RPC: {line[:200]!r}", file=sys.stderr)
             return None
+        if message.get("method") == ACKNOWLEDGED:
+            return self._settle_acknowledgment(message, line)
         if "method" in message or ("result" not in message and "error" not in message):
             return line
         rid = id_text(message.get("id"))
         if rid is None:  # not the id of a request noted as open (see _note)
             return line
         self._open.discard(rid)
-        asked, sent = self._asked.pop(rid, None), self._sent.pop(rid, None)
+        asked = self._asked.pop(rid, None)
         if asked is None:
             return line
+        return self._check_sent(rid, asked, result_of(line, rid), line)
+
+    def _check_sent(self, rid: str, asked: tuple[str, str], result: str | None, line: str) -> str | None:
+        """Keep the SDK's answer to a request the book may answer; None (drop it) when the client had
+        one already, reported if it differed."""
         method, version = asked
-        result = result_of(line, rid)
+        sent = self._sent.pop(rid, None)
         if result is not None:
             self._changed |= self.book.learn(version, method, result)
         if sent is None:
@@ -183,6 +217,19 @@ class Front:
             if result is None:
                 self._changed |= self.book.forget(version, method)
         return None
+
+    def _settle_acknowledgment(self, message: dict, line: str) -> str | None:
+        """The SDK acknowledged a listen request: kept for the next start, and dropped when the client
+        had it from the book. The request counts as answered (the stream it opened stays open)."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        rid = id_text(meta.get(SUBSCRIPTION_ID_KEY)) if isinstance(meta, dict) else None
+        asked = self._asked.get(rid) if rid is not None else None
+        if rid is None or asked is None or not asked[0].startswith(LISTEN):
+            return line
+        del self._asked[rid]
+        self._open.discard(rid)
+        return self._check_sent(rid, asked, granted_of(line, rid), line)
 
     def _save(self) -> None:
         try:
@@ -208,23 +255,19 @@ def serve(home: str) -> None:
 def prepare(home: str) -> list[str]:
     """Ask the SDK the handshake of every protocol version it negotiates and keep the answers, so
     the first `hivelore mcp` of any client answers at once. Returns the versions prepared."""
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
     book = Book.load(home)
-    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+    for version, methods in _eras():
         front = Front(book, lambda _line: None)
-        _run(front, io.BytesIO(_handshake_lines(version)), restore=_borrowed_stdio())
+        _run(front, io.BytesIO(_handshake_lines(version, methods)), restore=_borrowed_stdio())
     book.save()
-    return list(HANDSHAKE_PROTOCOL_VERSIONS)
+    return [version for version, _methods in _eras()]
 
 
 def prepared(home: str) -> bool:
     """Whether the answers in `home` hold the whole handshake of every protocol version the SDK
     negotiates, for this installation (what `prepare` would keep)."""
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
     book = Book.load(home)
-    wanted = [(version, method) for version in HANDSHAKE_PROTOCOL_VERSIONS for method in METHODS]
+    wanted = [(version, method) for version, methods in _eras() for method in methods]
     return all(book.answer(version, method) is not None for version, method in wanted)
 
 
@@ -300,10 +343,32 @@ def _writer(client_out: BinaryIO) -> Callable[[bytes], None]:
     return send
 
 
-def _handshake_lines(version: str) -> bytes:
+def _eras() -> list[tuple[str, tuple[str, ...]]]:
+    """(protocol version, the requests of its connecting client) for every version the SDK speaks."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    return [
+        *((version, METHODS) for version in HANDSHAKE_PROTOCOL_VERSIONS),
+        *((version, (*MODERN_METHODS, listen_key(CLAUDE_NOTIFICATIONS))) for version in MODERN_PROTOCOL_VERSIONS),
+    ]
+
+
+def _handshake_lines(version: str, methods: tuple[str, ...]) -> bytes:
+    """What a client of `version` sends while connecting: `methods`, in order (a listen: as Claude Code
+    asks it), and for the handshake era the `initialized` notification after `initialize`."""
+    client = {"name": "hivelore", "version": "0"}
+    if methods[0] == DISCOVER:
+        envelope = {"_meta": {PROTOCOL_VERSION_KEY: version, CLIENT_INFO_KEY: client, CLIENT_CAPABILITIES_KEY: {}}}
+        requests = (
+            {"jsonrpc": "2.0", "id": n, "method": LISTEN, "params": {**envelope, "notifications": CLAUDE_NOTIFICATIONS}}
+            if method.startswith(LISTEN)
+            else {"jsonrpc": "2.0", "id": n, "method": method, "params": envelope}
+            for n, method in enumerate(methods, start=1)
+        )
+        return b"".join(json.dumps(m).encode() + b"\n" for m in requests)
     messages = (
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "hivelore", "version": "0"}}},
+            "protocolVersion": version, "capabilities": {}, "clientInfo": client}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(METHODS[1:], start=2)),
     )  # fmt: skip
@@ -316,6 +381,13 @@ def _enveloped(message: dict) -> bool:
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return message.get("method") != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+
+
+def _envelope_version(params: object) -> str | None:
+    """The protocol version a 2026 request's envelope names, if it names one."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def _plain(params: object) -> bool:
