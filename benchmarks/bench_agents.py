@@ -58,6 +58,8 @@ from real_agents import (  # noqa: E402
     Codex,
     Session,
     Workspace,
+    bare_python_ms,
+    claude_hook_times,
     codex_hook_times,
     why_not_installed,
 )
@@ -118,7 +120,7 @@ def mcp_ready(runs: int) -> int:
         config.write_text(json.dumps(servers))
         try:
             for run in range(runs):
-                bare += [bare_python_ms() for _ in range(3)]
+                bare += [bare_python_ms(1) for _ in range(3)]
                 session = agent.run(ws, model, "hello", [Say("Done.")])
                 print(f"claude session {run + 1}/{runs}: {session.seconds:.1f} s", file=sys.stderr)
                 if session.returncode != 0:
@@ -151,23 +153,6 @@ def make_workspace(root: Path) -> Workspace:
     return Workspace(home=home, hivelore_home=root / "hivelore-home", repo=repo)
 
 
-def claude_hook_times(session: Session) -> list[tuple[str, float]]:
-    """(event, milliseconds) for each hook Claude Code reported starting and answering."""
-    started: dict[str, tuple[float, str]] = {}
-    times = []
-    for arrived, line in session.lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("subtype") == "hook_started":
-            started[event["hook_id"]] = (arrived, event["hook_event"])
-        elif event.get("subtype") == "hook_response" and event.get("hook_id") in started:
-            began, name = started.pop(event["hook_id"])
-            times.append((name, (arrived - began) * 1000))
-    return times
-
-
 def hook_times(agent: Agent, session: Session, telemetry: Path) -> list[tuple[str, float]]:
     """(event, milliseconds) of each hook the agent reported running in this session."""
     if agent.hivelore_name == "gemini":
@@ -196,12 +181,6 @@ def enable_gemini_telemetry(ws: Workspace, telemetry: Path) -> None:
     settings["telemetry"] = {"enabled": True, "target": "local", "outfile": str(telemetry)}
     settings_path.write_text(json.dumps(settings))
     telemetry.write_text("")
-
-
-def bare_python_ms() -> float:
-    began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return (time.perf_counter() - began) * 1000
 
 
 def main() -> int:
@@ -277,13 +256,13 @@ def measure(agent: Agent, runs: int, samples: dict[str, list[float]], floor: boo
         script = [*agent.shell("./bin/migrate"), *agent.shell("true"), Say("Done.")]
         try:
             for run in range(runs):
-                samples[BARE] += [bare_python_ms() for _ in range(3)]
+                samples[BARE] += [bare_python_ms(1) for _ in range(3)]
                 if not one_session(agent, ws, model, script, telemetry, samples, f"{run + 1}/{runs}"):
                     return False
             if floor:
                 path, held = bare_hooks(ws, agent)
                 for run in range(runs):
-                    samples[BARE] += [bare_python_ms() for _ in range(3)]
+                    samples[BARE] += [bare_python_ms(1) for _ in range(3)]
                     if not one_session(agent, ws, model, script, telemetry, samples, f"floor {run + 1}/{runs}"):
                         return False
                 path.write_text(held)
