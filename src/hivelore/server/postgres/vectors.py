@@ -263,27 +263,33 @@ class Meaning:
         """Over these spaces, the `limit` rows of these scopes nearest to the query, nearest first.
 
         The spaces' copies are brought up to date first: one round trip for the change numbers past
-        the lowest cursor (vectors not yet settled come again each time: the numbers alone), and one
-        more for the vectors not held yet, if any."""
+        each space's cursor (vectors not yet settled come again each time: the numbers alone), and one
+        more for the vectors not held yet, if any. Each space from its own cursor: from the lowest of
+        them, the first search of a user this replica had not seen (an empty personal space, cursor 0)
+        read the change number of every vector of the organisation."""
         held = {space: self.space(space) for space in sorted(spaces)}
-        lowest = min(copy.cursor for copy in held.values())
+        if not held:
+            return []
         changed = conn.execute(
-            """
-            SELECT m.space, v.id, v.seq, v.changed < clock_timestamp() - %(settled)s * interval '1 second'
-            FROM memory_vectors v JOIN memories m USING (id)
-            WHERE v.seq > %(cursor)s AND m.space = ANY(%(spaces)s) ORDER BY v.seq
-            """,
-            {"cursor": lowest, "spaces": list(held), "settled": SETTLED_S},
-            # Planned for its cursor, never generically: a generic plan joins every vector of the table.
+            " UNION ALL ".join(
+                "(SELECT m.space, v.id, v.seq, v.changed < clock_timestamp() - %s * interval '1 second'"
+                " FROM memory_vectors v JOIN memories m USING (id) WHERE m.space = %s AND v.seq > %s)"
+                for _ in held
+            )
+            + " ORDER BY 3",
+            [value for space, copy in held.items() for value in (SETTLED_S, space, copy.cursor)],
+            # Planned for its cursors, never generically: a generic plan joins every vector of the table.
             prepare=False,
         ).fetchall()
-        # Every space was read past the lowest cursor: each is complete up to the last change before
-        # the first one that may not be committed yet (a space without a row included).
-        settled = lowest
-        for *_, seq, done in changed:
+        # Each space is complete up to the last change before its first one that may not be committed
+        # yet (a space without a change past its cursor stays where it is).
+        settled = {space: copy.cursor for space, copy in held.items()}
+        unsettled: set[str] = set()
+        for space, _, seq, done in changed:
             if not done:
-                break
-            settled = seq
+                unsettled.add(space)
+            elif space not in unsettled:
+                settled[space] = seq
         wanted = [id_ for space, id_, seq, _ in changed if held[space].wants(id_, seq)]
         fresh = conn.execute(
             "SELECT m.space, v.id, m.scope, v.vector, v.symptoms, v.seq FROM memory_vectors v"
@@ -293,7 +299,7 @@ class Meaning:
         found: list[tuple[int, float]] = []
         for space, copy in held.items():
             with copy.lock:
-                copy.take([row[1:] for row in fresh if row[0] == space], settled)
+                copy.take([row[1:] for row in fresh if row[0] == space], settled[space])
                 found += copy.nearest(scopes, query, limit)
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]
