@@ -16,7 +16,7 @@ from hivelore.memory import bm25
 from hivelore.memory.model import Memory, now_iso
 from hivelore.memory.scope import parse
 from hivelore.server.postgres import accounts, erasure
-from hivelore.server.postgres.tier import PostgresTier, held_term, phrase_query
+from hivelore.server.postgres.tier import PostgresTier, phrase_query
 
 # Words that share prefixes (a row holding two of them counts once for "conn"), short ones, and a
 # phrase of two tokens: the cases the table, or its fallback to the GIN index, must count exactly.
@@ -74,12 +74,12 @@ def put(tier: PostgresTier, key: str, value: str, scope: str = "repo::acme/check
 
 
 def test_the_table_keeps_an_entry_for_single_words_and_none_for_phrases() -> None:
-    assert held_term(bm25.Phrase.of("db")) == "=db"
-    assert held_term(bm25.Phrase.of("conn")) == "conn"
-    assert held_term(bm25.Phrase.of("Connection")) == "connection"
-    assert held_term(bm25.Phrase.of("docker-compose")) is None  # two tokens: counted through the index
-    assert held_term(bm25.Phrase.of("db::")) is None  # a prefix of two characters
-    assert held_term(bm25.Phrase.of("x" * 17)) is None  # longer than the prefixes kept
+    assert bm25.held_term(bm25.Phrase.of("db")) == "=db"
+    assert bm25.held_term(bm25.Phrase.of("conn")) == "conn"
+    assert bm25.held_term(bm25.Phrase.of("Connection")) == "connection"
+    assert bm25.held_term(bm25.Phrase.of("docker-compose")) is None  # two tokens: counted through the index
+    assert bm25.held_term(bm25.Phrase.of("db::")) is None  # a prefix of two characters
+    assert bm25.held_term(bm25.Phrase.of("x" * 17)) is None  # longer than the prefixes kept
 
 
 operation = st.one_of(

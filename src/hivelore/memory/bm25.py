@@ -26,6 +26,9 @@ K1 = 1.2
 B = 0.75
 WEIGHTS = (3.0, 1.0, 2.0)  # key, value, tags: as the local index's bm25(memories_fts, 3.0, 1.0, 2.0)
 PREFIX_FROM = 4  # a query word of this many characters or more also matches longer words
+# The document-frequency tables (the local index's term_rows, the team server's memory_terms) keep a
+# token's prefixes from PREFIX_FROM characters to this many.
+TERM_PREFIX_UPTO = 16
 _TOKEN = re.compile(r"[^\W_]+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -83,6 +86,18 @@ class Phrase:
             ):
                 found += 1
         return found
+
+
+def held_term(phrase: Phrase) -> str | None:
+    """The term a document-frequency table counts the rows holding `phrase` under, or None when it
+    keeps none for it: a phrase of several tokens, or a prefix outside the lengths kept. A token of
+    under PREFIX_FROM characters is kept as `=token` (a word that short matches that token only)."""
+    if len(phrase.parts) != 1:
+        return None
+    token = phrase.parts[0]
+    if not phrase.prefix:
+        return f"={token}" if len(token) < PREFIX_FROM else None
+    return token if PREFIX_FROM <= len(token) <= TERM_PREFIX_UPTO else None
 
 
 @record

@@ -17,8 +17,6 @@ from collections.abc import Iterable
 
 from hivelore.memory import bm25
 
-PREFIX_UPTO = 16  # prefixes of a token are kept from bm25.PREFIX_FROM characters to this many
-
 
 def terms_of(columns: Iterable[str]) -> set[str]:
     """The terms one row holds, given the texts of its full-text columns (key, value, tags)."""
@@ -43,18 +41,11 @@ _KEPT_TOKENS = 100_000
 def _token_terms(token: str) -> tuple[str, ...]:
     if len(token) < bm25.PREFIX_FROM:
         return ("=" + token,)
-    return tuple(token[:n] for n in range(bm25.PREFIX_FROM, min(len(token), PREFIX_UPTO) + 1))
+    return tuple(token[:n] for n in range(bm25.PREFIX_FROM, min(len(token), bm25.TERM_PREFIX_UPTO) + 1))
 
 
 def term_for(word: str) -> str | None:
     """The term that counts the rows holding query word `word` (as `fts_query` matches it), or None
     when none is kept for it; '' for a word of no token, which no row holds."""
     phrase = bm25.Phrase.of(word)
-    if not phrase.parts:
-        return ""
-    if len(phrase.parts) != 1:
-        return None
-    token = phrase.parts[0]
-    if not phrase.prefix:
-        return f"={token}" if len(token) < bm25.PREFIX_FROM else None
-    return token if bm25.PREFIX_FROM <= len(token) <= PREFIX_UPTO else None
+    return bm25.held_term(phrase) if phrase.parts else ""

@@ -53,7 +53,6 @@ SHORTLIST_FACTOR = 8  # matches scored per wanted hit, as the local index's shor
 CANDIDATE_FACTOR = 5  # an any-word search ranks at most this many rows in SQL per row it shortlists
 OR_WORDS = 4  # an any-word search looks for the rarest four words of a longer query, as locally
 SETTLED_S = 10  # a change this old was committed by a transaction that has ended (see `changes`)
-TERM_PREFIX_UPTO = 16  # memory_terms keeps the prefixes of a token from bm25.PREFIX_FROM characters to this many
 SPACE_SHARDS = 16  # rows of counters per space: writers on different connections rarely share one
 _COLUMNS = "space, scope, key, record"
 # What orders the matches when more than a shortlist match: ts_rank over 1 + log(length), which ranks
@@ -124,18 +123,6 @@ def _joined(terms: str | None, record: dict[str, object] | None) -> list[str]:
 # The part of a write's statement that drops its row's vector when the text changed: the replica
 # computes the new one in the background (postgres/vectors.py `Meaning.written`).
 _UNVECTORED = ", unvectored AS (DELETE FROM memory_vectors WHERE id IN (SELECT id FROM put))"
-
-
-def held_term(phrase: bm25.Phrase) -> str | None:
-    """The `memory_terms` entry that counts the rows holding `phrase` (migration 0020), or None when
-    the table keeps none for it: a phrase of several tokens, or a prefix outside the lengths kept."""
-    if len(phrase.parts) != 1:
-        return None
-    token = phrase.parts[0]
-    if not phrase.prefix:
-        # A word of under four characters: its one token, as short; a longer token cannot come of it.
-        return f"={token}" if len(token) < bm25.PREFIX_FROM else None
-    return token if bm25.PREFIX_FROM <= len(token) <= TERM_PREFIX_UPTO else None
 
 
 def phrase_query(phrase: bm25.Phrase) -> str:
@@ -305,7 +292,7 @@ class PostgresTier(Tier):
         by the primary key. A phrase of several tokens, or a prefix the table has no entry for, is
         counted through the GIN index: rare in queries, and its rows are those holding all its tokens."""
         wanted = [p for p in dict.fromkeys(phrases) if p not in self._held]
-        terms = {p: term for p in wanted if (term := held_term(p)) is not None}
+        terms = {p: term for p in wanted if (term := bm25.held_term(p)) is not None}
         if terms:
             rows = self.conn.execute(
                 "SELECT term, sum(rows) FROM memory_terms WHERE space = ANY(%s) AND term = ANY(%s) GROUP BY term",
