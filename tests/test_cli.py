@@ -927,3 +927,28 @@ def test_an_import_killed_midway_leaves_whole_files_and_running_it_again_finishe
     assert again["written"] == [] and len(again["unchanged"]) == count
     status = ok_json(hivelore("index", "status", "--json", home=home, cwd=repo))
     assert status["memories"] == count and status["healthy"]
+
+
+@pytest.mark.parametrize("command", [["export"], ["search", "pipes", "--json", "--limit", "50"]])
+def test_a_reader_that_stops_reading_gets_no_error_of_ours(home: Path, repo: Path, command: list[str]) -> None:
+    """`hivelore export | head`: the pipe closes under the command, which leaves quietly (exit 1, as
+    click leaves) — no traceback, no "hivelore: [Errno 32] Broken pipe." on the terminal."""
+    lines = [
+        json.dumps({"scope": "global", "key": f"pipe-{n}", "value": f"lesson {n} about pipes and heads " * 12})
+        for n in range(300)
+    ]
+    (repo / "many.jsonl").write_text("\n".join(lines) + "\n")
+    ok(hivelore("import", "many.jsonl", home=home, cwd=repo))
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "hivelore", *command],
+        cwd=repo,
+        env={**os.environ, "HIVELORE_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.read(100)
+    reader.stdout.close()
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 1
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr, stderr

@@ -19,6 +19,10 @@ def run() -> None:
         if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and isinstance(exc.code, int | None):
             _leave(exc.code or 0)
         raise
+    except BrokenPipeError:
+        # The reader stopped reading (`hivelore search … | head`): what it took was enough. Quiet, and
+        # exit 1, as click leaves the other commands.
+        _leave(1)
 
 
 def run_hook(argv: list[str]) -> None:

@@ -50,6 +50,8 @@ def reported_errors() -> Iterator[None]:
     and keeps its traceback."""
     try:
         yield
+    except BrokenPipeError:
+        raise  # the reader of a pipe stopped reading: not an error to report (cli.run leaves quietly)
     except Exception as exc:
         error = errors.reported(exc)
         if error is None:
