@@ -134,3 +134,30 @@ def test_a_write_made_while_the_server_is_away_waits_in_the_outbox_and_lands_onc
         assert found["value"] == LESSON and found["seen_count"] == 1
     finally:
         server.stop()
+
+
+def test_an_import_in_remote_mode_refuses_a_shared_record_before_writing_anything(
+    server: Server, team: tuple[Account, Account], tmp_path: Path
+) -> None:
+    """A shared scope's record cannot be imported through the tier (the server's import is `migrate
+    --to remote`'s): the file is refused whole and nothing is written, or with --skip-invalid the
+    rest lands and the shared record is listed as rejected."""
+    home, repo = machine(tmp_path, "a", server, team[0])
+    assert hivelore(home, repo, "remote", "status").returncode == 0  # synced once: it knows what is shared
+    records = [
+        {"scope": "global", "key": "local-lesson", "value": "a lesson of this machine only"},
+        {"scope": REPO, "key": "shared-lesson", "value": "a lesson of the team's repository"},
+    ]
+    (repo / "lessons.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    refused = hivelore(home, repo, "import", "lessons.jsonl")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "lessons.jsonl:2: an import goes to this machine's tiers" in refused.stderr
+    assert "nothing was imported" in refused.stderr
+    assert hivelore(home, repo, "read", "global::local-lesson").returncode == 1, "nothing was written"
+
+    skipped = hivelore(home, repo, "import", "lessons.jsonl", "--skip-invalid")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "rejected 1" in skipped.stdout
+    assert hivelore(home, repo, "read", "global::local-lesson").returncode == 0
+    assert hivelore(home, repo, "read", f"{REPO}::shared-lesson").returncode == 1
