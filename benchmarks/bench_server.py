@@ -903,8 +903,8 @@ def bench(args: argparse.Namespace, work: Path) -> int:
     return 0
 
 
-def settings_note() -> str:
-    return "set " + ", ".join(f"{k} = {v}" for k, v in DEPLOYMENT_SETTINGS.items()) + " (docs/server.md)"
+def settings_text() -> str:
+    return ", ".join(f"{k} = {v}" for k, v in DEPLOYMENT_SETTINGS.items())
 
 
 def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: str, started_load: float) -> None:
@@ -918,7 +918,7 @@ def report(args: argparse.Namespace, loaded: Loaded, runs: Sequence[Run], end: s
     print(
         f"python {platform.python_version()} · {platform.platform()} · {os.cpu_count()} CPUs"
         f" ({CORES_NOTE}) · PostgreSQL {server_version[0] if server_version else '?'} at 127.0.0.1:5432,"
-        f" the database {'with its defaults' if args.postgres_defaults else settings_note()};"
+        f" the database {'with its defaults' if args.postgres_defaults else f'set {settings_text()} (docs/server.md)'};"
         f" replicas {'with the model (recall by meaning)' if args.meaning_on else 'without the model (--no-meaning)'}"
     )
     print(
@@ -999,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
         "--postgres-defaults",
         action="store_true",
         help="leave PostgreSQL's own settings on the benchmark's database instead of docs/server.md's"
-        f" ({', '.join(f'{k} = {v}' for k, v in DEPLOYMENT_SETTINGS.items())})",
+        f" ({settings_text()})",
     )
     parser.add_argument("--small", action="store_true", help="the CI size: 2,000 memories, 5 clients, 3 s per run")
     parser.add_argument(
